@@ -1,0 +1,3 @@
+from streamherd.cli import run
+
+run()

@@ -1,0 +1,121 @@
+"""The ``streamherd`` command line (typer). Thin: it parses flags and calls streamherd.training.
+
+Nothing heavy is imported at module level, so ``--help`` and ``--version`` answer without
+importing numpy or numba; each command imports what it needs.
+"""
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import click
+import typer
+
+from streamherd import __version__
+from streamherd.learners import DEFAULT_ALGO, REGISTRY
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Online linear classifiers (CW, AROW, NHERD, PA, perceptrons) over streamed "
+         "svmlight or VW-format lines.")
+
+ALGOS = ", ".join(REGISTRY)
+Files = typer.Argument(None, show_default=False, metavar="[FILES]...",
+                       help="Input files (.gz, .bz2, .xz detected by content); '-' or none: stdin.")
+Data = typer.Option(None, "-d", "--data", show_default=False, help="An input file (repeatable).")
+Format = typer.Option("auto", "--format", help="auto, svmlight or vw (auto: a line with '|' is VW).")
+Quiet = typer.Option(False, "--quiet", help="No progress table or summary on stderr.")
+SkipBad = typer.Option(False, "--skip-bad", help="Skip malformed lines (counted in the summary) "
+                       "instead of stopping at the first one.")
+
+
+def _version(value: bool):
+    if value:
+        typer.echo(f"streamherd {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                      help="Print the version and exit.")):
+    """Online linear classifiers over streamed svmlight or VW-format lines."""
+
+
+@app.command()
+def train(
+    files: Optional[List[str]] = Files,
+    data: Optional[List[str]] = Data,
+    algo: Optional[str] = typer.Option(None, "--algo", show_default=False,
+                                       help=f"Learner (default {DEFAULT_ALGO}): {ALGOS}."),
+    C: Optional[float] = typer.Option(None, "-C", show_default=False,
+                                      help="Aggressiveness C (pa1, pa2; default 1)."),
+    bits: Optional[int] = typer.Option(None, "-b", "--bits", show_default=False,
+                                       help="2^bits hashed weight slots (default 18)."),
+    no_bias: bool = typer.Option(False, "--no-bias", help="Do not add the constant feature."),
+    final_model: Optional[Path] = typer.Option(None, "-f", "--final-model", show_default=False,
+                                               help="Write the model here (.npz)."),
+    initial_model: Optional[Path] = typer.Option(None, "-i", "--initial-model", show_default=False,
+                                                 help="Continue training this model."),
+    fmt: str = Format,
+    quiet: bool = Quiet,
+    skip_bad: bool = SkipBad,
+):
+    """Train a model, one online update per line, reporting progressive validation loss."""
+    from streamherd.training import train as run_train
+
+    run_train(_inputs(files, data), algo=algo, options={"C": C}, bits=bits,
+              bias=False if no_bias else None, fmt=fmt, final_model=final_model,
+              initial_model=initial_model, quiet=quiet, skip_bad=skip_bad)
+
+
+@app.command()
+def predict(
+    files: Optional[List[str]] = Files,
+    data: Optional[List[str]] = Data,
+    model: Path = typer.Option(..., "-m", "--model", show_default=False, help="The model (.npz)."),
+    predictions: Optional[Path] = typer.Option(None, "-p", "--predictions", show_default=False,
+                                               help="Write predictions here instead of stdout."),
+    raw: bool = typer.Option(False, "--raw", help="Print the margin w.x instead of the label."),
+    fmt: str = Format,
+    quiet: bool = Quiet,
+    skip_bad: bool = SkipBad,
+):
+    """Predict one line per example (label, or margin with --raw; VW tags follow the value)."""
+    from streamherd.training import predict as run_predict
+
+    run_predict(model, _inputs(files, data), output=predictions, raw=raw, fmt=fmt, quiet=quiet,
+                skip_bad=skip_bad)
+
+
+def _inputs(files, data):
+    return [*(files or []), *(data or [])] or ["-"]
+
+
+def run(argv=None):
+    """Entry point: every user error is one line on stderr and a non-zero exit, never a traceback."""
+    from streamherd.errors import StreamherdError
+
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=argv, prog_name="streamherd", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        where = e.ctx.command_path if getattr(e, "ctx", None) else "streamherd"
+        print(f"{where}: {e.format_message()} (see '{where} --help')", file=sys.stderr)
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except StreamherdError as e:
+        print(f"streamherd: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        print("streamherd: interrupted; no model was written", file=sys.stderr)
+        sys.exit(130)
+    except BrokenPipeError:
+        # The reader of our stdout went away (e.g. '| head'): stop quietly, as cat does.
+        import os
+
+        sys.stderr.close()
+        os._exit(141)
+    sys.exit(0)

@@ -1,0 +1,134 @@
+"""The chunk of examples every parser produces and every learner consumes, and the
+per-line slot merge that makes each row a proper sparse vector."""
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+# Open-addressing table used to merge repeated slots within one line. Lines with
+# more features than half the table fall back to a sort (rare: long documents).
+MERGE_TABLE_SIZE = 4096
+_MERGE_TABLE_MASK = MERGE_TABLE_SIZE - 1
+_FIBONACCI = 2654435769
+
+
+@dataclass
+class Chunk:
+    """A block of parsed examples in CSR form.
+
+    labels: float64 label as written (NaN when the line has none); importance: the VW importance
+    weight (1 for svmlight); line_numbers: 1-based line of each example in its file; indptr,
+    indices (hashed slots, int32), values: the rows; tag_start/tag_end and label_start/label_end:
+    byte offsets into ``block`` (-1 when absent); n_lines: lines consumed, blank and skipped included.
+    """
+
+    source: str
+    block: np.ndarray
+    labels: np.ndarray
+    importance: np.ndarray
+    line_numbers: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    values: np.ndarray
+    tag_start: np.ndarray
+    tag_end: np.ndarray
+    label_start: np.ndarray
+    label_end: np.ndarray
+    n_lines: int
+    bad_lines: int
+    n_bytes: int
+
+    @property
+    def n_examples(self):
+        return len(self.labels)
+
+    def tags(self):
+        """The VW tags as str (None where a line has none); only for output, not in hot loops."""
+        raw = self.block.tobytes()
+        return [raw[s:e].decode("utf-8", "replace") if s >= 0 else None
+                for s, e in zip(self.tag_start.tolist(), self.tag_end.tolist())]
+
+    def label_tokens(self):
+        raw = self.block.tobytes()
+        return [raw[s:e].decode("utf-8", "replace") if s >= 0 else None
+                for s, e in zip(self.label_start.tolist(), self.label_end.tolist())]
+
+
+def allocate_outputs(n_bytes, n_newlines):
+    """Output arrays large enough for any block of ``n_bytes`` with ``n_newlines`` line ends.
+
+    Every feature takes at least two bytes ("1 " or "a "), plus one bias feature per line.
+    """
+    max_lines = n_newlines + 1
+    max_features = n_bytes // 2 + 2 * max_lines
+    return (
+        np.empty(max_lines, np.float64),   # labels
+        np.empty(max_lines, np.float64),   # importance
+        np.empty(max_lines, np.int64),     # line numbers
+        np.empty(max_lines + 1, np.int64),  # indptr
+        np.empty(max_features, np.int32),  # indices
+        np.empty(max_features, np.float64),  # values
+        np.empty(max_lines, np.int64),     # tag start
+        np.empty(max_lines, np.int64),     # tag end
+        np.empty(max_lines, np.int64),     # label start
+        np.empty(max_lines, np.int64),     # label end
+    )
+
+
+def new_merge_table():
+    """Scratch for merge_row: slot keys, owning-row stamps, positions."""
+    return (np.zeros(MERGE_TABLE_SIZE, np.int64), np.full(MERGE_TABLE_SIZE, -1, np.int64),
+            np.zeros(MERGE_TABLE_SIZE, np.int64))
+
+
+@njit(cache=True)
+def merge_row(indices, values, start, end, keys, stamps, positions, stamp):
+    """Sum repeated slots of one row in place, keeping first-seen order; returns the new end.
+
+    Repeated svmlight indices and hash collisions both produce repeated slots; the learners
+    need x as a vector (|x|^2 and the per-slot variance updates are not linear in the entries).
+    A strictly increasing row (the usual svmlight line) has nothing to merge.
+    """
+    increasing = True
+    for k in range(start + 1, end):
+        if indices[k] <= indices[k - 1]:
+            increasing = False
+            break
+    if increasing:
+        return end
+    if end - start > MERGE_TABLE_SIZE // 2:
+        return _merge_row_sorted(indices, values, start, end)
+    out = start
+    for k in range(start, end):
+        slot = indices[k]
+        h = ((slot * _FIBONACCI) >> 12) & _MERGE_TABLE_MASK
+        while True:
+            if stamps[h] != stamp:
+                stamps[h] = stamp
+                keys[h] = slot
+                positions[h] = out
+                indices[out] = slot
+                values[out] = values[k]
+                out += 1
+                break
+            if keys[h] == slot:
+                values[positions[h]] += values[k]
+                break
+            h = (h + 1) & _MERGE_TABLE_MASK
+    return out
+
+
+@njit(cache=True)
+def _merge_row_sorted(indices, values, start, end):
+    order = np.argsort(indices[start:end], kind="mergesort")
+    sorted_indices = indices[start:end][order]
+    sorted_values = values[start:end][order]
+    out = start
+    for k in range(end - start):
+        if out > start and indices[out - 1] == sorted_indices[k]:
+            values[out - 1] += sorted_values[k]
+        else:
+            indices[out] = sorted_indices[k]
+            values[out] = sorted_values[k]
+            out += 1
+    return out

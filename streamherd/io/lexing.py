@@ -1,0 +1,143 @@
+"""Byte-level helpers shared by the format parsers (numba, inlined into the parse kernels)."""
+import numpy as np
+from numba import njit
+
+# Exact powers of ten: a mantissa below 2**53 times or divided by one of these is
+# correctly rounded (Clinger's fast path), which covers every value in practice.
+_POW10 = np.array([10.0 ** i for i in range(23)])
+_MAX_EXACT_MANTISSA = 2 ** 53
+
+SPACE, TAB, CR, LF = 32, 9, 13, 10
+HASH, COLON, BAR, QUOTE = 35, 58, 124, 39
+PLUS, MINUS, DOT = 43, 45, 46
+
+
+@njit(cache=True, inline="always")
+def is_blank(c):
+    return c == SPACE or c == TAB or c == CR
+
+
+@njit(cache=True, inline="always")
+def is_binary(c):
+    """A NUL byte never occurs in a text line: the sign of binary garbage.
+
+    Other control bytes do occur in real VW data (the Amazon files hold 0x1A inside
+    tokens) and VW hashes them like any byte, so they are accepted in names.
+    """
+    return c == 0
+
+
+@njit(cache=True, inline="always")
+def skip_blanks(buf, p, end):
+    while p < end and is_blank(buf[p]):
+        p += 1
+    return p
+
+
+@njit(cache=True, inline="always")
+def token_end(buf, p, end):
+    while p < end and not is_blank(buf[p]):
+        p += 1
+    return p
+
+
+@njit(cache=True)
+def parse_float(buf, start, end):
+    """Parse ``buf[start:end]`` as a decimal float; returns (value, ok).
+
+    Accepts [+-]digits[.digits][(e|E)[+-]digits]. Letters (nan, inf), empty
+    tokens and values that overflow to infinity are rejected (ok = False).
+    """
+    p = start
+    if p >= end:
+        return 0.0, False
+    negative = False
+    if buf[p] == PLUS or buf[p] == MINUS:
+        negative = buf[p] == MINUS
+        p += 1
+    mantissa = 0
+    exponent = 0
+    digits = 0
+    significant = 0
+    while p < end and 48 <= buf[p] <= 57:
+        if significant < 19:
+            mantissa = mantissa * 10 + (buf[p] - 48)
+            if mantissa > 0:
+                significant += 1
+        else:
+            exponent += 1
+        digits += 1
+        p += 1
+    if p < end and buf[p] == DOT:
+        p += 1
+        while p < end and 48 <= buf[p] <= 57:
+            if significant < 19:
+                mantissa = mantissa * 10 + (buf[p] - 48)
+                exponent -= 1
+                if mantissa > 0:
+                    significant += 1
+            digits += 1
+            p += 1
+    if digits == 0:
+        return 0.0, False
+    if p < end and (buf[p] == 101 or buf[p] == 69):  # e or E
+        p += 1
+        exp_negative = False
+        if p < end and (buf[p] == PLUS or buf[p] == MINUS):
+            exp_negative = buf[p] == MINUS
+            p += 1
+        exp_digits = 0
+        exp_value = 0
+        while p < end and 48 <= buf[p] <= 57:
+            if exp_value < 100000:
+                exp_value = exp_value * 10 + (buf[p] - 48)
+            exp_digits += 1
+            p += 1
+        if exp_digits == 0:
+            return 0.0, False
+        exponent += -exp_value if exp_negative else exp_value
+    if p != end:
+        return 0.0, False
+    if mantissa == 0:
+        value = 0.0
+    elif mantissa < _MAX_EXACT_MANTISSA and -22 <= exponent <= 22:
+        if exponent >= 0:
+            value = mantissa * _POW10[exponent]
+        else:
+            value = mantissa / _POW10[-exponent]
+    elif exponent < -330:
+        value = 0.0
+    elif exponent > 330:
+        return 0.0, False
+    else:
+        # Outside the fast path: split the scaling so neither factor overflows early.
+        value = float(mantissa)
+        if exponent > 0:
+            value = value * 10.0 ** exponent
+        else:
+            value = value / 10.0 ** (-exponent // 2) / 10.0 ** (-exponent - (-exponent // 2))
+    if not np.isfinite(value):
+        return 0.0, False
+    return (-value if negative else value), True
+
+
+@njit(cache=True)
+def parse_index(buf, start, end):
+    """Parse an unsigned decimal integer (a feature index); returns (value, ok). Wraps at 2**63."""
+    if start >= end:
+        return 0, False
+    value = 0
+    for p in range(start, end):
+        c = buf[p]
+        if c < 48 or c > 57:
+            return 0, False
+        value = (value * 10 + (c - 48)) & 0x7FFFFFFFFFFFFFFF
+    return value, True
+
+
+@njit(cache=True)
+def find_byte(buf, start, end, byte):
+    for p in range(start, end):
+        if buf[p] == byte:
+            return p
+    return end

@@ -1,0 +1,27 @@
+"""Codes the parse kernels return for a malformed line, and the words a user reads for each."""
+
+OK = 0
+BAD_LABEL = 1
+MISSING_COLON = 2
+BAD_INDEX = 3
+MISSING_VALUE = 4
+BAD_VALUE = 5
+BINARY_BYTES = 6
+BAD_IMPORTANCE = 7
+EXTRA_TOKEN = 8
+BAD_SCALE = 9
+MISSING_LABEL = 10
+
+# code -> (what is wrong, what was expected)
+MESSAGES = {
+    BAD_LABEL: ("bad label", "a number such as 1, -1 or 0"),
+    MISSING_COLON: ("feature without ':'", "index:value"),
+    BAD_INDEX: ("bad feature index", "a non-negative integer index, as in 12:0.5"),
+    MISSING_VALUE: ("feature index without a value", "index:value, as in 12:0.5"),
+    BAD_VALUE: ("bad feature value", "a finite number (nan and inf are not allowed)"),
+    BINARY_BYTES: ("binary bytes in a text line", "text in svmlight or VW format"),
+    BAD_IMPORTANCE: ("bad importance weight", "a finite non-negative number after the label"),
+    EXTRA_TOKEN: ("unexpected token before the first '|'", "label [importance] ['tag]|namespace features"),
+    BAD_SCALE: ("bad namespace scale", "|namespace:scale with a finite number"),
+    MISSING_LABEL: ("line has no label", "a label before the features (train needs labels)"),
+}

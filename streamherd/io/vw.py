@@ -1,0 +1,136 @@
+"""Vowpal Wabbit text lines: ``label [importance] ['tag]|ns[:scale] feat[:value] ... |ns2 ...``."""
+import numpy as np
+from numba import njit
+
+from streamherd.features.hashing import hashstring
+from streamherd.io import linecodes as codes
+from streamherd.io.lexing import (BAR, COLON, QUOTE, find_byte, is_blank, is_binary,
+                                  parse_float, skip_blanks)
+
+
+@njit(cache=True, inline="always")
+def _vw_token_end(buf, p, end):
+    """A feature or namespace token ends at a blank or at the next '|'."""
+    while p < end and not is_blank(buf[p]) and buf[p] != BAR:
+        p += 1
+    return p
+
+
+@njit(cache=True)
+def _parse_header(buf, p, bar):
+    """The part before the first '|': label, importance, (ignored) base and tag.
+
+    Returns (code, token_start, token_end, label, importance, label_start, label_end,
+    tag_start, tag_end). A token starting with "'" is the tag; so is the last token when it
+    touches the '|' and is not the first (VW: ``1 1.0 zebra|f ...``). A line with no label
+    has label NaN and label_start -1.
+    """
+    label = np.nan
+    weight = 1.0
+    label_start = -1
+    label_end = -1
+    tag_start = -1
+    tag_end = -1
+    numbers = 0
+    q = p
+    while True:
+        q = skip_blanks(buf, q, bar)
+        if q >= bar:
+            break
+        te = q
+        while te < bar and not is_blank(buf[te]):
+            te += 1
+        if buf[q] == QUOTE:
+            tag_start = q + 1
+            tag_end = te
+        elif te == bar and numbers > 0:
+            tag_start = q
+            tag_end = te
+        elif numbers == 0:
+            value, ok = parse_float(buf, q, te)
+            if not ok:
+                return codes.BAD_LABEL, q, te, label, weight, label_start, label_end, tag_start, tag_end
+            label = value
+            label_start = q
+            label_end = te
+            numbers = 1
+        elif numbers == 1:
+            value, ok = parse_float(buf, q, te)
+            if not ok or value < 0.0:
+                return codes.BAD_IMPORTANCE, q, te, label, weight, label_start, label_end, tag_start, tag_end
+            weight = value
+            numbers = 2
+        elif numbers == 2:  # VW's "base" (initial prediction): checked, not used
+            _, ok = parse_float(buf, q, te)
+            if not ok:
+                return codes.EXTRA_TOKEN, q, te, label, weight, label_start, label_end, tag_start, tag_end
+            numbers = 3
+        else:
+            return codes.EXTRA_TOKEN, q, te, label, weight, label_start, label_end, tag_start, tag_end
+        q = te
+    return codes.OK, 0, 0, label, weight, label_start, label_end, tag_start, tag_end
+
+
+@njit(cache=True)
+def _parse_features(buf, p, end, mask, indices, values, nnz):
+    """Namespaces and features from the first '|' (at p) to the end of the line.
+
+    Returns (code, new_nnz, token_start, token_end).
+    """
+    seed = np.uint64(0)
+    scale = 1.0
+    q = p
+    while q < end:
+        c = buf[q]
+        if is_binary(c):
+            return codes.BINARY_BYTES, nnz, q, q + 1
+        if c == BAR:
+            q += 1
+            seed = np.uint64(0)
+            scale = 1.0
+            if q < end and not is_blank(buf[q]) and buf[q] != BAR:
+                te = _vw_token_end(buf, q, end)
+                colon = find_byte(buf, q, te, COLON)
+                for k in range(q, te):
+                    if is_binary(buf[k]):
+                        return codes.BINARY_BYTES, nnz, q, te
+                if colon < te:
+                    scale, ok = parse_float(buf, colon + 1, te)
+                    if not ok:
+                        return codes.BAD_SCALE, nnz, q, te
+                seed = hashstring(buf, q, colon, np.uint64(0))
+                q = te
+            continue
+        if is_blank(c):
+            q += 1
+            continue
+        te = _vw_token_end(buf, q, end)
+        colon = find_byte(buf, q, te, COLON)
+        for k in range(q, colon):
+            if is_binary(buf[k]):
+                return codes.BINARY_BYTES, nnz, q, te
+        value = 1.0
+        if colon < te:
+            if colon + 1 == te:
+                return codes.MISSING_VALUE, nnz, q, te
+            value, ok = parse_float(buf, colon + 1, te)
+            if not ok:
+                return codes.BAD_VALUE, nnz, q, te
+        value *= scale
+        if value != 0.0:
+            indices[nnz] = np.int64(hashstring(buf, q, colon, seed) & np.uint64(mask))
+            values[nnz] = value
+            nnz += 1
+        q = te
+    return codes.OK, nnz, 0, 0
+
+
+@njit(cache=True)
+def parse_vw_line(buf, p, end, mask, indices, values, nnz):
+    """Parse one non-blank line; same contract as svmlight.parse_svmlight_line."""
+    bar = find_byte(buf, p, end, BAR)
+    code, ts, te, label, weight, ls, le, tgs, tge = _parse_header(buf, p, bar)
+    if code != codes.OK:
+        return code, nnz, ts, te, label, weight, ls, le, tgs, tge
+    code, nnz, ts, te = _parse_features(buf, bar, end, mask, indices, values, nnz)
+    return code, nnz, ts, te, label, weight, ls, le, tgs, tge

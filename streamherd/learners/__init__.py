@@ -1,0 +1,39 @@
+"""The registry: ``--algo`` names to learner classes.
+
+Entries name a module and a class, so listing the algorithms (``--help``) imports neither the
+learner modules nor numba. A new algorithm is one module and one entry here.
+"""
+import importlib
+
+from streamherd.errors import StreamherdError
+
+# name -> (module, class, fixed keyword arguments)
+REGISTRY = {
+    "perceptron": ("streamherd.learners.perceptron", "Perceptron", {}),
+    "avg-perceptron": ("streamherd.learners.perceptron", "AveragedPerceptron", {}),
+    "pa": ("streamherd.learners.pa", "PassiveAggressive", {}),
+    "pa1": ("streamherd.learners.pa", "PassiveAggressiveI", {}),
+    "pa2": ("streamherd.learners.pa", "PassiveAggressiveII", {}),
+}
+ALIASES = {}
+DEFAULT_ALGO = "pa2"
+
+
+def canonical_name(name):
+    name = ALIASES.get(name, name)
+    if name not in REGISTRY:
+        known = ", ".join(sorted(set(REGISTRY) | set(ALIASES)))
+        raise StreamherdError(f"unknown --algo '{name}'; choose one of: {known}")
+    return name
+
+
+def learner_class(name):
+    """The class for ``name`` and its fixed keyword arguments."""
+    module, cls, fixed = REGISTRY[canonical_name(name)]
+    return getattr(importlib.import_module(module), cls), fixed
+
+
+def create(name, dim, options=None, state=None, learner_meta=None):
+    name = canonical_name(name)
+    cls, fixed = learner_class(name)
+    return cls(dim, options=options, state=state, learner_meta=learner_meta, name=name, **fixed)

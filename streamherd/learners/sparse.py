@@ -1,0 +1,32 @@
+"""Sparse-row primitives the learner kernels share (inlined by numba)."""
+from numba import njit
+
+
+@njit(cache=True, inline="always")
+def dot(w, indices, values, start, end):
+    total = 0.0
+    for k in range(start, end):
+        total += w[indices[k]] * values[k]
+    return total
+
+
+@njit(cache=True, inline="always")
+def squared_norm(values, start, end):
+    total = 0.0
+    for k in range(start, end):
+        total += values[k] * values[k]
+    return total
+
+
+@njit(cache=True, inline="always")
+def axpy(w, scale, indices, values, start, end):
+    """w += scale * x for the row x = values[start:end] at slots indices[start:end]."""
+    for k in range(start, end):
+        w[indices[k]] += scale * values[k]
+
+
+@njit(cache=True, nogil=True)
+def margins(w, indptr, indices, values, out):
+    """out[i] = w . x_i for every row: prediction with a fixed weight vector."""
+    for i in range(len(indptr) - 1):
+        out[i] = dot(w, indices, values, indptr[i], indptr[i + 1])
