@@ -121,6 +121,35 @@ def parse_float(buf, start, end):
     return (-value if negative else value), True
 
 
+@njit(cache=True, inline="always")
+def simple_decimal(buf, p, end):
+    """Fast path for the common value shape ``digits[.digits]`` (at most 15 digits).
+
+    Returns (value, stop): stop is where the number ends, or -1 when the text is not of that
+    shape (a sign, an exponent, too many digits...), in which case the caller uses parse_float.
+    With at most 15 digits the mantissa is exact, so the one division is correctly rounded.
+    """
+    start = p
+    mantissa = 0
+    while p < end and 48 <= buf[p] <= 57:
+        mantissa = mantissa * 10 + (buf[p] - 48)
+        p += 1
+    digits = p - start
+    fraction = 0
+    if p < end and buf[p] == DOT:
+        p += 1
+        while p < end and 48 <= buf[p] <= 57:
+            mantissa = mantissa * 10 + (buf[p] - 48)
+            p += 1
+            fraction += 1
+        digits += fraction
+    if digits == 0 or digits > 15:
+        return 0.0, -1
+    if fraction == 0:
+        return float(mantissa), p
+    return mantissa / _POW10[fraction], p
+
+
 @njit(cache=True)
 def parse_index(buf, start, end):
     """Parse an unsigned decimal integer (a feature index); returns (value, ok). Wraps at 2**63."""

@@ -3,8 +3,8 @@ import numpy as np
 from numba import njit
 
 from streamherd.io import linecodes as codes
-from streamherd.io.lexing import (COLON, HASH, find_byte, parse_float, parse_index,
-                                  skip_blanks, token_end)
+from streamherd.io.lexing import (COLON, HASH, find_byte, is_blank, parse_float, parse_index,
+                                  simple_decimal, skip_blanks, token_end)
 
 _QID = np.frombuffer(b"qid", np.uint8)
 
@@ -32,6 +32,22 @@ def parse_svmlight_line(buf, p, end, mask, indices, values, nnz):
         q = skip_blanks(buf, q, end)
         if q >= end or buf[q] == HASH:
             break
+        # Fast path, one pass over the usual "index:digits[.digits]" token.
+        index = 0
+        r = q
+        while r < end and 48 <= buf[r] <= 57:
+            index = index * 10 + (buf[r] - 48)
+            r += 1
+        if q < r < end and r - q <= 18 and buf[r] == COLON:
+            value, stop = simple_decimal(buf, r + 1, end)
+            if stop > 0 and (stop == end or is_blank(buf[stop])):
+                if value != 0.0:
+                    indices[nnz] = index & mask
+                    values[nnz] = value
+                    nnz += 1
+                q = stop
+                continue
+        # General path: qid, signs, exponents, and every malformed token.
         te = token_end(buf, q, end)
         colon = find_byte(buf, q, te, COLON)
         if colon == te:

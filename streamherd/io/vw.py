@@ -2,10 +2,10 @@
 import numpy as np
 from numba import njit
 
-from streamherd.features.hashing import hashstring
+from streamherd.features.hashing import hashstring, murmur3_32
 from streamherd.io import linecodes as codes
-from streamherd.io.lexing import (BAR, COLON, QUOTE, find_byte, is_blank, is_binary,
-                                  parse_float, skip_blanks)
+from streamherd.io.lexing import (BAR, COLON, QUOTE, find_byte, is_binary, is_blank,
+                                  parse_float, simple_decimal, skip_blanks)
 
 
 @njit(cache=True, inline="always")
@@ -104,21 +104,40 @@ def _parse_features(buf, p, end, mask, indices, values, nnz):
         if is_blank(c):
             q += 1
             continue
-        te = _vw_token_end(buf, q, end)
-        colon = find_byte(buf, q, te, COLON)
-        for k in range(q, colon):
-            if is_binary(buf[k]):
-                return codes.BINARY_BYTES, nnz, q, te
+        # One pass over the name: where it ends, whether it is all digits (VW then uses the
+        # number itself, see hashing.hashstring), and no NUL byte.
+        name_end = q
+        number = np.uint64(0)
+        all_digits = True
+        while name_end < end:
+            c = buf[name_end]
+            if is_blank(c) or c == BAR or c == COLON:
+                break
+            if c == 0:
+                return codes.BINARY_BYTES, nnz, q, _vw_token_end(buf, q, end)
+            if all_digits and 48 <= c <= 57:
+                number = number * np.uint64(10) + np.uint64(c - 48)
+            else:
+                all_digits = False
+            name_end += 1
         value = 1.0
-        if colon < te:
-            if colon + 1 == te:
-                return codes.MISSING_VALUE, nnz, q, te
-            value, ok = parse_float(buf, colon + 1, te)
-            if not ok:
-                return codes.BAD_VALUE, nnz, q, te
+        te = name_end
+        if name_end < end and buf[name_end] == COLON:
+            value, te = simple_decimal(buf, name_end + 1, end)
+            if te < 0 or not (te == end or is_blank(buf[te]) or buf[te] == BAR):
+                te = _vw_token_end(buf, name_end + 1, end)
+                if name_end + 1 == te:
+                    return codes.MISSING_VALUE, nnz, q, te
+                value, ok = parse_float(buf, name_end + 1, te)
+                if not ok:
+                    return codes.BAD_VALUE, nnz, q, te
         value *= scale
         if value != 0.0:
-            indices[nnz] = np.int64(hashstring(buf, q, colon, seed) & np.uint64(mask))
+            if all_digits:
+                slot = (number + seed) & np.uint64(mask)
+            else:
+                slot = murmur3_32(buf, q, name_end, seed & np.uint64(0xFFFFFFFF)) & np.uint64(mask)
+            indices[nnz] = np.int64(slot)
             values[nnz] = value
             nnz += 1
         q = te

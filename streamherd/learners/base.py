@@ -6,6 +6,16 @@ import numpy as np
 from streamherd.errors import StreamherdError
 
 
+class UnstableUpdate(Exception):
+    """Raised by ``learn`` when the update on example ``index`` of the chunk made the state
+    non-finite; training turns it into a StreamherdError naming the file and line."""
+
+    def __init__(self, index, what):
+        super().__init__(what)
+        self.index = index
+        self.what = what
+
+
 class Learner(ABC):
     """Base class. A subclass sets the class attributes and implements ``learn``.
 

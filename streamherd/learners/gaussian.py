@@ -1,0 +1,245 @@
+"""What the Gaussian (confidence-weighted) learners share: the model N(mu, Sigma) over weight
+vectors, with Sigma kept either as its diagonal (state array ``variance``, float64[d]) or in full
+(state array ``covariance``, float64[d, d]), Sigma_0 = a I (``-a/--init-variance``).
+
+The kernels of nherd.py, arow.py, cw.py and scw.py all follow one pattern per example x with
+label y: margin mu.x (written to ``margins_out``), m = y mu.x, v = x' Sigma x (old Sigma), a rule
+of the family gives the step alpha and the covariance coefficient, then
+  mu += alpha y Sigma x   and   Sigma -= c (Sigma x)(Sigma x)'   (full)
+or a per-coordinate rule on the diagonal. The helpers below are that shared arithmetic.
+
+Full covariance: Sigma x is computed from the sparse x into a dense workspace g (rows of Sigma are
+contiguous, Sigma symmetric), and the rank-one update runs in place over the rows j with
+g[j] != 0 (rows with g[j] = 0 do not change), contiguous over columns: O(d * active) per update,
+no d x d temporary.
+
+Numerical safety: after each update the kernels check the touched entries (the mean, and the
+variances, which must stay finite and > 0). On failure they return the index of the example, and
+``GaussianLearner.learn`` raises ``UnstableUpdate``, which training turns into a one-line error
+naming the file and line.
+"""
+import os
+
+import numpy as np
+from numba import njit
+from scipy.special import ndtr
+
+from streamherd.errors import StreamherdError
+from streamherd.learners.base import Learner, UnstableUpdate
+
+
+# ---------------------------------------------------------------- diagonal helpers
+
+@njit(cache=True, inline="always")
+def diag_confidence(sigma, indices, values, start, end):
+    """v = x' diag(sigma) x."""
+    total = 0.0
+    for k in range(start, end):
+        x = values[k]
+        total += sigma[indices[k]] * x * x
+    return total
+
+
+@njit(cache=True, inline="always")
+def diag_mean_step(mu, sigma, scale, indices, values, start, end):
+    """mu += scale * Sigma x with the (old) diagonal Sigma; call before changing sigma."""
+    for k in range(start, end):
+        j = indices[k]
+        mu[j] += scale * sigma[j] * values[k]
+
+
+@njit(cache=True, inline="always")
+def diag_ok(mu, sigma, indices, start, end):
+    """The touched mean entries are finite and the touched variances finite and > 0."""
+    for k in range(start, end):
+        j = indices[k]
+        if not (np.isfinite(mu[j]) and np.isfinite(sigma[j]) and sigma[j] > 0.0):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def diag_confidences(sigma, indptr, indices, values, out):
+    """out[i] = x_i' diag(sigma) x_i for every row."""
+    for i in range(len(indptr) - 1):
+        out[i] = diag_confidence(sigma, indices, values, indptr[i], indptr[i + 1])
+
+
+# ---------------------------------------------------------------- full-covariance helpers
+
+@njit(cache=True, inline="always")
+def full_sigma_x(Sigma, indices, values, start, end, g, active):
+    """g = Sigma x (dense; g must be all zero on entry), active[:n] = the j with g[j] != 0.
+
+    Returns (v, n) with v = x' Sigma x. Sigma is symmetric, so Sigma x sums rows of Sigma.
+    """
+    d = g.shape[0]
+    for k in range(start, end):
+        x = values[k]
+        if x == 0.0:
+            continue
+        row = Sigma[indices[k]]
+        for j in range(d):
+            g[j] += x * row[j]
+    n = 0
+    for j in range(d):
+        if g[j] != 0.0:
+            active[n] = j
+            n += 1
+    v = 0.0
+    for k in range(start, end):
+        v += values[k] * g[indices[k]]
+    return v, n
+
+
+@njit(cache=True, inline="always")
+def full_update(mu, Sigma, g, active, n, mean_scale, c):
+    """mu += mean_scale * g; Sigma -= c g g' (in place); then g is reset to zero.
+
+    Returns False when a touched mean entry or diagonal entry of Sigma is not finite, or a
+    diagonal entry is <= 0.
+    """
+    d = g.shape[0]
+    ok = True
+    for t in range(n):
+        j = active[t]
+        mu[j] += mean_scale * g[j]
+        if c != 0.0:
+            cj = c * g[j]
+            row = Sigma[j]
+            for col in range(d):
+                row[col] -= cj * g[col]
+    for t in range(n):
+        j = active[t]
+        if not (np.isfinite(mu[j]) and np.isfinite(Sigma[j, j]) and Sigma[j, j] > 0.0):
+            ok = False
+    full_reset(g, active, n)
+    return ok
+
+
+@njit(cache=True, inline="always")
+def full_reset(g, active, n):
+    for t in range(n):
+        g[active[t]] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def full_confidences(Sigma, indptr, indices, values, out):
+    """out[i] = x_i' Sigma x_i for every row (O(nnz^2) per row)."""
+    for i in range(len(indptr) - 1):
+        total = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            row = Sigma[indices[k]]
+            inner = 0.0
+            for q in range(indptr[i], indptr[i + 1]):
+                inner += row[indices[q]] * values[q]
+            total += values[k] * inner
+        out[i] = total
+
+
+# ---------------------------------------------------------------- memory
+
+def available_memory():
+    """Bytes of memory available now (MemAvailable), else physical memory, else None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_full_fits(name, dim, diagonal_name, what="covariance"):
+    """Refuse a d x d float64 matrix that would not fit in the available memory."""
+    need = 8 * dim * dim
+    available = available_memory()
+    if available is not None and need > available:
+        bits = dim.bit_length() - 1
+        raise StreamherdError(
+            f"{name} with -b {bits} needs a {dim}x{dim} {what} matrix of {need:,} bytes, more than "
+            f"the {available:,} bytes of available memory; use a smaller -b or the diagonal "
+            f"variant --algo {diagonal_name}")
+
+
+# ---------------------------------------------------------------- the learner classes
+
+class GaussianLearner(Learner):
+    """N(mu, Sigma) over weight vectors; subclasses set ``full`` and implement ``_run``.
+
+    ``_run(y, importance, indptr, indices, values, margins_out)`` returns (updates, bad) with bad
+    the index of an example whose update made the state non-finite (or a variance <= 0), or -1.
+    """
+
+    full = False
+    diagonal_name = ""       # the diagonal variant suggested when a full matrix does not fit
+    hyperparameters = {"a": 1.0}
+    state_arrays = ("variance",)   # full subclasses: ("covariance",)
+
+    def init_state(self):
+        a = self.options["a"]
+        if self.full:
+            check_full_fits(self.name, self.dim, self.diagonal_name)
+            self.covariance = np.zeros((self.dim, self.dim))
+            np.fill_diagonal(self.covariance, a)
+        else:
+            self.variance = np.full(self.dim, a)
+
+    def load_state(self, state, learner_meta):
+        if self.full:
+            self.covariance = np.ascontiguousarray(state["covariance"])
+            if self.covariance.shape != (self.dim, self.dim):
+                raise StreamherdError(f"{self.name}: the model's covariance has shape "
+                                      f"{self.covariance.shape}, expected ({self.dim}, {self.dim})")
+        else:
+            self.variance = state["variance"]
+
+    def state(self):
+        if self.full:
+            return {"mean": self.mean, "covariance": self.covariance}
+        return {"mean": self.mean, "variance": self.variance}
+
+    def _workspace(self):
+        if getattr(self, "_g", None) is None:
+            self._g = np.zeros(self.dim)
+            self._active = np.zeros(self.dim, np.int64)
+        return self._g, self._active
+
+    def learn(self, y, importance, indptr, indices, values, margins_out):
+        updates, bad = self._run(y, importance, indptr, indices, values, margins_out)
+        if bad >= 0:
+            raise UnstableUpdate(int(bad), f"the {self.name} update made the mean or a variance "
+                                           f"non-finite or not positive")
+        return updates
+
+    def confidences(self, indptr, indices, values, out):
+        """out[i] = x_i' Sigma x_i, the variance of the margin of example i."""
+        if self.full:
+            full_confidences(self.covariance, indptr, indices, values, out)
+        else:
+            diag_confidences(self.variance, indptr, indices, values, out)
+
+    def probabilities(self, indptr, indices, values):
+        """P(y = +1 | x) = Phi(mu.x / sqrt(x' Sigma x)); 1, 0.5 or 0 by the sign of mu.x when
+        x' Sigma x = 0."""
+        n = len(indptr) - 1
+        margins = np.empty(n)
+        self.predict_margins(indptr, indices, values, margins)
+        variances = np.empty(n)
+        self.confidences(indptr, indices, values, variances)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = ndtr(margins / np.sqrt(variances))
+        degenerate = ~(variances > 0)
+        p[degenerate] = np.where(margins[degenerate] > 0, 1.0,
+                                 np.where(margins[degenerate] < 0, 0.0, 0.5))
+        return p
+
+
+def check_eta(name, eta):
+    if not 0.5 < eta < 1.0:
+        raise StreamherdError(f"{name}: --eta is the confidence level and must be strictly between "
+                              f"0.5 and 1, got {eta}")
