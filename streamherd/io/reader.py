@@ -3,8 +3,10 @@
 Memory does not grow with input length: at most a few blocks (``block_size`` bytes each, plus
 their parsed arrays) are alive at once, bounded by the queue between the parser and the learner.
 """
+import os
 import queue
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,8 +17,9 @@ from streamherd.io.csr import Chunk, allocate_outputs, new_merge_table
 from streamherd.io.sources import Source, read_into
 
 DEFAULT_BLOCK_SIZE = 4 << 20
+# Parser threads: with two cores, two parsers and the learner keep both busy.
+DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
 FORMATS = ("auto", "svmlight", "vw")
-_QUEUE_DEPTH = 2
 _END = object()
 
 
@@ -39,7 +42,7 @@ class ChunkReader:
     """Iterates the chunks of every source in order (``"-"`` is stdin)."""
 
     def __init__(self, paths, fmt="auto", bits=18, bias=True, skip_bad=False,
-                 block_size=DEFAULT_BLOCK_SIZE):
+                 block_size=DEFAULT_BLOCK_SIZE, workers=None):
         if fmt not in FORMATS:
             raise StreamherdError(f"unknown --format '{fmt}'; use one of {', '.join(FORMATS)}")
         self.sources = [Source(p) for p in (paths or ["-"])]
@@ -52,13 +55,13 @@ class ChunkReader:
         self.bytes_done = 0  # raw bytes of finished sources plus the current position
         self.bad_lines = 0
         self.formats_seen = set()
+        self.workers = DEFAULT_WORKERS if workers is None else workers
         self._stop = threading.Event()
+        self._local = threading.local()
 
     @property
     def total_bytes(self):
         """Sum of the input sizes, or None when one is a pipe (no progress bar then)."""
-        import os
-
         total = 0
         for s in self.sources:
             if s.path == "-" or not os.path.isfile(s.path):
@@ -67,102 +70,139 @@ class ChunkReader:
         return total
 
     def __iter__(self):
-        chunks = queue.Queue(maxsize=_QUEUE_DEPTH)
-        thread = threading.Thread(target=self._produce, args=(chunks,), daemon=True,
-                                  name="streamherd-parser")
+        """Chunks in input order. One thread reads (and decompresses) blocks and numbers their
+        lines; ``workers`` threads parse them (the kernels release the GIL); the caller gets them
+        back in order, while it works on the previous one."""
+        if self.workers < 1:
+            yield from self.chunks()
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(self.workers, thread_name_prefix="streamherd-parse")
+        pending = queue.Queue(maxsize=self.workers + 1)
+        thread = threading.Thread(target=self._submit_all, args=(pool, pending), daemon=True,
+                                  name="streamherd-read")
         thread.start()
         try:
             while True:
-                item = chunks.get()
+                item = pending.get()
                 if item is _END:
                     break
                 if isinstance(item, BaseException):
                     raise item
-                yield item
+                chunk = item.result()
+                self.bad_lines += chunk.bad_lines
+                yield chunk
         finally:
             self._stop.set()
-            while thread.is_alive():  # unblock a producer waiting on a full queue
+            while thread.is_alive():  # unblock a reader waiting on a full queue
                 try:
-                    chunks.get(timeout=0.05)
+                    pending.get(timeout=0.05)
                 except queue.Empty:
                     pass
             thread.join()
+            pool.shutdown(wait=True, cancel_futures=True)
 
-    def _produce(self, chunks):
+    def _submit_all(self, pool, pending):
         try:
-            for chunk in self.chunks():
+            for block in self._blocks():
+                future = pool.submit(self._parse, block)
                 while not self._stop.is_set():
                     try:
-                        chunks.put(chunk, timeout=0.1)
+                        pending.put(future, timeout=0.1)
                         break
                     except queue.Full:
                         continue
                 if self._stop.is_set():
                     return
-            chunks.put(_END)
+            pending.put(_END)
         except BaseException as e:  # handed to the consumer, which raises it
-            chunks.put(e)
+            pending.put(e)
 
     def chunks(self):
-        """The same chunks, produced in the calling thread."""
+        """The same chunks, read and parsed in the calling thread."""
+        for block in self._blocks():
+            chunk = self._parse(block)
+            self.bad_lines += chunk.bad_lines
+            yield chunk
+
+    def _blocks(self):
+        """Blocks of complete lines, in order, with the file line number each starts at."""
+        from streamherd.io.block import count_newlines, end_of_last_line
+
         finished = 0
         for source in self.sources:
             source.open()
             try:
-                yield from self._source_chunks(source, finished)
+                carry = b""
+                next_line = 1
+                fmt = None
+                while not self._stop.is_set():
+                    buf = np.empty(self.block_size + len(carry), np.uint8)
+                    buf[:len(carry)] = np.frombuffer(carry, np.uint8)
+                    got = read_into(source.stream, memoryview(buf)[len(carry):], source.name)
+                    n = len(carry) + got
+                    at_end = got < self.block_size
+                    if n == 0:
+                        break
+                    complete = n if at_end else end_of_last_line(buf, n)
+                    if complete == 0:  # one line longer than the block: read on before parsing
+                        carry = buf[:n].tobytes()
+                        continue
+                    if fmt is None:
+                        fmt = self._detect(buf, complete)
+                    newlines = count_newlines(buf, complete)
+                    position = source.raw_position()
+                    if position is not None:
+                        self.bytes_done = finished + position
+                    yield _Block(source.name, buf, complete, fmt, next_line, newlines)
+                    # A last line without a newline still counts as a line.
+                    next_line += newlines + (1 if at_end and buf[complete - 1] != 10 else 0)
+                    carry = buf[complete:n].tobytes()
+                    if at_end:
+                        break
             finally:
                 source.close()
             if source.size is not None:
                 finished += source.size
 
-    def _source_chunks(self, source, finished_bytes):
-        from streamherd.io.block import SVMLIGHT, VW, count_newlines, end_of_last_line, parse_block
+    def _detect(self, buf, complete):
+        from streamherd.io.block import SVMLIGHT, VW
 
-        merge_table = new_merge_table()
-        carry = b""
-        next_line = 1
-        fmt = None
-        while not self._stop.is_set():
-            buf = np.empty(self.block_size + len(carry), np.uint8)
-            buf[:len(carry)] = np.frombuffer(carry, np.uint8)
-            got = read_into(source.stream, memoryview(buf)[len(carry):])
-            n = len(carry) + got
-            at_end = got < self.block_size
-            if n == 0:
-                break
-            if at_end:
-                complete = n
-            else:
-                complete = end_of_last_line(buf, n)
-                if complete == 0:  # one line longer than the block: read more before parsing
-                    carry = buf[:n].tobytes()
-                    continue
-            if fmt is None:
-                name = self.fmt if self.fmt != "auto" else detect_format(buf[:min(complete, 1 << 16)].tobytes())
-                fmt = VW if name == "vw" else SVMLIGHT
-                self.formats_seen.add(name)
-            outputs = allocate_outputs(complete, count_newlines(buf, complete))
-            rows, nnz, lines, bad, code, err_line, err_start, err_end = parse_block(
-                buf, complete, fmt, self.mask, self.bias, self.bias_slot, self.skip_bad,
-                next_line, *outputs, *merge_table)
-            if code != linecodes.OK:
-                what, expected = linecodes.MESSAGES[code]
-                token = describe_token(buf[err_start:err_end].tobytes())
-                raise StreamherdError(
-                    f"{source.name}:{err_line}: {what} '{token}'; expected {expected}. "
-                    f"Fix the line, or pass --skip-bad to skip such lines")
-            next_line += lines
-            self.bad_lines += bad
-            position = source.raw_position()
-            if position is not None:
-                self.bytes_done = finished_bytes + position
-            (labels, importance, line_numbers, indptr, indices, values,
-             tag_start, tag_end, label_start, label_end) = outputs
-            yield Chunk(source.name, buf[:complete], labels[:rows], importance[:rows],
-                        line_numbers[:rows], indptr[:rows + 1], indices[:nnz], values[:nnz],
-                        tag_start[:rows], tag_end[:rows], label_start[:rows], label_end[:rows],
-                        lines, bad, complete)
-            carry = buf[complete:n].tobytes()
-            if at_end:
-                break
+        name = self.fmt if self.fmt != "auto" else detect_format(buf[:min(complete, 1 << 16)].tobytes())
+        self.formats_seen.add(name)
+        return VW if name == "vw" else SVMLIGHT
 
+    def _parse(self, block):
+        from streamherd.io.block import parse_block
+
+        merge_table = getattr(self._local, "merge_table", None)
+        if merge_table is None:
+            merge_table = self._local.merge_table = new_merge_table()
+        buf, complete = block.buf, block.complete
+        outputs = allocate_outputs(complete, block.newlines)
+        rows, nnz, lines, bad, code, err_line, err_start, err_end = parse_block(
+            buf, complete, block.fmt, self.mask, self.bias, self.bias_slot, self.skip_bad,
+            block.first_line, *outputs, *merge_table)
+        if code != linecodes.OK:
+            what, expected = linecodes.MESSAGES[code]
+            token = describe_token(buf[err_start:err_end].tobytes())
+            raise StreamherdError(
+                f"{block.source}:{err_line}: {what} '{token}'; expected {expected}. "
+                f"Fix the line, or pass --skip-bad to skip such lines")
+        (labels, importance, line_numbers, indptr, indices, values,
+         tag_start, tag_end, label_start, label_end) = outputs
+        return Chunk(block.source, buf[:complete], labels[:rows], importance[:rows],
+                     line_numbers[:rows], indptr[:rows + 1], indices[:nnz], values[:nnz],
+                     tag_start[:rows], tag_end[:rows], label_start[:rows], label_end[:rows],
+                     lines, bad, complete)
+
+
+@dataclass
+class _Block:
+    source: str
+    buf: np.ndarray
+    complete: int
+    fmt: int
+    first_line: int
+    newlines: int

@@ -106,7 +106,7 @@ def _read_exactly(raw, n):
     return data
 
 
-def read_into(stream, view):
+def read_into(stream, view, name):
     """Fill ``view`` as far as the stream allows; returns the byte count (less only at the end)."""
     total = 0
     size = len(view)
@@ -114,9 +114,9 @@ def read_into(stream, view):
         try:
             n = stream.readinto(view[total:])
         except EOFError as e:  # a truncated gzip member
-            raise StreamherdError(f"compressed input ends early ({e}); the file is truncated") from None
+            raise StreamherdError(f"{name}: compressed input ends early ({e}); the file is truncated") from None
         except OSError as e:
-            raise StreamherdError(f"cannot decompress input: {e}") from None
+            raise StreamherdError(f"{name}: cannot read or decompress: {e}") from None
         if not n:
             break
         total += n
