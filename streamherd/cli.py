@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-import click
 import typer
 
 from streamherd import __version__
@@ -48,7 +47,18 @@ def train(
     algo: Optional[str] = typer.Option(None, "--algo", show_default=False,
                                        help=f"Learner (default {DEFAULT_ALGO}): {ALGOS}."),
     C: Optional[float] = typer.Option(None, "-C", show_default=False,
-                                      help="Aggressiveness C (pa1, pa2; default 1)."),
+                                      help="Aggressiveness C (pa1, pa2, nherd, scw; default 1)."),
+    r: Optional[float] = typer.Option(None, "-r", show_default=False,
+                                      help="Regularization r (arow; default 1)."),
+    eta: Optional[float] = typer.Option(None, "--eta", show_default=False,
+                                        help="Confidence level eta in (0.5, 1) (cw, scw; "
+                                             "default 0.9)."),
+    a: Optional[float] = typer.Option(None, "-a", "--init-variance", show_default=False,
+                                      help="Initial variance a, Sigma0 = a I (nherd, arow, cw, scw, "
+                                           "sop; default 1)."),
+    normalize: bool = typer.Option(False, "--normalize",
+                                   help="Scale each example to unit L2 norm (saved in the model, "
+                                        "applied by predict)."),
     bits: Optional[int] = typer.Option(None, "-b", "--bits", show_default=False,
                                        help="2^bits hashed weight slots (default 18)."),
     no_bias: bool = typer.Option(False, "--no-bias", help="Do not add the constant feature."),
@@ -63,9 +73,10 @@ def train(
     """Train a model, one online update per line, reporting progressive validation loss."""
     from streamherd.training import train as run_train
 
-    run_train(_inputs(files, data), algo=algo, options={"C": C}, bits=bits,
-              bias=False if no_bias else None, fmt=fmt, final_model=final_model,
-              initial_model=initial_model, quiet=quiet, skip_bad=skip_bad)
+    run_train(_inputs(files, data), algo=algo, options={"C": C, "r": r, "eta": eta, "a": a},
+              bits=bits, bias=False if no_bias else None, fmt=fmt, final_model=final_model,
+              initial_model=initial_model, quiet=quiet, skip_bad=skip_bad,
+              normalize=True if normalize else None)
 
 
 @app.command()
@@ -76,6 +87,8 @@ def predict(
     predictions: Optional[Path] = typer.Option(None, "-p", "--predictions", show_default=False,
                                                help="Write predictions here instead of stdout."),
     raw: bool = typer.Option(False, "--raw", help="Print the margin w.x instead of the label."),
+    proba: bool = typer.Option(False, "--proba", help="Print P(y=+1|x) = Phi(mu.x / sqrt(x'Sigma x)) "
+                               "instead of the label (Gaussian models: nherd, arow, cw, scw)."),
     fmt: str = Format,
     quiet: bool = Quiet,
     skip_bad: bool = SkipBad,
@@ -84,11 +97,30 @@ def predict(
     from streamherd.training import predict as run_predict
 
     run_predict(model, _inputs(files, data), output=predictions, raw=raw, fmt=fmt, quiet=quiet,
-                skip_bad=skip_bad)
+                skip_bad=skip_bad, proba=proba)
 
 
 def _inputs(files, data):
     return [*(files or []), *(data or [])] or ["-"]
+
+
+def _exit_for_cli_exception(e):
+    kind = type(e).__name__
+    if kind == "Exit" and hasattr(e, "exit_code"):
+        sys.exit(e.exit_code)
+    if kind == "Abort":
+        sys.exit(130)
+    if kind == "NoArgsIsHelpError":  # bare 'streamherd': the help, as click would show it
+        ctx = getattr(e, "ctx", None)
+        print(ctx.get_help() if ctx is not None else e.format_message(), file=sys.stderr)
+        sys.exit(2)
+    if hasattr(e, "format_message") and hasattr(e, "exit_code"):
+        ctx = getattr(e, "ctx", None)
+        where = ctx.command_path if ctx is not None else "streamherd"
+        message = " ".join(e.format_message().split())
+        print(f"{where}: {message} (see '{where} --help')", file=sys.stderr)
+        sys.exit(e.exit_code)
+    raise e
 
 
 def run(argv=None):
@@ -98,14 +130,6 @@ def run(argv=None):
     command = typer.main.get_command(app)
     try:
         command.main(args=argv, prog_name="streamherd", standalone_mode=False)
-    except click.exceptions.Exit as e:
-        sys.exit(e.exit_code)
-    except click.ClickException as e:
-        where = e.ctx.command_path if getattr(e, "ctx", None) else "streamherd"
-        print(f"{where}: {e.format_message()} (see '{where} --help')", file=sys.stderr)
-        sys.exit(e.exit_code)
-    except click.exceptions.Abort:
-        sys.exit(130)
     except StreamherdError as e:
         print(f"streamherd: {e}", file=sys.stderr)
         sys.exit(e.exit_code)
@@ -118,4 +142,8 @@ def run(argv=None):
 
         sys.stderr.close()
         os._exit(141)
+    except Exception as e:
+        # typer raises click's exceptions or those of its own bundled copy of click (which are
+        # not subclasses of click's), so they are told apart by name and attributes.
+        _exit_for_cli_exception(e)
     sys.exit(0)

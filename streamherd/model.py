@@ -31,12 +31,19 @@ def save_model(path, meta, arrays):
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; a model is an ordinary file
         os.replace(tmp, path)
     except BaseException as e:
         os.unlink(tmp)
         if isinstance(e, OSError):
             raise StreamherdError(f"cannot write model {path}: {e.strerror}") from None
         raise
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def load_model(path, expected_arrays=None):

@@ -8,6 +8,8 @@ from streamherd import learners
 from streamherd.errors import StreamherdError
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, ChunkReader
 from streamherd.labels import BinaryLabels
+from streamherd.learners.base import UnstableUpdate
+from streamherd.learners.sparse import normalize_rows
 from streamherd.model import load_model, save_model
 from streamherd.progress import ProgressiveValidation
 
@@ -28,8 +30,13 @@ def _label_token(chunk, i):
 
 
 def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", final_model=None,
-          initial_model=None, quiet=False, skip_bad=False, block_size=DEFAULT_BLOCK_SIZE):
-    """Stream every example once through the learner; returns the run summary (a dict)."""
+          initial_model=None, quiet=False, skip_bad=False, block_size=DEFAULT_BLOCK_SIZE,
+          normalize=None):
+    """Stream every example once through the learner; returns the run summary (a dict).
+
+    ``normalize``: scale each example to unit L2 norm (bias included) before predict and update;
+    saved in the model, so ``predict`` does the same.
+    """
     options = {k: v for k, v in (options or {}).items() if v is not None}
     state = None
     learner_meta = {}
@@ -47,6 +54,12 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         if bias is not None and bias != meta["bias"]:
             raise StreamherdError(f"{initial_model} was trained with the bias "
                                   f"{'on' if meta['bias'] else 'off'}; drop --no-bias to continue")
+        saved_normalize = bool(meta.get("normalize", False))
+        if normalize is not None and normalize != saved_normalize:
+            raise StreamherdError(f"{initial_model} was trained "
+                                  f"{'with' if saved_normalize else 'without'} --normalize; "
+                                  f"continue it {'with' if saved_normalize else 'without'} the flag")
+        normalize = saved_normalize
         algo, bits, bias = meta["algo"], meta["bits"], meta["bias"]
         options = {**meta["hyperparameters"], **options}
         learner_meta = meta.get("learner", {})
@@ -55,6 +68,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     algo = learners.canonical_name(algo or learners.DEFAULT_ALGO)
     bits = DEFAULT_BITS if bits is None else bits
     bias = True if bias is None else bias
+    normalize = bool(normalize)
     _check_bits(bits)
     cls, _ = learners.learner_class(algo)
     unused = sorted(set(options) - set(cls.hyperparameters))
@@ -71,8 +85,15 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     for chunk in reader:
         y = labels.observe(chunk)
         margins = np.empty(chunk.n_examples)
-        updates = learner.learn(y, chunk.importance, chunk.indptr, chunk.indices, chunk.values,
-                                margins)
+        if normalize:
+            normalize_rows(chunk.indptr, chunk.values)
+        try:
+            updates = learner.learn(y, chunk.importance, chunk.indptr, chunk.indices,
+                                    chunk.values, margins)
+        except UnstableUpdate as e:
+            raise StreamherdError(
+                f"{chunk.source}:{int(chunk.line_numbers[e.index])}: {e.what}; scale the features "
+                f"(--normalize) or lower -C / raise -r") from None
         predicted_positive = margins > 0
         loss = np.where(np.isnan(y), np.nan, (predicted_positive != (y > 0)).astype(np.float64))
 
@@ -85,6 +106,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     if final_model is not None:
         meta = {
             "algo": algo, "hyperparameters": learner.options, "bits": bits, "bias": bias,
+            "normalize": normalize,
             "labels": labels.to_meta(), "examples": examples_before + progress.labeled,
             "progressive_loss": summary[f"average progressive {progress.loss_name}"],
             "learner": learner.meta(),
@@ -109,14 +131,23 @@ def _format_margins(margins):
 
 
 def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, skip_bad=False,
-            block_size=DEFAULT_BLOCK_SIZE):
-    """Write one prediction per example; returns (mistakes, labeled examples)."""
+            block_size=DEFAULT_BLOCK_SIZE, proba=False):
+    """Write one prediction per example; returns (mistakes, labeled examples).
+
+    ``proba``: write P(y = +1 | x) of a Gaussian model instead of the label.
+    """
     meta, arrays = load_model(model_path)
     algo = learners.canonical_name(meta["algo"])
     cls, _ = learners.learner_class(algo)
     load_model(model_path, expected_arrays=cls.state_arrays)
     learner = learners.create(algo, 1 << meta["bits"], meta["hyperparameters"], arrays,
                               meta.get("learner", {}))
+    if proba and raw:
+        raise StreamherdError("--proba and --raw both choose the output; pass one of them")
+    if proba and not hasattr(learner, "probabilities"):
+        raise StreamherdError(f"--proba needs a Gaussian model (nherd, arow, cw, scw); {model_path} "
+                              f"is a {algo} model, which has no distribution: use --raw for margins")
+    normalize = bool(meta.get("normalize", False))
     labels = BinaryLabels.from_meta(meta)
     reader = ChunkReader(paths, fmt=fmt, bits=meta["bits"], bias=meta["bias"], skip_bad=skip_bad,
                          block_size=block_size)
@@ -126,9 +157,16 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
     try:
         for chunk in reader:
             margins = np.empty(chunk.n_examples)
+            if normalize:
+                normalize_rows(chunk.indptr, chunk.values)
             learner.predict_margins(chunk.indptr, chunk.indices, chunk.values, margins)
             positive = margins > 0
-            values = _format_margins(margins) if raw else texts[positive.astype(np.intp)].tolist()
+            if proba:
+                values = _format_margins(
+                    learner.probabilities(chunk.indptr, chunk.indices, chunk.values))
+            else:
+                values = (_format_margins(margins) if raw
+                          else texts[positive.astype(np.intp)].tolist())
             if np.any(chunk.tag_start >= 0):
                 values = [v if t is None else f"{v} {t}" for v, t in zip(values, chunk.tags())]
             if values:

@@ -2,6 +2,7 @@
 
 A model's slots mean the same as in VW (``vw/core/hashstring.h``):
 - a namespace's seed is ``hashstring(name, 0)``; the bare ``|`` namespace has seed 0;
+- a name is first trimmed of bytes <= 0x20 at both ends;
 - a feature name made only of ASCII digits is a number: slot ``(int(name) + seed) & mask``;
 - any other name goes to ``murmur3_x86_32(name, seed) & mask``;
 - the bias ("Constant") feature sits at slot ``11650396 & mask``.
@@ -72,8 +73,14 @@ def murmur3_32(buf, start, end, seed):
 def hashstring(buf, start, end, seed):
     """VW's ``hashstring``: an all-digit name is its integer plus the seed, anything else murmur3.
 
-    The integer wraps modulo 2**64 like VW's size_t, so a 12-digit (or 30-digit) name cannot overflow.
+    Like VW, bytes <= 0x20 are first trimmed from both ends (so "\x1a12" is the number 12, and
+    a name of control bytes only is the empty number, 0). The integer wraps modulo 2**64 like
+    VW's size_t, so a 12-digit (or 30-digit) name cannot overflow.
     """
+    while start < end and buf[start] <= 32:
+        start += 1
+    while end > start and buf[end - 1] <= 32:
+        end -= 1
     value = np.uint64(0)
     for p in range(start, end):
         c = buf[p]

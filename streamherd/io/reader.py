@@ -24,11 +24,12 @@ _END = object()
 
 
 def detect_format(head: bytes) -> str:
-    """auto: the first line that is neither blank nor a comment decides; a '|' makes it VW."""
+    """auto: the first line that is neither blank nor a comment decides: a '|' before any '#'
+    makes it VW (an svmlight line may end with a comment that holds a '|')."""
     for line in head.split(b"\n")[:-1] or [head]:
         text = line.strip()
         if text and not text.startswith(b"#"):
-            return "vw" if b"|" in text else "svmlight"
+            return "vw" if b"|" in text.split(b"#", 1)[0] else "svmlight"
     return "svmlight"
 
 

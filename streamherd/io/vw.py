@@ -39,6 +39,8 @@ def _parse_header(buf, p, bar):
             break
         te = q
         while te < bar and not is_blank(buf[te]):
+            if is_binary(buf[te]):
+                return codes.BINARY_BYTES, q, te + 1, label, weight, label_start, label_end, tag_start, tag_end
             te += 1
         if buf[q] == QUOTE:
             tag_start = q + 1
@@ -133,7 +135,9 @@ def _parse_features(buf, p, end, mask, indices, values, nnz):
                     return codes.BAD_VALUE, nnz, q, te
         value *= scale
         if value != 0.0:
-            if all_digits:
+            if name_end > q and (buf[q] <= 32 or buf[name_end - 1] <= 32):
+                slot = hashstring(buf, q, name_end, seed) & np.uint64(mask)  # VW trims these
+            elif all_digits:
                 slot = (number + seed) & np.uint64(mask)
             else:
                 slot = murmur3_32(buf, q, name_end, seed & np.uint64(0xFFFFFFFF)) & np.uint64(mask)

@@ -14,8 +14,23 @@ REGISTRY = {
     "pa": ("streamherd.learners.pa", "PassiveAggressive", {}),
     "pa1": ("streamherd.learners.pa", "PassiveAggressiveI", {}),
     "pa2": ("streamherd.learners.pa", "PassiveAggressiveII", {}),
+    "nherd-e": ("streamherd.learners.nherd", "NherdExact", {}),
+    "nherd-p": ("streamherd.learners.nherd", "NherdProject", {}),
+    "nherd-d": ("streamherd.learners.nherd", "NherdDrop", {}),
+    "nherd-full": ("streamherd.learners.nherd", "NherdFull", {}),
+    "arow-p": ("streamherd.learners.arow", "ArowProject", {}),
+    "arow-d": ("streamherd.learners.arow", "ArowDrop", {}),
+    "arow-full": ("streamherd.learners.arow", "ArowFull", {}),
+    "cw": ("streamherd.learners.cw", "ConfidenceWeighted", {}),
+    "cw-full": ("streamherd.learners.cw", "ConfidenceWeightedFull", {}),
+    "scw1": ("streamherd.learners.scw", "SoftConfidenceWeightedI", {}),
+    "scw2": ("streamherd.learners.scw", "SoftConfidenceWeightedII", {}),
+    "scw1-full": ("streamherd.learners.scw", "SoftConfidenceWeightedIFull", {}),
+    "scw2-full": ("streamherd.learners.scw", "SoftConfidenceWeightedIIFull", {}),
+    "sop": ("streamherd.learners.sop", "SecondOrderPerceptron", {}),
+    "sop-full": ("streamherd.learners.sop", "SecondOrderPerceptronFull", {}),
 }
-ALIASES = {}
+ALIASES = {"nherd": "nherd-p", "arow": "arow-p"}
 DEFAULT_ALGO = "pa2"
 
 

@@ -12,8 +12,8 @@ regulariser weighs the example's loss s times as much, as s scales C in PA/NHERD
 import numpy as np
 from numba import njit
 
-from streamherd.learners.gaussian import (GaussianLearner, diag_confidence, diag_mean_step,
-                                          diag_ok, full_sigma_x, full_update)
+from streamherd.learners.gaussian import (GaussianLearner, diag_margin_confidence, entry_ok,
+                                          full_sigma_x, full_update)
 from streamherd.learners.sparse import dot
 
 
@@ -22,7 +22,7 @@ def _arow_diag(y, importance, indptr, indices, values, mu, sigma, r, drop, margi
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        margin = dot(mu, indices, values, start, end)
+        margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
@@ -30,19 +30,22 @@ def _arow_diag(y, importance, indptr, indices, values, mu, sigma, r, drop, margi
         if m >= 1.0:
             continue
         rs = r / importance[i]
-        v = diag_confidence(sigma, indices, values, start, end)
         beta = 1.0 / (v + rs)
         alpha = (1.0 - m) * beta
-        diag_mean_step(mu, sigma, alpha * y[i], indices, values, start, end)
+        scale = alpha * y[i]
+        ok = True
         for k in range(start, end):
             j = indices[k]
-            x2 = values[k] * values[k]
+            x = values[k]
+            s = sigma[j]
+            mu[j] += scale * s * x                      # mu += alpha y Sigma x
             if drop:
-                sigma[j] = sigma[j] - beta * sigma[j] * sigma[j] * x2
+                sigma[j] = s - beta * s * s * x * x
             else:
-                sigma[j] = 1.0 / (1.0 / sigma[j] + x2 / rs)
+                sigma[j] = 1.0 / (1.0 / s + x * x / rs)
+            ok = ok and entry_ok(mu[j], sigma[j])
         updates += 1
-        if not diag_ok(mu, sigma, indices, start, end):
+        if not ok:
             return updates, i
     return updates, -1
 
@@ -63,7 +66,7 @@ def _arow_full(y, importance, indptr, indices, values, mu, Sigma, r, g, active, 
         beta = 1.0 / (v + r / importance[i])
         alpha = (1.0 - m) * beta
         updates += 1
-        if not full_update(mu, Sigma, g, active, n, alpha * y[i], beta):   # Eq. 9
+        if not full_update(mu, Sigma, g, active, n, alpha * y[i], beta, 0.0):   # Eq. 9
             return updates, i
     return updates, -1
 

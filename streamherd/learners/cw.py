@@ -16,18 +16,24 @@ probability constraint that repeating an example does not change, so the weight 
 (an example with weight <= 0 is predicted but not learned).
 
 Variance floor: under label noise CW grows over-confident (AROW paper, Sec. 3) and its variances
-shrink towards 0. The diagonal ``cw`` (and the diagonal SCW, scw.py) keep every variance at least
-VARIANCE_FLOOR * a, so v stays > 0 for a non-empty example and alpha stays finite. The floor
-is 1e-12 of the initial variance, far below any variance the update reaches on the shared
-data sets, so it only guards against underflow.
+shrink towards 0. ``cw`` and the SCW learners (scw.py) keep every variance at least
+VARIANCE_FLOOR * a = 1e-12 a. The diagonal forms clip sigma_r from below. The full forms keep
+the variance of the margin along x at least floor |x|^2: an example with v <= floor |x|^2 is not
+learned, and beta is capped so that x' Sigma x after the update is >= floor |x|^2 (see
+``floored_beta``); a diagonal entry of Sigma below the floor is raised to it. Without this, CW's
+precision along a repeated direction roughly squares at each mistake (k ~ alpha^2 phi^2 ~ m^2/v^2),
+the variances reach 1e-12 within a few thousand a9a examples, rounding in Sigma -= beta g g'
+makes Sigma indefinite and the mean diverges. So v stays > 0 for a non-empty example and alpha
+stays finite. The floor changes nothing until a variance is 12 orders of magnitude below its
+start.
 """
 import numpy as np
 from numba import njit
 from scipy.special import ndtri
 
-from streamherd.learners.gaussian import (GaussianLearner, check_eta, diag_confidence,
-                                          diag_mean_step, diag_ok, full_sigma_x, full_update)
-from streamherd.learners.sparse import dot
+from streamherd.learners.gaussian import (GaussianLearner, check_eta, diag_margin_confidence,
+                                          entry_ok, full_sigma_x, full_update)
+from streamherd.learners.sparse import dot, squared_norm
 
 VARIANCE_FLOOR = 1e-12
 
@@ -46,6 +52,13 @@ def cw_sqrt_u_beta(alpha, v, phi):
     return sqrt_u, beta
 
 
+@njit(cache=True, inline="always")
+def floored_beta(beta, v, v_min):
+    """The floor of the full forms: Sigma -= beta g g' leaves x' Sigma x = v (1 - beta v); keep
+    that >= v_min = floor |x|^2, i.e. beta <= (1 - v_min / v) / v."""
+    return min(beta, (1.0 - v_min / v) / v)
+
+
 @njit(cache=True, nogil=True)
 def _cw_diag(y, importance, indptr, indices, values, mu, sigma, phi, floor, margins_out):
     psi = 1.0 + phi * phi / 2.0
@@ -53,11 +66,10 @@ def _cw_diag(y, importance, indptr, indices, values, mu, sigma, phi, floor, marg
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        margin = dot(mu, indices, values, start, end)
+        margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
-        v = diag_confidence(sigma, indices, values, start, end)
         if not v > 0.0:
             continue
         m = y[i] * margin
@@ -65,19 +77,25 @@ def _cw_diag(y, importance, indptr, indices, values, mu, sigma, phi, floor, marg
         if not alpha > 0.0:
             continue
         sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
-        diag_mean_step(mu, sigma, alpha * y[i], indices, values, start, end)
+        scale = alpha * y[i]
         k_proj = alpha * phi / sqrt_u
+        ok = True
         for k in range(start, end):
             j = indices[k]
-            sigma[j] = max(floor, 1.0 / (1.0 / sigma[j] + k_proj * values[k] * values[k]))
+            x = values[k]
+            s = sigma[j]
+            mu[j] += scale * s * x                      # mu += alpha y Sigma x
+            sigma[j] = max(floor, 1.0 / (1.0 / s + k_proj * x * x))
+            ok = ok and entry_ok(mu[j], sigma[j])
         updates += 1
-        if not diag_ok(mu, sigma, indices, start, end):
+        if not ok:
             return updates, i
     return updates, -1
 
 
 @njit(cache=True, nogil=True)
-def _cw_full(y, importance, indptr, indices, values, mu, Sigma, phi, g, active, margins_out):
+def _cw_full(y, importance, indptr, indices, values, mu, Sigma, phi, floor, g, active,
+             margins_out):
     psi = 1.0 + phi * phi / 2.0
     xi = 1.0 + phi * phi
     updates = 0
@@ -88,16 +106,18 @@ def _cw_full(y, importance, indptr, indices, values, mu, Sigma, phi, g, active, 
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
         v, n = full_sigma_x(Sigma, indices, values, start, end, g, active)
+        v_min = floor * squared_norm(values, start, end)
         alpha = 0.0
-        if v > 0.0:
+        if v > v_min:
             alpha = cw_alpha(y[i] * margin, v, phi, psi, xi)
         if not alpha > 0.0:
             for t in range(n):  # leave the workspace zero
                 g[active[t]] = 0.0
             continue
         sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
+        beta = floored_beta(beta, v, v_min)
         updates += 1
-        if not full_update(mu, Sigma, g, active, n, alpha * y[i], beta):
+        if not full_update(mu, Sigma, g, active, n, alpha * y[i], beta, floor):
             return updates, i
     return updates, -1
 
@@ -123,4 +143,4 @@ class ConfidenceWeightedFull(ConfidenceWeighted):
     def _run(self, y, importance, indptr, indices, values, margins_out):
         g, active = self._workspace()
         return _cw_full(y, importance, indptr, indices, values, self.mean, self.covariance,
-                        self.phi, g, active, margins_out)
+                        self.phi, VARIANCE_FLOOR * self.options["a"], g, active, margins_out)

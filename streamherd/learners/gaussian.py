@@ -13,6 +13,9 @@ contiguous, Sigma symmetric), and the rank-one update runs in place over the row
 g[j] != 0 (rows with g[j] = 0 do not change), contiguous over columns: O(d * active) per update,
 no d x d temporary.
 
+Diagonal kernels read mu and sigma in one pass (``diag_margin_confidence``) and update both in
+a second one (the mean step uses the old sigma_r, read before sigma_r is overwritten).
+
 Numerical safety: after each update the kernels check the touched entries (the mean, and the
 variances, which must stay finite and > 0). On failure they return the index of the example, and
 ``GaussianLearner.learn`` raises ``UnstableUpdate``, which training turns into a one-line error
@@ -41,21 +44,21 @@ def diag_confidence(sigma, indices, values, start, end):
 
 
 @njit(cache=True, inline="always")
-def diag_mean_step(mu, sigma, scale, indices, values, start, end):
-    """mu += scale * Sigma x with the (old) diagonal Sigma; call before changing sigma."""
+def diag_margin_confidence(mu, sigma, indices, values, start, end):
+    """(mu.x, x' diag(sigma) x) in one pass over the row (one pass of random reads, not two)."""
+    margin = 0.0
+    v = 0.0
     for k in range(start, end):
         j = indices[k]
-        mu[j] += scale * sigma[j] * values[k]
+        x = values[k]
+        margin += mu[j] * x
+        v += sigma[j] * x * x
+    return margin, v
 
 
 @njit(cache=True, inline="always")
-def diag_ok(mu, sigma, indices, start, end):
-    """The touched mean entries are finite and the touched variances finite and > 0."""
-    for k in range(start, end):
-        j = indices[k]
-        if not (np.isfinite(mu[j]) and np.isfinite(sigma[j]) and sigma[j] > 0.0):
-            return False
-    return True
+def entry_ok(mu_j, sigma_j):
+    return np.isfinite(mu_j) and np.isfinite(sigma_j) and sigma_j > 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -93,11 +96,12 @@ def full_sigma_x(Sigma, indices, values, start, end, g, active):
 
 
 @njit(cache=True, inline="always")
-def full_update(mu, Sigma, g, active, n, mean_scale, c):
+def full_update(mu, Sigma, g, active, n, mean_scale, c, floor):
     """mu += mean_scale * g; Sigma -= c g g' (in place); then g is reset to zero.
 
-    Returns False when a touched mean entry or diagonal entry of Sigma is not finite, or a
-    diagonal entry is <= 0.
+    A diagonal entry that falls below ``floor`` is raised to it (CW/SCW's variance floor; adding
+    to the diagonal keeps Sigma positive semi-definite; 0 disables it). Returns False when a
+    touched mean entry or diagonal entry of Sigma is not finite, or a diagonal entry is <= 0.
     """
     d = g.shape[0]
     ok = True
@@ -111,6 +115,8 @@ def full_update(mu, Sigma, g, active, n, mean_scale, c):
                 row[col] -= cj * g[col]
     for t in range(n):
         j = active[t]
+        if Sigma[j, j] < floor:
+            Sigma[j, j] = floor
         if not (np.isfinite(mu[j]) and np.isfinite(Sigma[j, j]) and Sigma[j, j] > 0.0):
             ok = False
     full_reset(g, active, n)

@@ -12,8 +12,8 @@ Diagonal forms (Eq. 14):
 import numpy as np
 from numba import njit
 
-from streamherd.learners.gaussian import (GaussianLearner, diag_confidence, diag_mean_step,
-                                          diag_ok, full_sigma_x, full_update)
+from streamherd.learners.gaussian import (GaussianLearner, diag_margin_confidence, entry_ok,
+                                          full_sigma_x, full_update)
 from streamherd.learners.sparse import dot
 
 EXACT, PROJECT, DROP = 0, 1, 2
@@ -24,7 +24,7 @@ def _nherd_diag(y, importance, indptr, indices, values, mu, sigma, C, variant, m
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        margin = dot(mu, indices, values, start, end)
+        margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
@@ -32,22 +32,26 @@ def _nherd_diag(y, importance, indptr, indices, values, mu, sigma, C, variant, m
         if m > 1.0:
             continue
         c = C * importance[i]
-        v = diag_confidence(sigma, indices, values, start, end)
         alpha = max(0.0, 1.0 - m) / (v + 1.0 / c)                      # Eq. 9
-        diag_mean_step(mu, sigma, alpha * y[i], indices, values, start, end)
+        scale = alpha * y[i]
         shrink = (c * c * v + 2.0 * c) / ((1.0 + c * v) * (1.0 + c * v))  # Eq. 13 coefficient
-        for k in range(start, end):                                     # Eq. 14
+        ok = True
+        for k in range(start, end):
             j = indices[k]
-            x2 = values[k] * values[k]
-            if variant == EXACT:
-                q = 1.0 + c * x2 * sigma[j]
-                sigma[j] = sigma[j] / (q * q)
+            x = values[k]
+            x2 = x * x
+            s = sigma[j]
+            mu[j] += scale * s * x                                      # mu += alpha y Sigma x
+            if variant == EXACT:                                        # Eq. 14
+                q = 1.0 + c * x2 * s
+                sigma[j] = s / (q * q)
             elif variant == PROJECT:
-                sigma[j] = 1.0 / (1.0 / sigma[j] + (2.0 * c + c * c * v) * x2)
+                sigma[j] = 1.0 / (1.0 / s + (2.0 * c + c * c * v) * x2)
             else:
-                sigma[j] = sigma[j] - sigma[j] * sigma[j] * x2 * shrink
+                sigma[j] = s - s * s * x2 * shrink
+            ok = ok and entry_ok(mu[j], sigma[j])
         updates += 1
-        if not diag_ok(mu, sigma, indices, start, end):
+        if not ok:
             return updates, i
     return updates, -1
 
@@ -69,7 +73,7 @@ def _nherd_full(y, importance, indptr, indices, values, mu, Sigma, C, g, active,
         alpha = max(0.0, 1.0 - m) / (v + 1.0 / c)                                   # Eq. 9
         shrink = (c * c * v + 2.0 * c) / ((1.0 + c * v) * (1.0 + c * v))            # Eq. 13
         updates += 1
-        if not full_update(mu, Sigma, g, active, n, alpha * y[i], shrink):
+        if not full_update(mu, Sigma, g, active, n, alpha * y[i], shrink, 0.0):
             return updates, i
     return updates, -1
 

@@ -1,4 +1,5 @@
 """Sparse-row primitives the learner kernels share (inlined by numba)."""
+import numpy as np
 from numba import njit
 
 
@@ -30,3 +31,14 @@ def margins(w, indptr, indices, values, out):
     """out[i] = w . x_i for every row: prediction with a fixed weight vector."""
     for i in range(len(indptr) - 1):
         out[i] = dot(w, indices, values, indptr[i], indptr[i + 1])
+
+
+@njit(cache=True, nogil=True)
+def normalize_rows(indptr, values):
+    """Scale every row to unit L2 norm in place (``--normalize``); all-zero rows stay zero."""
+    for i in range(len(indptr) - 1):
+        norm2 = squared_norm(values, indptr[i], indptr[i + 1])
+        if norm2 > 0.0:
+            scale = 1.0 / np.sqrt(norm2)
+            for k in range(indptr[i], indptr[i + 1]):
+                values[k] *= scale

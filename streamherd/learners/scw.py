@@ -1,0 +1,131 @@
+"""Soft Confidence-Weighted learning, SCW-I and SCW-II (Wang, Zhao & Hoi, ICML 2012).
+
+With m = y mu.x, v = x' Sigma x (old Sigma), phi = Phi^-1(eta), psi = 1 + phi^2/2, xi = 1 + phi^2,
+update when the loss max(0, phi sqrt(v) - m) is > 0:
+  SCW-I:  alpha = min(C, max(0, (-m psi + sqrt(m^2 phi^4 / 4 + v phi^2 xi)) / (v xi)))
+  SCW-II: n = v + 1/(2C), gamma = phi sqrt(phi^2 m^2 v^2 + 4 n v (n + v phi^2)),
+          alpha = max(0, (-(2 m n + phi^2 m v) + gamma) / (2 (n^2 + n v phi^2)))
+then, as in CW: sqrt(u) = 2v / (alpha v phi + sqrt(alpha^2 v^2 phi^2 + 4v)),
+beta = alpha phi / (sqrt(u) + v alpha phi), mu += alpha y Sigma x and
+  scw1-full, scw2-full:  Sigma -= beta Sigma x x' Sigma
+  scw1, scw2 (the diagonal of that update):  sigma_r <- sigma_r - beta (sigma_r x_r)^2
+An importance weight s scales C (C s). All four keep the variance floor of cw.py
+(VARIANCE_FLOOR times the initial variance). Examples with v <= 0 (no features) are not learned.
+"""
+import numpy as np
+from numba import njit
+
+from streamherd.learners.cw import (VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha,
+                                    cw_sqrt_u_beta, floored_beta)
+from streamherd.learners.gaussian import (diag_margin_confidence, entry_ok, full_sigma_x,
+                                          full_update)
+from streamherd.learners.sparse import dot, squared_norm
+
+
+@njit(cache=True, inline="always")
+def scw_alpha(m, v, phi, psi, xi, C, variant):
+    if variant == 1:                                          # SCW-I
+        return min(C, cw_alpha(m, v, phi, psi, xi))
+    n = v + 1.0 / (2.0 * C)                                   # SCW-II
+    gamma = phi * np.sqrt(phi * phi * m * m * v * v + 4.0 * n * v * (n + v * phi * phi))
+    return max(0.0, (-(2.0 * m * n + phi * phi * m * v) + gamma)
+               / (2.0 * (n * n + n * v * phi * phi)))
+
+
+@njit(cache=True, nogil=True)
+def _scw_diag(y, importance, indptr, indices, values, mu, sigma, phi, C, variant, floor,
+              margins_out):
+    psi = 1.0 + phi * phi / 2.0
+    xi = 1.0 + phi * phi
+    updates = 0
+    for i in range(len(y)):
+        start, end = indptr[i], indptr[i + 1]
+        margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
+        margins_out[i] = margin
+        if np.isnan(y[i]) or importance[i] <= 0.0:
+            continue
+        m = y[i] * margin
+        if not (v > 0.0 and phi * np.sqrt(v) - m > 0.0):
+            continue
+        alpha = scw_alpha(m, v, phi, psi, xi, C * importance[i], variant)
+        sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
+        scale = alpha * y[i]
+        ok = True
+        for k in range(start, end):
+            j = indices[k]
+            x = values[k]
+            s = sigma[j]
+            mu[j] += scale * s * x                      # mu += alpha y Sigma x
+            sigma[j] = max(floor, s - beta * s * s * x * x)
+            ok = ok and entry_ok(mu[j], sigma[j])
+        updates += 1
+        if not ok:
+            return updates, i
+    return updates, -1
+
+
+@njit(cache=True, nogil=True)
+def _scw_full(y, importance, indptr, indices, values, mu, Sigma, phi, C, variant, floor, g,
+              active, margins_out):
+    psi = 1.0 + phi * phi / 2.0
+    xi = 1.0 + phi * phi
+    updates = 0
+    for i in range(len(y)):
+        start, end = indptr[i], indptr[i + 1]
+        margin = dot(mu, indices, values, start, end)
+        margins_out[i] = margin
+        if np.isnan(y[i]) or importance[i] <= 0.0:
+            continue
+        v, n = full_sigma_x(Sigma, indices, values, start, end, g, active)
+        m = y[i] * margin
+        v_min = floor * squared_norm(values, start, end)
+        if not (v > v_min and phi * np.sqrt(v) - m > 0.0):
+            for t in range(n):  # leave the workspace zero
+                g[active[t]] = 0.0
+            continue
+        alpha = scw_alpha(m, v, phi, psi, xi, C * importance[i], variant)
+        sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
+        beta = floored_beta(beta, v, v_min)
+        updates += 1
+        if not full_update(mu, Sigma, g, active, n, alpha * y[i], beta, floor):
+            return updates, i
+    return updates, -1
+
+
+class SoftConfidenceWeighted(ConfidenceWeighted):
+    hyperparameters = {"C": 1.0, "eta": 0.9, "a": 1.0}
+    variant = 1
+
+    def _run(self, y, importance, indptr, indices, values, margins_out):
+        return _scw_diag(y, importance, indptr, indices, values, self.mean, self.variance,
+                         self.phi, self.options["C"], self.variant,
+                         VARIANCE_FLOOR * self.options["a"], margins_out)
+
+
+class SoftConfidenceWeightedI(SoftConfidenceWeighted):
+    variant = 1
+
+
+class SoftConfidenceWeightedII(SoftConfidenceWeighted):
+    variant = 2
+
+
+class SoftConfidenceWeightedFull(SoftConfidenceWeighted):
+    full = True
+    state_arrays = ("covariance",)
+
+    def _run(self, y, importance, indptr, indices, values, margins_out):
+        g, active = self._workspace()
+        return _scw_full(y, importance, indptr, indices, values, self.mean, self.covariance,
+                         self.phi, self.options["C"], self.variant,
+                         VARIANCE_FLOOR * self.options["a"], g, active, margins_out)
+
+
+class SoftConfidenceWeightedIFull(SoftConfidenceWeightedFull):
+    variant = 1
+    diagonal_name = "scw1"
+
+
+class SoftConfidenceWeightedIIFull(SoftConfidenceWeightedFull):
+    variant = 2
+    diagonal_name = "scw2"

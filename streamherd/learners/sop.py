@@ -1,0 +1,146 @@
+"""The second-order perceptron (Cesa-Bianchi, Conconi & Gentile, SIAM J. Comput. 2005).
+
+Mistake-driven. With S = sum over past mistakes of x x', v = sum over past mistakes of y x and
+A = a I + S (``-a``), example x is predicted with the margin
+  v' (A + x x')^-1 x = w.x / (1 + x' A^-1 x),   w = A^-1 v          (Sherman-Morrison)
+which has the sign of w.x. On a mistake (y * margin <= 0), x joins S and y x joins v.
+
+sop-full keeps w (``mean``) and A^-1 (``inverse``, d x d). A mistake updates both in place with
+g = A^-1 x, q = x' g (an importance weight s adds s x x' to S and s y x to v):
+  A^-1 -= s g g' / (1 + s q),   w += s g (y - w.x) / (1 + s q).
+sop (diagonal) keeps only the diagonal of A: D = a + sum over mistakes of s x_r^2 (``diagonal``),
+and v (``label_sum``); it predicts with sum_r v_r x_r / (D_r + x_r^2), the margin above with A
+replaced by its diagonal, and ``mean`` holds v / D (the same sign as that margin for a 1-feature
+example; it is saved for inspection, predictions use D and v).
+"""
+import numpy as np
+from numba import njit
+
+from streamherd.learners.base import Learner, UnstableUpdate
+from streamherd.learners.gaussian import (check_full_fits, full_confidences, full_sigma_x,
+                                          full_update, full_reset)
+from streamherd.learners.sparse import dot
+
+
+@njit(cache=True, inline="always")
+def _sop_diag_margin(label_sum, diagonal, indices, values, start, end):
+    total = 0.0
+    for k in range(start, end):
+        j = indices[k]
+        x = values[k]
+        total += label_sum[j] * x / (diagonal[j] + x * x)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _sop_diag(y, importance, indptr, indices, values, mean, label_sum, diagonal, margins_out):
+    updates = 0
+    for i in range(len(y)):
+        start, end = indptr[i], indptr[i + 1]
+        margin = _sop_diag_margin(label_sum, diagonal, indices, values, start, end)
+        margins_out[i] = margin
+        if np.isnan(y[i]) or importance[i] <= 0.0 or y[i] * margin > 0.0:
+            continue
+        s = importance[i]
+        ok = True
+        for k in range(start, end):
+            j = indices[k]
+            x = values[k]
+            label_sum[j] += s * y[i] * x
+            diagonal[j] += s * x * x
+            mean[j] = label_sum[j] / diagonal[j]
+            if not (np.isfinite(mean[j]) and np.isfinite(diagonal[j])):
+                ok = False
+        updates += 1
+        if not ok:
+            return updates, i
+    return updates, -1
+
+
+@njit(cache=True, nogil=True)
+def _sop_diag_margins(label_sum, diagonal, indptr, indices, values, out):
+    for i in range(len(indptr) - 1):
+        out[i] = _sop_diag_margin(label_sum, diagonal, indices, values, indptr[i], indptr[i + 1])
+
+
+@njit(cache=True, nogil=True)
+def _sop_full(y, importance, indptr, indices, values, w, inverse, g, active, margins_out):
+    updates = 0
+    for i in range(len(y)):
+        start, end = indptr[i], indptr[i + 1]
+        wx = dot(w, indices, values, start, end)
+        q, n = full_sigma_x(inverse, indices, values, start, end, g, active)  # g = A^-1 x
+        margin = wx / (1.0 + q)
+        margins_out[i] = margin
+        if np.isnan(y[i]) or importance[i] <= 0.0 or y[i] * margin > 0.0:
+            full_reset(g, active, n)
+            continue
+        s = importance[i]
+        updates += 1
+        if not full_update(w, inverse, g, active, n, s * (y[i] - wx) / (1.0 + s * q),
+                           s / (1.0 + s * q), 0.0):
+            return updates, i
+    return updates, -1
+
+
+class SecondOrderPerceptron(Learner):
+    """Diagonal second-order perceptron."""
+
+    hyperparameters = {"a": 1.0}
+    state_arrays = ("label_sum", "diagonal")
+
+    def init_state(self):
+        self.label_sum = np.zeros(self.dim)
+        self.diagonal = np.full(self.dim, self.options["a"])
+
+    def load_state(self, state, learner_meta):
+        self.label_sum = state["label_sum"]
+        self.diagonal = state["diagonal"]
+
+    def state(self):
+        return {"mean": self.mean, "label_sum": self.label_sum, "diagonal": self.diagonal}
+
+    def learn(self, y, importance, indptr, indices, values, margins_out):
+        updates, bad = _sop_diag(y, importance, indptr, indices, values, self.mean,
+                                 self.label_sum, self.diagonal, margins_out)
+        if bad >= 0:
+            raise UnstableUpdate(int(bad), "the sop update made the weights non-finite")
+        return updates
+
+    def predict_margins(self, indptr, indices, values, out):
+        _sop_diag_margins(self.label_sum, self.diagonal, indptr, indices, values, out)
+
+
+class SecondOrderPerceptronFull(Learner):
+    """Second-order perceptron with the full d x d inverse of a I + S."""
+
+    hyperparameters = {"a": 1.0}
+    state_arrays = ("inverse",)
+
+    def init_state(self):
+        check_full_fits(self.name, self.dim, "sop", what="inverse")
+        self.inverse = np.zeros((self.dim, self.dim))
+        np.fill_diagonal(self.inverse, 1.0 / self.options["a"])
+
+    def load_state(self, state, learner_meta):
+        self.inverse = np.ascontiguousarray(state["inverse"])
+
+    def state(self):
+        return {"mean": self.mean, "inverse": self.inverse}
+
+    def learn(self, y, importance, indptr, indices, values, margins_out):
+        if getattr(self, "_g", None) is None:
+            self._g = np.zeros(self.dim)
+            self._active = np.zeros(self.dim, np.int64)
+        updates, bad = _sop_full(y, importance, indptr, indices, values, self.mean, self.inverse,
+                                 self._g, self._active, margins_out)
+        if bad >= 0:
+            raise UnstableUpdate(int(bad), "the sop-full update made the weights non-finite")
+        return updates
+
+    def predict_margins(self, indptr, indices, values, out):
+        """w.x / (1 + x' A^-1 x), the margin training reports."""
+        Learner.predict_margins(self, indptr, indices, values, out)
+        q = np.empty_like(out)
+        full_confidences(self.inverse, indptr, indices, values, q)
+        out /= 1.0 + q

@@ -1,0 +1,292 @@
+"""The confidence-weighted learners against plain dense numpy transcriptions of the equations of
+issue 3 (written here, independently of streamherd's kernels): same progressive margins, same mean
+and (co)variance to 1e-9 relative, in one run over chunks and when continued from a saved model."""
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from streamherd import learners
+from streamherd.errors import StreamherdError
+from streamherd.model import load_model, save_model
+
+D = 32
+N = 300
+CHUNKS = [(0, 90), (90, 200), (200, N)]
+
+
+def make_data(seed, d=D, n=N, nnz=6, scale=1.0):
+    """Sparse random rows, labels of a random linear rule with 15% flipped, a few unlabeled rows
+    and rows with importance 0, 0.5 and 2."""
+    rng = np.random.default_rng(seed)
+    truth = rng.normal(size=d)
+    dense = np.zeros((n, d))
+    indptr = [0]
+    indices, values = [], []
+    for i in range(n):
+        k = rng.integers(0, nnz + 1) if i % 37 == 0 else nnz  # some short or empty rows
+        cols = np.sort(rng.choice(d, size=k, replace=False))
+        vals = rng.normal(size=k) * scale
+        dense[i, cols] = vals
+        indices.extend(cols.tolist())
+        values.extend(vals.tolist())
+        indptr.append(len(indices))
+    y = np.where(dense @ truth > 0, 1.0, -1.0)
+    flip = rng.random(n) < 0.15
+    y[flip] = -y[flip]
+    importance = np.ones(n)
+    importance[rng.random(n) < 0.1] = 0.5
+    importance[rng.random(n) < 0.1] = 2.0
+    importance[rng.random(n) < 0.03] = 0.0
+    y[rng.random(n) < 0.03] = np.nan
+    return dict(X=dense, y=y, importance=importance, indptr=np.array(indptr, np.int64),
+                indices=np.array(indices, np.int32), values=np.array(values, np.float64))
+
+
+# ------------------------------------------------------------------ dense references
+
+def gaussian_reference(name, X, y, importance, C=1.0, r=1.0, eta=0.9, a=1.0):
+    """Returns (margins, mu, Sigma or sigma) of the issue's equations, example by example."""
+    n, d = X.shape
+    full = name.endswith("-full")
+    Sigma = a * np.eye(d) if full else np.full(d, a)
+    mu = np.zeros(d)
+    margins = np.zeros(n)
+    phi = norm.ppf(eta)
+    psi = 1 + phi ** 2 / 2
+    xi = 1 + phi ** 2
+    for i in range(n):
+        x = X[i]
+        margins[i] = mu @ x
+        s = importance[i]
+        if math.isnan(y[i]) or s <= 0:
+            continue
+        yi = y[i]
+        m = yi * margins[i]
+        Sx = Sigma @ x if full else Sigma * x
+        v = x @ Sx
+        family = name.split("-")[0]
+        if family == "nherd":
+            if m > 1:
+                continue
+            c = C * s
+            alpha = max(0.0, 1 - m) / (v + 1 / c)
+            mu = mu + alpha * yi * Sx
+            coef = (c * c * v + 2 * c) / (1 + c * v) ** 2
+            if name == "nherd-full":
+                Sigma = Sigma - np.outer(Sx, Sx) * coef
+            elif name == "nherd-e":
+                Sigma = Sigma / (1 + c * x ** 2 * Sigma) ** 2
+            elif name == "nherd-p":
+                Sigma = 1 / (1 / Sigma + (2 * c + c * c * v) * x ** 2)
+            else:
+                Sigma = Sigma - (Sigma * x) ** 2 * coef
+        elif family == "arow":
+            if m >= 1:
+                continue
+            rr = r / s
+            beta = 1 / (v + rr)
+            alpha = (1 - m) * beta
+            mu = mu + alpha * yi * Sx
+            if name == "arow-full":
+                Sigma = Sigma - beta * np.outer(Sx, Sx)
+            elif name == "arow-p":
+                Sigma = 1 / (1 / Sigma + x ** 2 / rr)
+            else:
+                Sigma = Sigma - beta * (Sigma * x) ** 2
+        else:  # cw, scw1, scw2
+            if v == 0:
+                continue
+            alpha_cw = max(0.0, (-m * psi + math.sqrt(m * m * phi ** 4 / 4 + v * phi ** 2 * xi))
+                           / (v * xi))
+            if family == "cw":
+                alpha = alpha_cw
+                if not alpha > 0:
+                    continue
+            else:
+                if not max(0.0, phi * math.sqrt(v) - m) > 0:
+                    continue
+                c = C * s
+                if family == "scw1":
+                    alpha = min(c, alpha_cw)
+                else:
+                    nn = v + 1 / (2 * c)
+                    gamma = phi * math.sqrt(phi ** 2 * m * m * v * v + 4 * nn * v * (nn + v * phi ** 2))
+                    alpha = max(0.0, (-(2 * m * nn + phi ** 2 * m * v) + gamma)
+                                / (2 * (nn * nn + nn * v * phi ** 2)))
+            sqrt_u = 2 * v / (alpha * v * phi + math.sqrt(alpha ** 2 * v ** 2 * phi ** 2 + 4 * v))
+            # the textbook u, to check the cancellation-free form on this data
+            u = 0.25 * (-alpha * v * phi + math.sqrt(alpha ** 2 * v ** 2 * phi ** 2 + 4 * v)) ** 2
+            assert math.isclose(sqrt_u, math.sqrt(u), rel_tol=1e-6)
+            beta = alpha * phi / (sqrt_u + v * alpha * phi)
+            mu = mu + alpha * yi * Sx
+            if full:
+                Sigma = Sigma - beta * np.outer(Sx, Sx)
+            elif family == "cw":
+                Sigma = 1 / (1 / Sigma + alpha * phi * x ** 2 / sqrt_u)
+            else:
+                Sigma = Sigma - beta * (Sigma * x) ** 2
+    return margins, mu, Sigma
+
+
+def sop_reference(X, y, importance, a=1.0, full=True):
+    """The second-order perceptron: margin v'(aI + S + xx')^-1 x, mistakes join S and v."""
+    n, d = X.shape
+    S = np.zeros((d, d))
+    v = np.zeros(d)
+    margins = np.zeros(n)
+    for i in range(n):
+        x = X[i]
+        if full:
+            margins[i] = v @ np.linalg.solve(a * np.eye(d) + S + np.outer(x, x), x)
+        else:
+            margins[i] = np.sum(v * x / (a + np.diag(S) + x * x))
+        s = importance[i]
+        if math.isnan(y[i]) or s <= 0 or y[i] * margins[i] > 0:
+            continue
+        S += s * np.outer(x, x)
+        v += s * y[i] * x
+    A = a * np.eye(d) + S
+    if full:
+        return margins, np.linalg.solve(A, v), {"inverse": np.linalg.inv(A)}
+    diagonal = np.diag(A).copy()
+    return margins, v / diagonal, {"label_sum": v, "diagonal": diagonal}
+
+
+# ------------------------------------------------------------------ running streamherd
+
+def run(name, data, options, chunks=CHUNKS, resume_after=None, tmp_path=None):
+    learner = learners.create(name, D, options)
+    margins = np.full(N, np.nan)
+    updates = 0
+    for number, (lo, hi) in enumerate(chunks):
+        if resume_after is not None and number == resume_after:
+            path = tmp_path / f"{name}.npz"
+            save_model(path, {"algo": learner.name, "bits": 5, "hyperparameters": learner.options,
+                              "learner": learner.meta()}, learner.state())
+            meta, arrays = load_model(path, expected_arrays=type(learner).state_arrays)
+            learner = learners.create(meta["algo"], D, meta["hyperparameters"], arrays,
+                                      meta["learner"])
+        out = np.empty(hi - lo)
+        updates += learner.learn(data["y"][lo:hi], data["importance"][lo:hi],
+                                 data["indptr"][lo:hi + 1], data["indices"], data["values"], out)
+        margins[lo:hi] = out
+    return learner, margins, updates
+
+
+GAUSSIAN = ["nherd-e", "nherd-p", "nherd-d", "nherd-full", "arow-p", "arow-d", "arow-full",
+            "cw", "cw-full", "scw1", "scw2", "scw1-full", "scw2-full"]
+OPTIONS = {  # non-default hyperparameters, to check that each one is used where it belongs
+    "nherd": {"C": 0.3, "a": 0.7},
+    "arow": {"r": 2.0, "a": 1.5},
+    "cw": {"eta": 0.8, "a": 0.7},
+    "scw1": {"C": 0.4, "eta": 0.85, "a": 1.2},
+    "scw2": {"C": 0.4, "eta": 0.75, "a": 0.9},
+}
+ALL = GAUSSIAN + ["sop", "sop-full"]
+
+
+def options_for(name):
+    return OPTIONS.get(name.split("-")[0], {"a": 0.8})
+
+
+def reference_for(name, data):
+    options = options_for(name)
+    if name.startswith("sop"):
+        return sop_reference(data["X"], data["y"], data["importance"], full=name == "sop-full",
+                             **options)
+    margins, mu, Sigma = gaussian_reference(name, data["X"], data["y"], data["importance"],
+                                            **options)
+    return margins, mu, {"covariance" if name.endswith("-full") else "variance": Sigma}
+
+
+def assert_matches(learner, margins, ref):
+    ref_margins, ref_mu, ref_arrays = ref
+    np.testing.assert_allclose(margins, ref_margins, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(learner.mean, ref_mu, rtol=1e-9, atol=1e-12)
+    state = learner.state()
+    for key, value in ref_arrays.items():
+        np.testing.assert_allclose(state[key], value, rtol=1e-9, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_data(1)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_matches_dense_equations(name, data):
+    learner, margins, updates = run(name, data, options_for(name))
+    ref = reference_for(name, data)
+    assert_matches(learner, margins, ref)
+    assert 20 < updates  # the noisy labels force many updates
+    # the state really moved away from the prior
+    assert np.abs(learner.mean).max() > 0.05
+    for key, value in ref[2].items():
+        assert not np.allclose(value, learner.options["a"] * np.eye(D) if value.ndim == 2
+                               else learner.options["a"])
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_resume_from_saved_model_equals_one_run(name, data, tmp_path):
+    whole, margins_whole, _ = run(name, data, options_for(name))
+    resumed, margins_resumed, _ = run(name, data, options_for(name), resume_after=2,
+                                      tmp_path=tmp_path)
+    np.testing.assert_array_equal(margins_resumed, margins_whole)
+    for key, value in whole.state().items():
+        np.testing.assert_array_equal(resumed.state()[key], value)
+
+
+def test_aliases():
+    assert learners.canonical_name("nherd") == "nherd-p"
+    assert learners.canonical_name("arow") == "arow-p"
+
+
+@pytest.mark.parametrize("name", ["arow-p", "nherd-full", "scw2"])
+def test_predict_margins_after_training_use_mean(name, data):
+    learner, _, _ = run(name, data, options_for(name))
+    out = np.empty(N)
+    learner.predict_margins(data["indptr"], data["indices"], data["values"], out)
+    np.testing.assert_allclose(out, data["X"] @ learner.mean, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["arow-d", "arow-full"])
+def test_probabilities(name, data):
+    learner, _, _ = run(name, data, options_for(name))
+    p = learner.probabilities(data["indptr"], data["indices"], data["values"])
+    X = data["X"]
+    mu = learner.mean
+    state = learner.state()
+    var = np.einsum("ij,jk,ik->i", X, state["covariance"], X) if "covariance" in state \
+        else (X ** 2) @ state["variance"]
+    expected = np.where(var > 0, norm.cdf(X @ mu / np.sqrt(np.where(var > 0, var, 1))), 0.5)
+    np.testing.assert_allclose(p, expected, rtol=1e-9, atol=1e-12)
+    assert np.all((p >= 0) & (p <= 1))
+    assert np.any(p[var == 0] == 0.5) or not np.any(var == 0)
+
+
+def test_bad_eta_is_rejected():
+    with pytest.raises(StreamherdError, match="eta"):
+        learners.create("cw", 16, {"eta": 0.4})
+
+
+def test_full_covariance_that_does_not_fit_is_refused():
+    with pytest.raises(StreamherdError, match=r"bytes.*arow-p"):
+        learners.create("arow-full", 1 << 30, {})
+    with pytest.raises(StreamherdError, match=r"bytes.*--algo sop"):
+        learners.create("sop-full", 1 << 30, {})
+
+
+@pytest.mark.parametrize("name", ["nherd-e", "nherd-p", "nherd-d", "arow-p", "arow-d", "cw",
+                                  "scw1", "scw2", "sop"])
+def test_large_raw_values_stay_finite(name):
+    """Raw counts / pixels (values up to 255): every variance stays finite and positive."""
+    data = make_data(2, scale=100.0)
+    data["values"] = np.abs(data["values"]).round() + 1
+    learner, margins, _ = run(name, data, {})
+    assert np.all(np.isfinite(margins))
+    for value in learner.state().values():
+        assert np.all(np.isfinite(value))
+    if "variance" in learner.state():
+        assert np.all(learner.state()["variance"] > 0)

@@ -1,0 +1,194 @@
+"""Model files: .npz round trip, atomic writes, and a one-line error for every kind of bad file."""
+import json
+import os
+import zipfile
+
+import numpy as np
+import pytest
+
+from streamherd import model as model_module
+from streamherd.errors import StreamherdError
+from streamherd.model import FORMAT_VERSION, load_model, save_model
+
+BITS = 5
+
+
+def _arrays(seed=0):
+    rng = np.random.default_rng(seed)
+    return {"mean": rng.normal(size=1 << BITS), "average": rng.normal(size=1 << BITS)}
+
+
+def _meta():
+    return {"algo": "avg-perceptron", "bits": BITS, "bias": True,
+            "hyperparameters": {"C": 0.25}, "labels": {"negative": 0.0, "positive": 1.0},
+            "learner": {"examples_seen": 17}}
+
+
+def test_round_trip(tmp_path):
+    path = tmp_path / "m.npz"
+    arrays = _arrays()
+    save_model(path, _meta(), arrays)
+    meta, loaded = load_model(path, expected_arrays=["average"])
+    for key, value in _meta().items():
+        assert meta[key] == value
+    assert meta["format_version"] == FORMAT_VERSION
+    assert set(loaded) == {"mean", "average"}
+    for name in arrays:
+        np.testing.assert_array_equal(loaded[name], arrays[name])
+        assert loaded[name].dtype == np.float64
+    # It is a plain npz: numpy alone can read it, without pickle.
+    with np.load(path, allow_pickle=False) as archive:
+        assert json.loads(str(archive["meta"]))["algo"] == "avg-perceptron"
+        np.testing.assert_array_equal(archive["mean"], arrays["mean"])
+
+
+def test_str_path_and_overwrite(tmp_path):
+    path = str(tmp_path / "m.npz")
+    save_model(path, _meta(), _arrays(1))
+    save_model(path, _meta(), _arrays(2))
+    _, loaded = load_model(path)
+    np.testing.assert_array_equal(loaded["mean"], _arrays(2)["mean"])
+    assert sorted(os.listdir(tmp_path)) == ["m.npz"]  # no temporary files left behind
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt(),
+                                   OSError(28, "No space left on device")],
+                         ids=["runtime-error", "interrupt", "disk-full"])
+def test_failed_save_leaves_the_existing_model_untouched(tmp_path, monkeypatch, error):
+    path = tmp_path / "m.npz"
+    save_model(path, _meta(), _arrays(1))
+    before = path.read_bytes()
+
+    def failing_savez(file, *args, **kwargs):
+        file.write(b"half a model")
+        raise error
+
+    monkeypatch.setattr(np, "savez", failing_savez)
+    expected = StreamherdError if isinstance(error, OSError) else type(error)
+    with pytest.raises(expected) as info:
+        save_model(path, _meta(), _arrays(2))
+    if expected is StreamherdError:
+        assert "m.npz" in str(info.value) and "\n" not in str(info.value)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["m.npz"]
+    np.testing.assert_array_equal(load_model(path)[1]["mean"], _arrays(1)["mean"])
+
+
+def test_failed_save_of_a_new_model_creates_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(np, "savez", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("x")))
+    with pytest.raises(RuntimeError):
+        save_model(tmp_path / "new.npz", _meta(), _arrays())
+    assert os.listdir(tmp_path) == []
+
+
+def test_save_into_missing_folder_is_a_one_line_error(tmp_path):
+    with pytest.raises(StreamherdError) as info:
+        save_model(tmp_path / "no" / "such" / "m.npz", _meta(), _arrays())
+    assert "m.npz" in str(info.value) and "\n" not in str(info.value)
+
+
+# ---------------------------------------------------------------- bad files
+
+def _npz(path, **entries):
+    with open(path, "wb") as f:
+        np.savez(f, **entries)
+    return path
+
+
+def _meta_entry(**overrides):
+    meta = {"format": "streamherd-model", "format_version": FORMAT_VERSION, **_meta(), **overrides}
+    return np.array(json.dumps(meta))
+
+
+def _bad_files(tmp_path):
+    good = _arrays()
+    files = {}
+    files["text"] = tmp_path / "text.npz"
+    files["text"].write_text("this is not a model\n")
+    files["empty"] = tmp_path / "empty.npz"
+    files["empty"].write_bytes(b"")
+    files["npy"] = tmp_path / "array.npy"
+    np.save(files["npy"], good["mean"])
+    files["zip-not-npz"] = tmp_path / "plain.zip"
+    with zipfile.ZipFile(files["zip-not-npz"], "w") as z:
+        z.writestr("hello.txt", "hi")
+    files["truncated"] = tmp_path / "truncated.npz"
+    save_model(files["truncated"], _meta(), good)
+    files["truncated"].write_bytes(files["truncated"].read_bytes()[:300])
+    files["no-meta"] = _npz(tmp_path / "nometa.npz", **good)
+    files["meta-not-json"] = _npz(tmp_path / "notjson.npz", meta=np.array("{not json"), **good)
+    files["meta-list"] = _npz(tmp_path / "list.npz", meta=np.array("[1, 2]"), **good)
+    files["wrong-marker"] = _npz(tmp_path / "marker.npz", meta=_meta_entry(format="other-tool"),
+                                 **good)
+    files["no-marker"] = _npz(tmp_path / "nomarker.npz",
+                              meta=np.array(json.dumps({"bits": BITS})), **good)
+    files["future-version"] = _npz(tmp_path / "future.npz",
+                                   meta=_meta_entry(format_version=FORMAT_VERSION + 1), **good)
+    files["version-missing"] = _npz(tmp_path / "nover.npz", meta=np.array(json.dumps(
+        {"format": "streamherd-model", **_meta()})), **good)
+    files["bad-bits"] = _npz(tmp_path / "bits.npz", meta=_meta_entry(bits="18"), **good)
+    files["no-mean"] = _npz(tmp_path / "nomean.npz", meta=_meta_entry(), average=good["average"])
+    files["wrong-shape"] = _npz(tmp_path / "shape.npz", meta=_meta_entry(),
+                                mean=np.zeros((1 << BITS) + 1), average=good["average"])
+    files["wrong-shape-2"] = _npz(tmp_path / "shape2.npz", meta=_meta_entry(bits=BITS + 1), **good)
+    files["wrong-dtype"] = _npz(tmp_path / "dtype.npz", meta=_meta_entry(),
+                                mean=good["mean"].astype(np.float32), average=good["average"])
+    files["nan"] = _npz(tmp_path / "nan.npz", meta=_meta_entry(),
+                        mean=np.full(1 << BITS, np.nan), average=good["average"])
+    files["object-array"] = tmp_path / "object.npz"
+    with open(files["object-array"], "wb") as f:
+        np.savez(f, meta=_meta_entry(), mean=np.array([{"a": 1}] * (1 << BITS), dtype=object))
+    return files
+
+
+BAD_KINDS = ["text", "empty", "npy", "zip-not-npz", "truncated", "no-meta", "meta-not-json",
+             "meta-list", "wrong-marker", "no-marker", "future-version", "version-missing",
+             "bad-bits", "no-mean", "wrong-shape", "wrong-shape-2", "wrong-dtype", "nan",
+             "object-array"]
+
+
+@pytest.mark.parametrize("kind", BAD_KINDS)
+def test_bad_model_file_is_a_one_line_error(tmp_path, kind):
+    path = _bad_files(tmp_path)[kind]
+    with pytest.raises(StreamherdError) as info:
+        load_model(path)
+    message = str(info.value)
+    assert str(path) in message
+    assert "\n" not in message
+
+
+def test_missing_expected_array(tmp_path):
+    path = tmp_path / "m.npz"
+    save_model(path, _meta(), {"mean": _arrays()["mean"]})
+    load_model(path)  # fine without the learner's extra arrays
+    with pytest.raises(StreamherdError, match="average"):
+        load_model(path, expected_arrays=["average"])
+
+
+def test_missing_model_file(tmp_path):
+    with pytest.raises(StreamherdError) as info:
+        load_model(tmp_path / "absent.npz")
+    assert "absent.npz" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_future_version_message_names_both_versions(tmp_path):
+    path = _bad_files(tmp_path)["future-version"]
+    with pytest.raises(StreamherdError, match=str(FORMAT_VERSION + 1)):
+        load_model(path)
+
+
+def test_model_module_writes_through_a_temporary_file(tmp_path, monkeypatch):
+    # The final name must appear only complete: the rename happens after the data is written.
+    seen = []
+    real_replace = os.replace
+
+    def spy_replace(src, dst):
+        seen.append((os.path.basename(src), os.path.exists(dst), os.path.getsize(src)))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(model_module.os, "replace", spy_replace)
+    save_model(tmp_path / "m.npz", _meta(), _arrays())
+    assert len(seen) == 1
+    name, existed, size = seen[0]
+    assert name != "m.npz" and not existed and size > 0
