@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from streamherd import __version__
-from streamherd.learners import DEFAULT_ALGO, REGISTRY
+from streamherd.learners import ALIASES, DEFAULT_ALGO, REGISTRY
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -18,7 +18,7 @@ app = typer.Typer(
     help="Online linear classifiers (CW, AROW, NHERD, PA, perceptrons) over streamed "
          "svmlight or VW-format lines.")
 
-ALGOS = ", ".join(REGISTRY)
+ALGOS = ", ".join([*REGISTRY, *(f"{alias} (= {name})" for alias, name in ALIASES.items())])
 Files = typer.Argument(None, show_default=False, metavar="[FILES]...",
                        help="Input files (.gz, .bz2, .xz detected by content); '-' or none: stdin.")
 Data = typer.Option(None, "-d", "--data", show_default=False, help="An input file (repeatable).")

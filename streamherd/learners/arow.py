@@ -42,7 +42,7 @@ def _arow_diag(y, importance, indptr, indices, values, mu, sigma, r, drop, margi
             if drop:
                 sigma[j] = s - beta * s * s * x * x
             else:
-                sigma[j] = 1.0 / (1.0 / s + x * x / rs)
+                sigma[j] = s / (1.0 + s * x * x / rs)   # = 1 / (1/s + x^2/r), one division
             ok = ok and entry_ok(mu[j], sigma[j])
         updates += 1
         if not ok:

@@ -85,7 +85,7 @@ def _cw_diag(y, importance, indptr, indices, values, mu, sigma, phi, floor, marg
             x = values[k]
             s = sigma[j]
             mu[j] += scale * s * x                      # mu += alpha y Sigma x
-            sigma[j] = max(floor, 1.0 / (1.0 / s + k_proj * x * x))
+            sigma[j] = max(floor, s / (1.0 + s * k_proj * x * x))  # = 1 / (1/s + k x^2)
             ok = ok and entry_ok(mu[j], sigma[j])
         updates += 1
         if not ok:

@@ -46,7 +46,8 @@ def _nherd_diag(y, importance, indptr, indices, values, mu, sigma, C, variant, m
                 q = 1.0 + c * x2 * s
                 sigma[j] = s / (q * q)
             elif variant == PROJECT:
-                sigma[j] = 1.0 / (1.0 / s + (2.0 * c + c * c * v) * x2)
+                # 1/(1/s + k x^2) written as s/(1 + s k x^2): one division
+                sigma[j] = s / (1.0 + s * (2.0 * c + c * c * v) * x2)
             else:
                 sigma[j] = s - s * s * x2 * shrink
             ok = ok and entry_ok(mu[j], sigma[j])
