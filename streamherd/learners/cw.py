@@ -34,6 +34,7 @@ from scipy.special import ndtri
 from streamherd.learners.gaussian import (GaussianLearner, check_eta, diag_margin_confidence,
                                           entry_ok, full_sigma_x, full_update)
 from streamherd.learners.sparse import dot, squared_norm
+from streamherd.learners.prefetch import prefetch_next_row
 
 VARIANCE_FLOOR = 1e-12
 
@@ -66,6 +67,8 @@ def _cw_diag(y, importance, indptr, indices, values, mu, sigma, phi, floor, marg
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
+        prefetch_next_row(mu, indptr, indices, i)
+        prefetch_next_row(sigma, indptr, indices, i)
         margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:

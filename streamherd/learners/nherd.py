@@ -15,6 +15,7 @@ from numba import njit
 from streamherd.learners.gaussian import (GaussianLearner, diag_margin_confidence, entry_ok,
                                           full_sigma_x, full_update)
 from streamherd.learners.sparse import dot
+from streamherd.learners.prefetch import prefetch_next_row
 
 EXACT, PROJECT, DROP = 0, 1, 2
 
@@ -24,6 +25,8 @@ def _nherd_diag(y, importance, indptr, indices, values, mu, sigma, C, variant, m
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
+        prefetch_next_row(mu, indptr, indices, i)
+        prefetch_next_row(sigma, indptr, indices, i)
         margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:

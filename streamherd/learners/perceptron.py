@@ -9,6 +9,7 @@ from numba import njit
 
 from streamherd.learners.base import Learner
 from streamherd.learners.sparse import axpy, dot
+from streamherd.learners.prefetch import prefetch_next_row
 
 
 @njit(cache=True, nogil=True)
@@ -16,6 +17,7 @@ def _perceptron_chunk(y, importance, indptr, indices, values, w, margins_out):
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
+        prefetch_next_row(w, indptr, indices, i)
         m = dot(w, indices, values, start, end)
         margins_out[i] = m
         if np.isnan(y[i]) or importance[i] <= 0.0:
@@ -42,6 +44,8 @@ def _averaged_chunk(y, importance, indptr, indices, values, w, u, seen, margins_
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
+        prefetch_next_row(w, indptr, indices, i)
+        prefetch_next_row(u, indptr, indices, i)
         wx = dot(w, indices, values, start, end)
         if seen > 0:
             margins_out[i] = wx - dot(u, indices, values, start, end) / seen

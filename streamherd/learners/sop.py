@@ -20,6 +20,7 @@ from streamherd.learners.base import Learner, UnstableUpdate
 from streamherd.learners.gaussian import (check_full_fits, full_confidences, full_sigma_x,
                                           full_update, full_reset)
 from streamherd.learners.sparse import dot
+from streamherd.learners.prefetch import prefetch_next_row
 
 
 @njit(cache=True, inline="always")
@@ -37,6 +38,8 @@ def _sop_diag(y, importance, indptr, indices, values, mean, label_sum, diagonal,
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
+        prefetch_next_row(label_sum, indptr, indices, i)
+        prefetch_next_row(diagonal, indptr, indices, i)
         margin = _sop_diag_margin(label_sum, diagonal, indices, values, start, end)
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0 or y[i] * margin > 0.0:

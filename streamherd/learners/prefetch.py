@@ -1,0 +1,47 @@
+"""Software prefetch of the weight slots of the next example.
+
+While the parser threads stream input through the shared cache, the learner's weight arrays
+(8 MiB and more at -b 20) are evicted, and every feature of an example becomes a wait on main
+memory. Asking for the next row's slots while the current row is being computed hides that
+latency: the kernels call ``prefetch_row`` for row i+1 before working on row i.
+"""
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """llvm.prefetch(&array[index], read, high locality, data cache)."""
+    if not isinstance(array, types.Array) or not isinstance(index, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array_type = signature.args[0]
+        array_value = context.make_array(array_type)(context, builder, args[0])
+        pointer = cgutils.get_item_pointer(context, builder, array_type, array_value, [args[1]],
+                                           wraparound=False)
+        i8_pointer = builder.bitcast(pointer, ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        function_type = ir.FunctionType(ir.VoidType(), [i8_pointer.type, i32, i32, i32])
+        function = cgutils.get_or_insert_function(builder.module, function_type, "llvm.prefetch.p0")
+        builder.call(function, [i8_pointer, ir.Constant(i32, 0), ir.Constant(i32, 3),
+                                ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(array, index), codegen
+
+
+@njit(cache=True, inline="always")
+def prefetch_row(w, indices, start, end):
+    """Ask the cache for w at the slots of one row (a hint: no effect on results)."""
+    for k in range(start, end):
+        _prefetch(w, indices[k])
+
+
+@njit(cache=True, inline="always")
+def prefetch_next_row(w, indptr, indices, i):
+    """prefetch_row for row i + 1, if there is one."""
+    if i + 2 < len(indptr):
+        prefetch_row(w, indices, indptr[i + 1], indptr[i + 2])
