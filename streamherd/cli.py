@@ -100,6 +100,64 @@ def predict(
                 skip_bad=skip_bad, proba=proba)
 
 
+# ---------------------------------------------------------------- experiment (issue 5)
+
+@app.command()
+def experiment(
+    datasets: Optional[List[str]] = typer.Argument(
+        None, show_default=False, metavar="DATASETS...",
+        help="Each FILE (split into --folds) or TRAIN,TEST (a pair of files)."),
+    algos: str = typer.Option("nherd-p,nherd-e,nherd-d,arow-p,arow-d,cw,pa2,perceptron",
+                              "--algos", help="Comma-separated learners (registry names)."),
+    grid: Optional[List[str]] = typer.Option(
+        None, "--grid", show_default=False,
+        help="NAME=VALUES for the tuned hyperparameter NAME (C: nherd/pa/scw, r: arow, "
+             "eta: cw, a: sop); VALUES 'a,b,c' or '2^-4..2^4' (repeatable). Defaults: "
+             "2^-4..2^4; eta 0.55,0.6,...,0.95."),
+    noise: str = typer.Option("0,0.1,0.3", "--noise",
+                              help="Label-noise rates of the training data (test stays clean)."),
+    folds: int = typer.Option(10, "--folds", help="k-fold cross-validation for datasets "
+                                                   "given as one file."),
+    max_passes: int = typer.Option(10, "--max-passes", help="Passes are chosen in 1..N with "
+                                                            "the hyperparameter."),
+    validation: float = typer.Option(0.2, "--validation", help="Fraction of the training data "
+                                     "held out to choose hyperparameter and passes."),
+    max_train: Optional[int] = typer.Option(None, "--max-train", show_default=False,
+                                            help="At most N training examples per run (a "
+                                                 "random stratified subset)."),
+    all_pairs: bool = typer.Option(False, "--all-pairs", help="Turn each multiclass dataset "
+                                   "into its K(K-1)/2 binary tasks."),
+    seed: int = typer.Option(0, "--seed", help="Fixes every random choice."),
+    processes: int = typer.Option(1, "-j", "--jobs", help="Worker processes."),
+    out: Path = typer.Option(Path("experiment"), "--out", help="Folder for runs.csv, "
+                             "validation.csv, report.md and the plots."),
+    bits: int = typer.Option(18, "-b", "--bits", help="At most 2^bits slots per dataset (fewer "
+                             "when its features fit without collisions)."),
+    normalize: str = typer.Option("l2", "--normalize", help="l2: scale each example's features "
+                                  "to unit L2 norm (bias kept at 1); none."),
+    curve_task: Optional[str] = typer.Option(None, "--curve-task", show_default=False,
+                                             help="Task of the learning-curve plot (default: "
+                                                  "the first)."),
+    scatter: Optional[str] = typer.Option(None, "--scatter", show_default=False,
+                                          help="A,B: the accuracy scatter's algorithms "
+                                               "(default nherd-p,arow-p)."),
+    no_plots: bool = typer.Option(False, "--no-plots", help="Write no plots."),
+    plot_format: str = typer.Option("png", "--plot-format", help="png or svg."),
+    fmt: str = Format,
+    quiet: bool = Quiet,
+):
+    """Run the seed papers' tournament: algorithms x hyperparameters x label noise x folds."""
+    from streamherd.experiment.command import run_experiment
+
+    run_experiment(datasets or [], algos=algos, grid=grid, noise=noise, folds=folds,
+                   max_passes=max_passes, validation=validation, max_train=max_train,
+                   all_pairs=all_pairs, seed=seed, processes=processes, out=str(out), bits=bits,
+                   normalize=normalize, fmt=fmt, curve_task=curve_task, scatter=scatter,
+                   plots=not no_plots, plot_format=plot_format, quiet=quiet,
+                   argv=sys.argv[sys.argv.index("experiment") + 1:]
+                   if "experiment" in sys.argv else None)
+
+
 def _inputs(files, data):
     return [*(files or []), *(data or [])] or ["-"]
 

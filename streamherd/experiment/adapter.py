@@ -1,0 +1,78 @@
+"""The one place the experiment calls into ``streamherd.learners``.
+
+A task kind decides how targets reach a learner and how its predictions come back. Only the
+"binary" kind exists now (targets +1/-1; multiclass files enter through all-pairs); a
+"multiclass" kind is one more branch in each function here, once the learners have a multiclass
+API. Everything else in the experiment compares predicted and true targets with ``==``.
+"""
+import numpy as np
+
+from streamherd import learners
+from streamherd.errors import StreamherdError
+from streamherd.learners.base import UnstableUpdate
+
+TASK_KINDS = ("binary",)
+# The hyperparameter the grid searches, in order of preference among those a learner has
+# (C for nherd/pa/scw, r for arow, eta for cw, the initial variance a for sop); none for the
+# perceptrons and pa.
+TUNED_HYPERPARAMETERS = ("C", "r", "eta", "a")
+
+
+class Diverged(Exception):
+    """An update made the learner's state non-finite: the configuration is unusable."""
+
+
+def canonical_algo(name):
+    return learners.canonical_name(name)
+
+
+def tuned_hyperparameter(algo):
+    """The name of the hyperparameter the grid searches for ``algo``, or None."""
+    cls, _ = learners.learner_class(algo)
+    return next((h for h in TUNED_HYPERPARAMETERS if h in cls.hyperparameters), None)
+
+
+def default_value(algo, hyperparameter):
+    cls, _ = learners.learner_class(algo)
+    return cls.hyperparameters[hyperparameter]
+
+
+def needs_full_covariance(algo):
+    cls, _ = learners.learner_class(algo)
+    return bool(getattr(cls, "full", False)) or algo.endswith("-full")
+
+
+def validate(algo, hyperparameter, values):
+    """Fail before the grid starts on a value the learner refuses (e.g. eta outside (0.5, 1))."""
+    for value in values:
+        learners.create(algo, 1, {hyperparameter: value} if hyperparameter else {})
+
+
+def new_model(kind, algo, bits, hyperparameter, value):
+    if kind not in TASK_KINDS:
+        raise StreamherdError(f"task kind '{kind}' is not supported; use one of {TASK_KINDS}")
+    return learners.create(algo, 1 << bits, {hyperparameter: value} if hyperparameter else {})
+
+
+def learn_pass(model, kind, targets, rows):
+    """One online pass (predict, then update) over ``rows`` (a CSR) in its order; returns
+    (updates, the progressive predictions, made before each update)."""
+    margins = np.empty(rows.n_rows)
+    try:
+        updates = model.learn(targets, rows.importance, rows.indptr, rows.indices, rows.values,
+                              margins)
+    except UnstableUpdate:
+        raise Diverged() from None
+    return updates, _predicted_targets(kind, margins)
+
+
+def predict(model, kind, rows):
+    """The model's predicted targets for ``rows`` (no update)."""
+    margins = np.empty(rows.n_rows)
+    model.predict_margins(rows.indptr, rows.indices, rows.values, margins)
+    return _predicted_targets(kind, margins)
+
+
+def _predicted_targets(kind, margins):
+    # binary: the sign of the margin, 0 counted negative as ``streamherd predict`` does
+    return np.where(margins > 0, 1.0, -1.0)

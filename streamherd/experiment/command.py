@@ -1,0 +1,251 @@
+"""``streamherd experiment``: check the options, load the data, run the grid with a progress bar,
+write the CSVs, the tables, the report and the plots."""
+import os
+import re
+import shlex
+import sys
+import time
+
+from streamherd.errors import StreamherdError
+from streamherd.experiment import adapter, report
+from streamherd.experiment.data import (DEFAULT_BITS_CAP, FULL_COVARIANCE_MAX_BITS,
+                                        NORMALIZATIONS, tasks_of)
+from streamherd.experiment.plots import MISSING, PLOT_FORMATS, make_plots
+from streamherd.experiment.runner import Grid, Settings, load_datasets, log_grid, make_jobs, run_grid
+
+DEFAULT_ALGOS = "nherd-p,nherd-e,nherd-d,arow-p,arow-d,cw,pa2,perceptron"
+DEFAULT_NOISE = "0,0.1,0.3"
+# C, r and a: a log grid as LIBOL's; eta is a probability in (0.5, 1), so an even grid over it.
+DEFAULT_GRIDS = {"C": log_grid(-4, 4), "r": log_grid(-4, 4), "a": log_grid(-4, 4),
+                 "eta": (0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)}
+_POWER = re.compile(r"^2\^(-?\d+)$")
+
+
+def parse_number(text, what):
+    text = text.strip()
+    power = _POWER.match(text)
+    try:
+        return float(2.0 ** int(power.group(1))) if power else float(text)
+    except ValueError:
+        raise StreamherdError(f"{what}: '{text}' is not a number (write e.g. 0.5 or 2^-3)") from None
+
+
+def parse_values(text, what):
+    """``a,b,c`` or a power-of-two range ``2^-4..2^4``."""
+    if ".." in text:
+        low, _, high = text.partition("..")
+        low_power, high_power = _POWER.match(low.strip()), _POWER.match(high.strip())
+        if not (low_power and high_power):
+            raise StreamherdError(f"{what}: a range is written 2^LOW..2^HIGH, got '{text}'")
+        low_exponent, high_exponent = int(low_power.group(1)), int(high_power.group(1))
+        if low_exponent > high_exponent:
+            raise StreamherdError(f"{what}: the range '{text}' is empty; put the low end first")
+        return log_grid(low_exponent, high_exponent)
+    values = tuple(parse_number(v, what) for v in text.split(",") if v.strip())
+    if not values:
+        raise StreamherdError(f"{what}: no values given")
+    return values
+
+
+def parse_grids(algos, grid_options):
+    """One Grid per algorithm: its tuned hyperparameter with the --grid values for that name,
+    else the default values."""
+    values_of = dict(DEFAULT_GRIDS)
+    for option in grid_options or []:
+        name, sep, text = option.partition("=")
+        name = name.strip()
+        if not sep or name not in adapter.TUNED_HYPERPARAMETERS:
+            raise StreamherdError(f"--grid '{option}': write NAME=VALUES with NAME one of "
+                                  f"{', '.join(adapter.TUNED_HYPERPARAMETERS)}, e.g. C=2^-4..2^4")
+        values_of[name] = parse_values(text, f"--grid {name}")
+    grids = []
+    for algo in algos:
+        hyperparameter = adapter.tuned_hyperparameter(algo)
+        values = values_of[hyperparameter] if hyperparameter else (None,)
+        try:
+            adapter.validate(algo, hyperparameter, values)
+        except StreamherdError as e:
+            raise StreamherdError(f"--grid {hyperparameter}: {e}") from None
+        grids.append(Grid(algo, hyperparameter, tuple(values)))
+    return tuple(grids)
+
+
+def parse_algos(text):
+    algos = []
+    for name in (n.strip() for n in text.split(",")):
+        if name:
+            algo = adapter.canonical_algo(name)
+            if algo in algos:
+                raise StreamherdError(f"--algos names {algo} twice")
+            algos.append(algo)
+    if not algos:
+        raise StreamherdError("--algos: name at least one algorithm")
+    return algos
+
+
+def parse_noise(text):
+    levels = parse_values(text, "--noise")
+    for level in levels:
+        if not 0.0 <= level < 1.0:
+            raise StreamherdError(f"--noise {level:g}: a noise rate is a probability in [0, 1)")
+    if len(set(levels)) != len(levels):
+        raise StreamherdError(f"--noise '{text}' repeats a level")
+    return levels
+
+
+def check_settings(folds, max_passes, validation, max_train, processes):
+    if folds < 2:
+        raise StreamherdError(f"--folds {folds}: cross-validation needs at least 2 folds")
+    if max_passes < 1:
+        raise StreamherdError(f"--max-passes {max_passes}: make at least 1 pass")
+    if not 0.0 < validation < 1.0:
+        raise StreamherdError(f"--validation {validation:g}: the held-out fraction must be "
+                              f"strictly between 0 and 1")
+    if max_train is not None and max_train < 2:
+        raise StreamherdError(f"--max-train {max_train}: keep at least 2 training examples")
+    if processes < 1:
+        raise StreamherdError(f"-j {processes}: run at least 1 process")
+
+
+def prepare_out(folder):
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise StreamherdError(f"--out {folder} is a file; name a folder")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise StreamherdError(f"--out {folder}: cannot create the folder ({e.strerror})") from None
+    if not os.access(folder, os.W_OK):
+        raise StreamherdError(f"--out {folder} is not writable")
+
+
+def run_experiment(datasets, algos=DEFAULT_ALGOS, grid=None, noise=DEFAULT_NOISE, folds=10,
+                   max_passes=10, validation=0.2, max_train=None, all_pairs=False, seed=0,
+                   processes=1, out="experiment", bits=DEFAULT_BITS_CAP, normalize="l2",
+                   fmt="auto", curve_task=None, scatter=None, plots=True, plot_format="png",
+                   quiet=False, argv=None):
+    started = time.perf_counter()
+    if not datasets:
+        raise StreamherdError("name at least one dataset: FILE (split into --folds) or TRAIN,TEST")
+    if normalize not in NORMALIZATIONS:
+        raise StreamherdError(f"--normalize {normalize}: use one of {', '.join(NORMALIZATIONS)}")
+    if plot_format not in PLOT_FORMATS:
+        raise StreamherdError(f"--plot-format {plot_format}: use one of {', '.join(PLOT_FORMATS)}")
+    check_settings(folds, max_passes, validation, max_train, processes)
+    algo_list = parse_algos(algos)
+    settings = Settings(parse_grids(algo_list, grid), parse_noise(noise), folds, max_passes,
+                        validation, max_train, seed)
+    scatter_pair = _scatter_pair(scatter, algo_list)
+    prepare_out(out)
+    load_options = {"fmt": fmt, "bits_cap": bits, "normalize": normalize}
+    loaded = load_datasets(datasets, **load_options)
+    _check_full_covariance(loaded, algo_list)
+    tasks = [task for dataset in loaded.values() for task in tasks_of(dataset, all_pairs)]
+    curve_task = _curve_task(curve_task, tasks)
+    jobs = make_jobs(loaded, tasks, settings)
+
+    from rich.console import Console
+
+    with _progress(len(jobs), quiet) as advance:
+        results = run_grid(loaded, datasets, load_options, jobs, settings, processes, advance)
+    seconds = time.perf_counter() - started
+
+    report.write_runs_csv(os.path.join(out, "runs.csv"), results)
+    report.write_validation_csv(os.path.join(out, "validation.csv"), results)
+    levels = report.tournament(results, algo_list, settings.noise)
+    tables = [report.rank_table(levels, algo_list)]
+    tables += [report.win_table(level, algo_list) for level in levels]
+    checks = report.claim_checks(levels, algo_list)
+    if not quiet:
+        report.print_tables(tables, checks, Console(file=sys.stdout, width=160))
+    written = None
+    if plots:
+        written = make_plots(results, levels, tasks, algo_list, settings.noise, out, plot_format,
+                             curve_task, scatter_pair)
+        if written is None:
+            print(f"streamherd: {MISSING}", file=sys.stderr)
+    failed = sum(r.row["status"] != "ok" for r in results)
+    summary = (f"{len(tasks)} tasks from {len(loaded)} datasets; {len(algo_list)} algorithms; "
+               f"noise {', '.join(f'{n:g}' for n in settings.noise)}; {folds} folds for datasets "
+               f"without a test file; up to {max_passes} passes; validation fraction "
+               f"{validation:g}; " + (f"at most {max_train} training examples per run; "
+                                      if max_train else "")
+               + f"seed {seed}. {len(results)} runs ({failed} diverged) in {seconds:.0f} s wall "
+               f"time with -j {processes}.")
+    command = "streamherd experiment " + " ".join(shlex.quote(a) for a in (argv or []))
+    with open(os.path.join(out, "report.md"), "w", encoding="utf-8") as f:
+        f.write(report.markdown_report(tables, checks, written or [], command, summary))
+    if not quiet:
+        print(f"{summary}\nwrote {out}/runs.csv, validation.csv, report.md"
+              + (f" and {len(written)} plots" if written else ""), file=sys.stderr)
+    return results, seconds
+
+
+def _scatter_pair(scatter, algos):
+    if scatter is None:
+        if "nherd-p" in algos and "arow-p" in algos:
+            return "nherd-p", "arow-p"
+        return (algos[0], algos[1]) if len(algos) > 1 else None
+    names = [n.strip() for n in scatter.split(",")]
+    if len(names) != 2:
+        raise StreamherdError(f"--scatter '{scatter}': name two algorithms, e.g. nherd-p,arow-p")
+    pair = tuple(adapter.canonical_algo(n) for n in names)
+    for name in pair:
+        if name not in algos:
+            raise StreamherdError(f"--scatter: {name} is not in --algos")
+    return pair
+
+
+def _curve_task(name, tasks):
+    if name is None:
+        return tasks[0].name
+    if name not in {t.name for t in tasks}:
+        shown = ", ".join(t.name for t in tasks[:8]) + (", ..." if len(tasks) > 8 else "")
+        raise StreamherdError(f"--curve-task {name} is not a task of this experiment; "
+                              f"tasks are: {shown}")
+    return name
+
+
+def _check_full_covariance(datasets, algos):
+    full = [a for a in algos if adapter.needs_full_covariance(a)]
+    if not full:
+        return
+    for dataset in datasets.values():
+        if dataset.bits > FULL_COVARIANCE_MAX_BITS:
+            raise StreamherdError(
+                f"{dataset.paths[0]}: its features need {dataset.bits} bits (2^{dataset.bits} "
+                f"slots), too many for {full[0]}'s full covariance (at most "
+                f"{FULL_COVARIANCE_MAX_BITS} bits); drop that dataset or use the diagonal variant")
+
+
+class _progress:
+    """A rich progress bar over runs on stderr (nothing with --quiet); yields the callback."""
+
+    def __init__(self, total, quiet):
+        self.total = total
+        self.quiet = quiet
+        self.bar = None
+
+    def __enter__(self):
+        if self.quiet:
+            return None
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        self.bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), TimeRemainingColumn(),
+                            TextColumn("{task.description}"), console=Console(file=sys.stderr),
+                            transient=False)
+        self.task = self.bar.add_task("", total=self.total)
+        self.bar.start()
+        return self.advance
+
+    def advance(self, result):
+        job = result.job
+        self.bar.update(self.task, advance=1,
+                        description=f"{job.task.name} {job.algo} noise {job.noise:g}")
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+        return False
