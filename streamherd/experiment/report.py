@@ -70,7 +70,7 @@ def write_validation_csv(path, results):
 
 def _csv_value(value):
     if isinstance(value, float):
-        return "" if np.isnan(value) else repr(value)
+        return "" if np.isnan(value) else repr(float(value))
     return "" if value is None else value
 
 

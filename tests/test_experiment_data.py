@@ -1,0 +1,104 @@
+"""Files into in-memory CSR: gathering rows, masking slots down, normalising, tasks."""
+import numpy as np
+import pytest
+
+from streamherd.errors import StreamherdError
+from streamherd.experiment.data import (CSR, LOAD_BITS, dataset_name, injective_bits,
+                                        load_dataset, mask_slots, normalize_features, read_csr,
+                                        tasks_of)
+from streamherd.features.hashing import VW_CONSTANT_HASH
+
+REPO_SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[1] / "samples"
+
+
+def dense(csr, width):
+    out = np.zeros((csr.n_rows, width))
+    for i in range(csr.n_rows):
+        np.add.at(out[i], csr.indices[csr.indptr[i]:csr.indptr[i + 1]],
+                  csr.values[csr.indptr[i]:csr.indptr[i + 1]])
+    return out
+
+
+def random_csr(rng, n=40, width=1 << 12, nnz=6):
+    rows = [rng.choice(width, size=rng.integers(0, nnz + 1), replace=False) for _ in range(n)]
+    indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
+    indices = np.concatenate(rows).astype(np.int32)
+    return CSR(rng.normal(size=n), rng.random(n), indptr, indices, rng.normal(size=len(indices)))
+
+
+def test_take_gathers_rows_in_the_given_order():
+    csr = random_csr(np.random.default_rng(0))
+    order = np.array([5, 0, 39, 5, 17])
+    taken = csr.take(order)
+    assert np.array_equal(dense(taken, 1 << 12), dense(csr, 1 << 12)[order])
+    assert np.array_equal(taken.labels, csr.labels[order])
+    assert np.array_equal(taken.importance, csr.importance[order])
+    assert csr.take(np.array([], np.int64)).n_rows == 0
+
+
+def test_mask_slots_sums_colliding_slots():
+    csr = random_csr(np.random.default_rng(1))
+    masked = mask_slots(csr, 5)
+    wide = dense(csr, 1 << 12)
+    folded = sum(wide[:, k << 5:(k + 1) << 5] for k in range(1 << 7))  # slot & 31
+    assert np.allclose(dense(masked, 32), folded)
+    for i in range(masked.n_rows):   # each row is a proper sparse vector again
+        row = masked.indices[masked.indptr[i]:masked.indptr[i + 1]]
+        assert len(np.unique(row)) == len(row)
+
+
+def test_injective_bits_is_the_fewest_bits_without_collisions():
+    # 200 & (2^b - 1) is 8 (colliding with 8) for b = 4, 5, 6; at 7 bits it is 72
+    assert injective_bits(np.array([3, 8, 1, 200]), 18) == 7
+    assert injective_bits(np.array([1, 1 + 2 ** 20]), 18) == 18  # collide below 21 bits: cap
+    assert injective_bits(np.array([4, 5, 6, 7]), 18) == 2
+
+
+def test_normalize_scales_features_to_unit_norm_and_keeps_the_bias():
+    bits = 10
+    bias = VW_CONSTANT_HASH & ((1 << bits) - 1)
+    csr = CSR(np.ones(3), np.ones(3), np.array([0, 3, 4, 5]),
+              np.array([1, 2, bias, bias, 7], np.int32), np.array([3.0, 4.0, 1.0, 1.0, 0.0]))
+    values = normalize_features(csr, bits).values
+    assert values.tolist() == pytest.approx([0.6, 0.8, 1.0, 1.0, 0.0])
+
+
+def test_read_csr_matches_the_streaming_reader(read_rows):
+    for name in ("sample.svm", "sample.vw"):
+        path = REPO_SAMPLES / name
+        csr = read_csr(str(path))
+        rows, _, _ = read_rows(path, bits=LOAD_BITS)
+        labelled = [r for r in rows if not np.isnan(r["label"])]
+        assert csr.n_rows == len(labelled)
+        for i in (0, 1, len(labelled) // 2, len(labelled) - 1):
+            start, end = csr.indptr[i], csr.indptr[i + 1]
+            assert dict(zip(csr.indices[start:end].tolist(), csr.values[start:end].tolist())) \
+                == labelled[i]["x"]
+            assert csr.labels[i] == labelled[i]["label"]
+
+
+def test_multiclass_needs_all_pairs_and_makes_every_pair(tmp_path):
+    path = tmp_path / "three.train.svm"
+    path.write_text("".join(f"{c} 1:{i + 1} 2:{c + 1}\n" for i, c in enumerate([0, 1, 2] * 4)))
+    dataset = load_dataset(str(path))
+    assert dataset.name == "three" and dataset.multiclass and dataset.test is None
+    with pytest.raises(StreamherdError, match="--all-pairs"):
+        tasks_of(dataset)
+    tasks = tasks_of(dataset, all_pairs=True)
+    assert [t.name for t in tasks] == ["three:0v1", "three:0v2", "three:1v2"]
+    rows, y = tasks[1].targets(dataset.train.labels)
+    assert rows.tolist() == [0, 2, 3, 5, 6, 8, 9, 11]
+    assert y.tolist() == [1.0, -1.0] * 4
+
+
+def test_binary_positive_class_is_the_larger_label(tmp_path):
+    path = tmp_path / "b.svm"
+    path.write_text("0 1:1\n1 2:1\n0 3:1\n")
+    (task,) = tasks_of(load_dataset(str(path)))
+    assert task.targets(np.array([0.0, 1.0]))[1].tolist() == [-1.0, 1.0]
+
+
+def test_dataset_names_drop_suffixes():
+    assert dataset_name("/x/usps.train.svm.gz") == "usps"
+    assert dataset_name("a9a.svm.gz") == "a9a"
+    assert dataset_name("sms_spam.vw") == "sms_spam"
