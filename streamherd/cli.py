@@ -112,8 +112,8 @@ def experiment(
     grid: Optional[List[str]] = typer.Option(
         None, "--grid", show_default=False,
         help="NAME=VALUES for the tuned hyperparameter NAME (C: nherd/pa/scw, r: arow, "
-             "eta: cw, a: sop); VALUES 'a,b,c' or '2^-4..2^4' (repeatable). Defaults: "
-             "2^-4..2^4; eta 0.55,0.6,...,0.95."),
+             "eta: cw, a: sop); VALUES 'a,b,c', '2^-4..2^4' or '2^-8..2^8:2' (every 2nd "
+             "power; the default); eta: 0.55,0.6,...,0.95 (repeatable)."),
     noise: str = typer.Option("0,0.1,0.3", "--noise",
                               help="Label-noise rates of the training data (test stays clean)."),
     folds: int = typer.Option(10, "--folds", help="k-fold cross-validation for datasets "

@@ -73,3 +73,31 @@ def test_claims_follow_the_win_fractions():
     assert checks["NHERD_P beats AROW_P"] == "agrees at some noise levels only"
     assert checks["NHERD_P's lead over AROW_P grows with noise"] == "agrees"
     assert len(checks) == 2   # the other claims need algorithms that did not run
+
+
+def test_choice_prefers_low_error_then_fewer_passes_then_the_default():
+    from streamherd.experiment.runner import choose
+
+    values = (0.25, 1.0, 4.0)
+    nan = np.nan
+    errors = np.array([[0.3, 0.1, 0.1],     # value 0.25: 0.1 after 2 passes
+                       [0.2, 0.1, 0.05],    # value 1: 0.05 after 3 passes, the lowest
+                       [nan, nan, nan]])    # value 4 diverged
+    assert choose(errors, values, 1.0) == (2, 1)
+    tied = np.array([[0.0, 0.0], [0.1, 0.0], [0.0, 0.0]])
+    # 1 pass; 0.25 and 4 are equally near the default 1: the earlier one
+    assert choose(tied, values, 1.0) == (0, 0)
+    assert choose(tied, values, 4.0) == (0, 2)
+    assert choose(np.array([[0.2, 0.1]]), (None,), None) == (1, 0)
+
+
+def test_grid_values_parse_lists_and_power_ranges():
+    from streamherd.errors import StreamherdError
+    from streamherd.experiment.command import parse_values
+
+    assert parse_values("2^-2..2^2", "x") == (0.25, 0.5, 1.0, 2.0, 4.0)
+    assert parse_values("2^-8..2^8:4", "x") == (2 ** -8, 2 ** -4, 1.0, 16.0, 256.0)
+    assert parse_values("0.5, 2^3,7", "x") == (0.5, 8.0, 7.0)
+    for bad in ("2^3..2^1", "1..2", "2^1..2^3:0", ""):
+        with pytest.raises(StreamherdError):
+            parse_values(bad, "x")

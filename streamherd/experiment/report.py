@@ -134,6 +134,30 @@ def win_table(level, algos):
                  f"{tested_tasks} tasks)")
 
 
+def choice_table(results, grids, noise_levels):
+    """How often the chosen value is an end of the grid (then the grid may be too narrow), and
+    the mean number of passes chosen."""
+    rows = []
+    for grid in grids:
+        cells = []
+        for noise in noise_levels:
+            chosen = [r.row for r in results
+                      if r.job.algo == grid.algo and r.job.noise == noise and r.row["passes"]]
+            passes = np.mean([row["passes"] for row in chosen]) if chosen else np.nan
+            if grid.hyperparameter and len(grid.values) > 1 and chosen:
+                low = np.mean([row["value"] == min(grid.values) for row in chosen])
+                high = np.mean([row["value"] == max(grid.values) for row in chosen])
+                cells.append(f"{low:.0%} / {high:.0%} / {passes:.1f}")
+            else:
+                cells.append(f"— / {passes:.1f}")
+        rows.append([grid.algo, grid.hyperparameter or "—"] + cells)
+    header = ["algorithm", "tuned"] + [f"noise {_noise_text(n)}" for n in noise_levels]
+    return Table("Chosen configurations: at the low end / at the high end of the grid / "
+                 "mean passes", header, rows,
+                 "share of runs whose chosen value is the grid's smallest or largest; "
+                 "many at an end suggest widening --grid")
+
+
 # The seed papers' claims, as (description, [(winner, loser), ...]); a claim is checked at a
 # noise level when all its algorithms ran.
 CLAIMS = (

@@ -137,6 +137,8 @@ class Worker:
         self.datasets = datasets
         self.settings = settings
         self.grids = {g.algo: g for g in settings.grids}
+        self.defaults = {g.algo: adapter.default_value(g.algo, g.hyperparameter)
+                         if g.hyperparameter else None for g in settings.grids}
         self._folds = {}
         self._prepared = OrderedDict()
 
@@ -193,9 +195,7 @@ class Worker:
         if np.all(np.isnan(errors)):
             row["status"] = "diverged"
         else:
-            # The lowest validation error; ties go to fewer passes, then to the earlier value.
-            p, v = np.unravel_index(np.argmin(np.where(np.isnan(errors), np.inf, errors).T),
-                                    errors.T.shape)
+            p, v = choose(errors, grid.values, self.defaults[job.algo])
             row.update(value=grid.values[v] if grid.hyperparameter else "", passes=int(p) + 1,
                        validation_error=float(errors[v, p]))
             self._final(job, data, grid.values[v], int(p) + 1, result)
@@ -230,6 +230,21 @@ class Worker:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         at = np.unique(np.linspace(1, n, self.settings.curve_points).round().astype(np.int64))
         return at, cumulative[at - 1]
+
+
+def choose(errors, values, default):
+    """(passes index, value index) of the lowest validation error in ``errors[value, pass]``
+    (NaN: diverged, never chosen). Ties go to fewer passes, then to the value nearest the
+    learner's default on a log scale: on easy tasks many configurations reach the same error,
+    and the default is the neutral choice (not an end of the grid)."""
+    filled = np.where(np.isnan(errors), np.inf, errors)
+    if default is None:
+        nearness = np.zeros(len(values))
+    else:
+        nearness = np.abs(np.log(np.asarray(values, float) / default))
+    passes, value = np.nonzero(filled.T == filled.min())
+    best = np.lexsort((nearness[value], passes))[0]
+    return passes[best], value[best]
 
 
 def load_datasets(specs, fmt, bits_cap, normalize):
@@ -301,6 +316,6 @@ def run_grid(datasets, specs, load_options, jobs, settings, processes=1, on_done
     return results
 
 
-def log_grid(low_exponent, high_exponent):
-    """2^low, 2^(low+1), ..., 2^high."""
-    return tuple(math.ldexp(1.0, e) for e in range(low_exponent, high_exponent + 1))
+def log_grid(low_exponent, high_exponent, step=1):
+    """2^low, 2^(low+step), ..., up to 2^high."""
+    return tuple(math.ldexp(1.0, e) for e in range(low_exponent, high_exponent + 1, step))
