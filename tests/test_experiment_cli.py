@@ -108,12 +108,17 @@ def test_missing_matplotlib_is_one_line(data_dir, tmp_path):
     (["--folds", "1"], "--folds 1"),
     (["--scatter", "cw,pa2", "--algos", "cw"], "pa2 is not in --algos"),
 ])
-def test_user_errors_are_one_line_with_exit_code_2(data_dir, run_cli, tmp_path, args, message):
-    proc = run_cli("experiment", f"{data_dir}/dna.scale.svm", "--all-pairs", "--out", tmp_path,
-                   *args)
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], proc.stderr
+def test_user_errors_are_one_line_with_exit_code_2(data_dir, tmp_path, capsys, args, message):
+    # in this process, through the CLI's entry point (the subprocess tests below cover the same
+    # path from the shell)
+    from streamherd.cli import run
+
+    with pytest.raises(SystemExit) as exit_:
+        run(["experiment", f"{data_dir}/dna.scale.svm", "--all-pairs", "--out", str(tmp_path),
+             *args])
+    assert exit_.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], lines
 
 
 def test_multiclass_without_all_pairs_and_missing_files(data_dir, run_cli, tmp_path):
@@ -123,3 +128,18 @@ def test_multiclass_without_all_pairs_and_missing_files(data_dir, run_cli, tmp_p
                    tmp_path)
     assert proc.returncode == 2 and "nothing.svm does not exist" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_full_covariance_learners_on_a_small_dataset(data_dir, run_cli, tmp_path):
+    """spambase's 57 features fit in 7 bits: a 128 x 128 covariance."""
+    proc = run_cli("experiment", f"{data_dir}/spambase.train.svm,{data_dir}/spambase.test.svm",
+                   "--algos", "arow-full,nherd-full", "--grid", "C=1", "--grid", "r=1",
+                   "--noise", "0", "--max-passes", "1", "--max-train", "300", "--out", tmp_path,
+                   "--no-plots", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    rows = read_runs(tmp_path)
+    assert [r["algo"] for r in rows] == ["arow-full", "nherd-full"]
+    assert all(r["status"] == "ok" and float(r["test_error"]) < 0.5 for r in rows)
+    proc = run_cli("experiment", f"{data_dir}/sms_spam.vw", "--algos", "arow-full", "--out",
+                   tmp_path)
+    assert proc.returncode == 2 and "full covariance" in proc.stderr

@@ -84,8 +84,10 @@ def accuracy_scatter(plt, levels, tasks_by_name, algos, first, second, folder, f
         axis.set_xlabel(f"{second} accuracy")
         axis.set_ylabel(f"{first} accuracy")
         axis.set_title(f"noise {level.noise:g}")
-    axes[-1].legend(fontsize="x-small", loc="lower right")
-    return _save(plt, figure, folder, f"scatter_{first}_vs_{second}", fmt)
+    handles, labels = axes[-1].get_legend_handles_labels()
+    figure.legend(handles, labels, fontsize="x-small", loc="center left",
+                  bbox_to_anchor=(1.0, 0.5))
+    return _save(plt, figure, folder, f"scatter_{first}_vs_{second}", fmt, tight_layout=False)
 
 
 def win_heatmaps(plt, levels, algos, folder, fmt):
@@ -94,14 +96,16 @@ def win_heatmaps(plt, levels, algos, folder, fmt):
                            height=0.5 * len(algos) + 1.6)
     for axis, level in zip(axes, levels):
         wins = level.wins()
+        np.fill_diagonal(wins, np.nan)   # an algorithm against itself: left blank
         image = axis.imshow(wins, vmin=0, vmax=1, cmap="RdBu")
         axis.set_xticks(range(len(algos)), algos, rotation=60, ha="right", fontsize="small")
         axis.set_yticks(range(len(algos)), algos, fontsize="small")
         for a in range(len(algos)):
             for b in range(len(algos)):
                 if a != b:
+                    extreme = abs(wins[a, b] - 0.5) > 0.3   # dark cell: white text
                     axis.text(b, a, f"{wins[a, b]:.2f}", ha="center", va="center",
-                              fontsize="x-small")
+                              fontsize="x-small", color="white" if extreme else "black")
         axis.set_title(f"row beats column, noise {level.noise:g}", fontsize="small")
     figure.colorbar(image, ax=list(axes), shrink=0.7)
     return _save(plt, figure, folder, "win_fractions", fmt, tight_layout=False)
