@@ -73,6 +73,7 @@ SETUP = """\
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-j", "--jobs", default="2")
+    parser.add_argument("--note", default="", help="A sentence about the machine while it ran.")
     args = parser.parse_args()
     datasets = [",".join(f"{DATA}/{f}" for f in spec.split(",")) for spec in BINARY + ALL_PAIRS]
     command = ["streamherd", "experiment", *datasets, *SETTINGS, "-j", args.jobs, "--out", OUT]
@@ -92,12 +93,11 @@ def main():
     claims, _, plots = rest.partition("## Plots")
     summary_line, _, tables = tables.partition("\n")
     plots = plots.replace("](", f"]({Path(OUT).name}/")
-    timing = (
-        f"**Time.** The whole grid took **{wall / 60:.1f} minutes** of wall time with `-j "
-        f"{args.jobs}` on this {os.cpu_count()}-core machine ({usage.ru_utime + usage.ru_stime:.0f} "
-        f"s of CPU time in all processes). The machine was shared with two other engineers' work "
-        f"while it ran (load average {load_before[0]:.2f} before, {load_after[0]:.2f} after), so "
-        f"the time is pessimistic.")
+    cpu = usage.ru_utime + usage.ru_stime
+    timing = (f"**Time.** The whole grid took **{wall / 60:.1f} minutes** of wall time with "
+              f"`-j {args.jobs}` on this {os.cpu_count()}-core machine ({cpu:.0f} s of CPU time "
+              f"in all processes; load average {load_before[0]:.2f} before the run, "
+              f"{load_after[0]:.2f} at its end). {args.note}").rstrip()
     page = "\n".join([
         "# Results: the seed papers' tournament under label noise",
         "",

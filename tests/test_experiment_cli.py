@@ -106,6 +106,7 @@ def test_missing_matplotlib_is_one_line(data_dir, tmp_path):
     (["--algos", "cw", "--grid", "eta=0.3"], "strictly between 0.5 and 1"),
     (["--grid", "Q=1"], "--grid 'Q=1'"),
     (["--folds", "1"], "--folds 1"),
+    (["-b", "0"], "--bits 0 is out of range"),
     (["--scatter", "cw,pa2", "--algos", "cw"], "pa2 is not in --algos"),
 ])
 def test_user_errors_are_one_line_with_exit_code_2(data_dir, tmp_path, capsys, args, message):

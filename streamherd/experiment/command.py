@@ -8,10 +8,11 @@ import time
 
 from streamherd.errors import StreamherdError
 from streamherd.experiment import adapter, report
-from streamherd.experiment.data import (DEFAULT_BITS_CAP, FULL_COVARIANCE_MAX_BITS,
+from streamherd.experiment.data import (DEFAULT_BITS_CAP, FULL_COVARIANCE_MAX_BITS, LOAD_BITS,
                                         NORMALIZATIONS, tasks_of)
 from streamherd.experiment.plots import MISSING, PLOT_FORMATS, make_plots
-from streamherd.experiment.runner import Grid, Settings, load_datasets, log_grid, make_jobs, run_grid
+from streamherd.experiment.runner import (Grid, Settings, load_datasets, log_grid, make_jobs,
+                                          run_grid)
 
 DEFAULT_ALGOS = "nherd-p,nherd-e,nherd-d,arow-p,arow-d,cw,pa2,perceptron"
 DEFAULT_NOISE = "0,0.1,0.3"
@@ -29,7 +30,8 @@ def parse_number(text, what):
     try:
         return float(2.0 ** int(power.group(1))) if power else float(text)
     except ValueError:
-        raise StreamherdError(f"{what}: '{text}' is not a number (write e.g. 0.5 or 2^-3)") from None
+        raise StreamherdError(
+            f"{what}: '{text}' is not a number (write e.g. 0.5 or 2^-3)") from None
 
 
 def parse_values(text, what):
@@ -99,7 +101,9 @@ def parse_noise(text):
     return levels
 
 
-def check_settings(folds, max_passes, validation, max_train, processes):
+def check_settings(folds, max_passes, validation, max_train, processes, bits):
+    if not 1 <= bits <= LOAD_BITS:
+        raise StreamherdError(f"--bits {bits} is out of range; use 1 to {LOAD_BITS}")
     if folds < 2:
         raise StreamherdError(f"--folds {folds}: cross-validation needs at least 2 folds")
     if max_passes < 1:
@@ -136,7 +140,7 @@ def run_experiment(datasets, algos=DEFAULT_ALGOS, grid=None, noise=DEFAULT_NOISE
         raise StreamherdError(f"--normalize {normalize}: use one of {', '.join(NORMALIZATIONS)}")
     if plot_format not in PLOT_FORMATS:
         raise StreamherdError(f"--plot-format {plot_format}: use one of {', '.join(PLOT_FORMATS)}")
-    check_settings(folds, max_passes, validation, max_train, processes)
+    check_settings(folds, max_passes, validation, max_train, processes, bits)
     algo_list = parse_algos(algos)
     settings = Settings(parse_grids(algo_list, grid), parse_noise(noise), folds, max_passes,
                         validation, max_train, seed)

@@ -90,6 +90,11 @@ class Task:
         rows = np.flatnonzero((labels == self.positive) | (labels == self.negative))
         return rows, np.where(labels[rows] == self.positive, 1.0, -1.0)
 
+    @property
+    def target_values(self):
+        """Every value a target can take, ascending (label noise draws from them)."""
+        return (-1.0, 1.0)
+
 
 def _label_text(value):
     return format(float(value), "g")

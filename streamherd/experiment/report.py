@@ -128,9 +128,9 @@ def win_table(level, algos):
     tested_tasks = int(tested.max()) if tested.size else 0
     return Table(f"Win fraction, noise {_noise_text(level.noise)}", ["row beats column"] + algos,
                  rows,
-                 f"fraction of the {len(level.tasks)} tasks where the row algorithm has a lower test "
-                 f"error than the column one; in brackets, on how many tasks the row algorithm is "
-                 f"better by McNemar's exact test at p < {stats.SIGNIFICANCE} (tested on "
+                 f"fraction of the {len(level.tasks)} tasks where the row algorithm has a lower "
+                 f"test error than the column one; in brackets, on how many tasks the row "
+                 f"algorithm is better by McNemar's exact test at p < {stats.SIGNIFICANCE} (tested on "
                  f"{tested_tasks} tasks)")
 
 

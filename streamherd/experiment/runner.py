@@ -96,7 +96,8 @@ class Prepared:
         self.clean_targets = train_targets
         draws = splits.noise_draws(len(train_rows),
                                    splits.rng_for(seed, task.name, splits.NOISE, fold))
-        self.targets = splits.inject_label_noise(train_targets, (-1.0, 1.0), noise, draws)
+        self.targets = splits.inject_label_noise(train_targets, task.target_values, noise,
+                                                  draws)
         held_out = splits.stratified_pick(
             self.targets, settings.validation,
             splits.rng_for(seed, task.name, splits.VALIDATION, fold, round(noise * 1e6)))
