@@ -10,6 +10,7 @@ the description of the setup below.
 """
 import argparse
 import os
+import re
 import resource
 import shlex
 import subprocess
@@ -70,6 +71,15 @@ SETUP = """\
 """
 
 
+def verdict_summary(claims):
+    """One line per verdict, listing the claims (from the report's "- **claim**: verdict.")."""
+    by_verdict = {}
+    for claim, verdict in re.findall(r"^- \*\*(.+?) \(.*?\)\*\*: (.+?)\.$", claims, re.M):
+        by_verdict.setdefault(verdict, []).append(claim)
+    return "\n".join(f"- *{verdict[0].upper() + verdict[1:]}*: {'; '.join(names)}."
+                     for verdict, names in by_verdict.items())
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-j", "--jobs", default="2")
@@ -116,6 +126,8 @@ def main():
         "",
         "A claim \"a beats b\" holds at a noise level when a has the lower test error on more "
         "tasks than b (the win fractions below); checked automatically from the runs.",
+        "",
+        verdict_summary(claims),
         claims.rstrip(),
         "",
         SETUP.format(tasks=summary_line.split(";")[0].rstrip(".")),

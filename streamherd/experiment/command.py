@@ -152,12 +152,27 @@ def run_experiment(datasets, algos=DEFAULT_ALGOS, grid=None, noise=DEFAULT_NOISE
     tasks = [task for dataset in loaded.values() for task in tasks_of(dataset, all_pairs)]
     curve_task = _curve_task(curve_task, tasks)
     jobs = make_jobs(loaded, tasks, settings)
-
-    from rich.console import Console
-
-    with _progress(len(jobs), quiet) as advance:
+    with _ProgressBar(len(jobs), quiet) as advance:
         results = run_grid(loaded, datasets, load_options, jobs, settings, processes, advance)
     seconds = time.perf_counter() - started
+    summary = (f"{len(tasks)} tasks from {len(loaded)} datasets; {len(algo_list)} algorithms; "
+               f"noise {', '.join(f'{n:g}' for n in settings.noise)}; {folds} folds for datasets "
+               f"without a test file; up to {max_passes} passes; validation fraction "
+               f"{validation:g}; " + (f"at most {max_train} training examples per run; "
+                                      if max_train else "")
+               + f"seed {seed}. {len(results)} runs "
+               f"({sum(r.row['status'] != 'ok' for r in results)} diverged) in {seconds:.0f} s "
+               f"wall time with -j {processes}.")
+    command = "streamherd experiment " + " ".join(shlex.quote(a) for a in (argv or []))
+    _write_outputs(results, tasks, algo_list, settings, out, plots, plot_format, curve_task,
+                   scatter_pair, quiet, summary, command)
+    return results, seconds
+
+
+def _write_outputs(results, tasks, algo_list, settings, out, plots, plot_format, curve_task,
+                   scatter_pair, quiet, summary, command):
+    """The CSVs, the tables (terminal and report.md), the claims and the plots."""
+    from rich.console import Console
 
     report.write_runs_csv(os.path.join(out, "runs.csv"), results)
     report.write_validation_csv(os.path.join(out, "validation.csv"), results)
@@ -174,21 +189,11 @@ def run_experiment(datasets, algos=DEFAULT_ALGOS, grid=None, noise=DEFAULT_NOISE
                              curve_task, scatter_pair)
         if written is None:
             print(f"streamherd: {MISSING}", file=sys.stderr)
-    failed = sum(r.row["status"] != "ok" for r in results)
-    summary = (f"{len(tasks)} tasks from {len(loaded)} datasets; {len(algo_list)} algorithms; "
-               f"noise {', '.join(f'{n:g}' for n in settings.noise)}; {folds} folds for datasets "
-               f"without a test file; up to {max_passes} passes; validation fraction "
-               f"{validation:g}; " + (f"at most {max_train} training examples per run; "
-                                      if max_train else "")
-               + f"seed {seed}. {len(results)} runs ({failed} diverged) in {seconds:.0f} s wall "
-               f"time with -j {processes}.")
-    command = "streamherd experiment " + " ".join(shlex.quote(a) for a in (argv or []))
     with open(os.path.join(out, "report.md"), "w", encoding="utf-8") as f:
         f.write(report.markdown_report(tables, checks, written or [], command, summary))
     if not quiet:
         print(f"{summary}\nwrote {out}/runs.csv, validation.csv, report.md"
               + (f" and {len(written)} plots" if written else ""), file=sys.stderr)
-    return results, seconds
 
 
 def _scatter_pair(scatter, algos):
@@ -228,7 +233,7 @@ def _check_full_covariance(datasets, algos):
                 f"{FULL_COVARIANCE_MAX_BITS} bits); drop that dataset or use the diagonal variant")
 
 
-class _progress:
+class _ProgressBar:
     """A rich progress bar over runs on stderr (nothing with --quiet); yields the callback."""
 
     def __init__(self, total, quiet):
