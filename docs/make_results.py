@@ -48,7 +48,7 @@ SETUP = """\
   45 pairs of USPS and of MNIST and 10 one-vs-rest MNIST tasks, 9 multi-category text sets,
   10 phoneme pairs); the AROW paper had 136. Our text tasks are other binary problems on related
   corpora (the 20 Newsgroups and RCV1 files here, Amazon *sentiment*, SMS and Spambase spam) plus
-  four LIBSVM sets (w8a, a9a, agaricus); MNIST is its 5000-image subset.
+  three LIBSVM sets (w8a, a9a, agaricus); MNIST is its 5000-image subset.
 - **Splits.** A dataset with a train/test pair (as the papers' OCR sets) is scored on its test
   file; a single file (Amazon, SMS spam, w8a, MNIST-5k) by stratified 10-fold cross-validation
   (as the papers' text sets), its test error the mean over the folds. McNemar's test pools the

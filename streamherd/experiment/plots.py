@@ -79,14 +79,16 @@ def accuracy_scatter(plt, levels, tasks_by_name, algos, first, second, folder, f
         low = np.nanmin(accuracy[:, [i, j]]) if np.isfinite(accuracy[:, [i, j]]).any() else 0.0
         low = max(0.0, min(low, 0.98) - 0.02)
         axis.plot([low, 1], [low, 1], color="grey", linewidth=0.8)
-        axis.set_xlim(low, 1.0)
-        axis.set_ylim(low, 1.0)
+        axis.set_xlim(low, 1.005)   # room for the markers of perfect tasks
+        axis.set_ylim(low, 1.005)
         axis.set_xlabel(f"{second} accuracy")
         axis.set_ylabel(f"{first} accuracy")
         axis.set_title(f"noise {level.noise:g}")
+    # panels laid out in the left part, the legend of datasets to their right
+    figure.tight_layout(rect=(0, 0, 0.86, 1))
     handles, labels = axes[-1].get_legend_handles_labels()
     figure.legend(handles, labels, fontsize="x-small", loc="center left",
-                  bbox_to_anchor=(1.0, 0.5))
+                  bbox_to_anchor=(0.86, 0.5))
     return _save(plt, figure, folder, f"scatter_{first}_vs_{second}", fmt, tight_layout=False)
 
 
