@@ -81,6 +81,16 @@ def new_merge_table():
             np.zeros(MERGE_TABLE_SIZE, np.int64))
 
 
+@njit(cache=True, inline="always")
+def slots_ordered(indices, start, end, bias_slot):
+    """True when the slots rise strictly and none is bias_slot: appending the bias then leaves
+    nothing for merge_row to merge."""
+    for k in range(start, end):
+        if indices[k] == bias_slot or (k > start and indices[k] <= indices[k - 1]):
+            return False
+    return True
+
+
 @njit(cache=True)
 def merge_row(indices, values, start, end, keys, stamps, positions, stamp):
     """Sum repeated slots of one row in place, keeping first-seen order; returns the new end.

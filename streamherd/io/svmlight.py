@@ -3,8 +3,14 @@ import numpy as np
 from numba import njit
 
 from streamherd.io import linecodes as codes
-from streamherd.io.lexing import (COLON, HASH, find_byte, is_blank, parse_float, parse_index,
-                                  simple_decimal, skip_blanks, token_end)
+from streamherd.io.lexing import (COLON, HASH, LF, MINUS, PLUS, SWAR_REACH, fast_decimal, find_byte,
+                                  is_blank, parse_float, parse_index, simple_decimal, skip_blanks,
+                                  swar_digits, token_end)
+
+# What a line scanner found (see scan_svmlight_line).
+ROW = 0          # an example, parsed
+NOT_A_ROW = 1    # a blank or comment line
+USE_GENERAL = 2  # anything else: the general line parser decides (and reports errors)
 
 _QID = np.frombuffer(b"qid", np.uint8)
 
@@ -72,3 +78,77 @@ def parse_svmlight_line(buf, p, end, mask, indices, values, nnz):
             nnz += 1
         q = te
     return codes.OK, nnz, 0, 0, label, 1.0, p, label_end, -1, -1
+
+
+@njit(cache=True, inline="always")
+def _ends_number(buf, p, n):
+    """A number ends at a blank, at the end of the line (LF) or at the end of the block."""
+    return p == n or is_blank(buf[p]) or buf[p] == LF
+
+
+@njit(cache=True, nogil=True)
+def scan_svmlight_line(buf, p, n, mask, bias_slot, indices, values, nnz):
+    """One pass over the usual line, ``label index:value ... [# comment]`` with plain decimals.
+
+    Finds the line end itself (no separate search for the newline): returns (status, next_p,
+    new_nnz, label, label_start, label_end, ordered), next_p being the start of the next line.
+    ``ordered``: the slots rise strictly and none is bias_slot, so the row needs no merge.
+    Any other shape (qid, signs and exponents in values, long numbers, malformed tokens)
+    returns USE_GENERAL before anything is committed: the caller then runs parse_svmlight_line
+    on the line, which gives the same result for every line this function accepts.
+    """
+    while p < n and is_blank(buf[p]):
+        p += 1
+    if p == n:
+        return NOT_A_ROW, n, nnz, 0.0, -1, -1, True
+    c = buf[p]
+    if c == LF:
+        return NOT_A_ROW, p + 1, nnz, 0.0, -1, -1, True
+    if c == HASH:
+        return NOT_A_ROW, find_byte(buf, p, n, LF) + 1, nnz, 0.0, -1, -1, True
+    label_start = p
+    if c == MINUS or c == PLUS:
+        p += 1
+    label, p = fast_decimal(buf, p, n)
+    if p < 0 or not _ends_number(buf, p, n):
+        return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
+    if c == MINUS:
+        label = -label
+    label_end = p
+    last_slot = -1
+    ordered = True
+    while True:
+        while p < n and is_blank(buf[p]):
+            p += 1
+        if p == n:
+            return ROW, n, nnz, label, label_start, label_end, ordered
+        c = buf[p]
+        if c == LF:
+            return ROW, p + 1, nnz, label, label_start, label_end, ordered
+        if c == HASH:
+            return ROW, find_byte(buf, p, n, LF) + 1, nnz, label, label_start, label_end, ordered
+        start = p
+        k = 0
+        if p + SWAR_REACH <= n:
+            k, swar_index = swar_digits(buf, p)
+        if 0 < k < 8:
+            index = np.int64(swar_index)
+            p += k
+        else:
+            index = 0
+            while p < n and 48 <= buf[p] <= 57:
+                index = index * 10 + (buf[p] - 48)
+                p += 1
+        if p == start or p - start > 18 or p == n or buf[p] != COLON:
+            return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
+        value, p = fast_decimal(buf, p + 1, n)
+        if p < 0 or not _ends_number(buf, p, n):
+            return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
+        if value != 0.0:  # explicit zeros carry nothing, as in parse_svmlight_line
+            slot = index & mask
+            if slot <= last_slot or slot == bias_slot:
+                ordered = False
+            last_slot = slot
+            indices[nnz] = slot
+            values[nnz] = value
+            nnz += 1
