@@ -1,5 +1,6 @@
 """The chunk of examples every parser produces and every learner consumes, and the
 per-line slot merge that makes each row a proper sparse vector."""
+import mmap
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +55,21 @@ class Chunk:
                 for s, e in zip(self.label_start.tolist(), self.label_end.tolist())]
 
 
+def untouched_array(length, dtype):
+    """An array whose pages take memory only once written.
+
+    The feature arrays are sized for the worst case (a block of one-byte features) and are
+    mostly never written. numpy asks the kernel for transparent huge pages on large arrays,
+    and khugepaged then fills in the unwritten parts of each 2 MB region: resident memory would
+    grow to the worst case during a run. An anonymous mapping without that advice stays small.
+    """
+    dtype = np.dtype(dtype)
+    nbytes = max(length * dtype.itemsize, 1)
+    if nbytes < 1 << 22:  # below numpy's huge-page threshold
+        return np.empty(length, dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype, count=length)
+
+
 def allocate_outputs(n_bytes, n_newlines):
     """Output arrays large enough for any block of ``n_bytes`` with ``n_newlines`` line ends.
 
@@ -66,8 +82,8 @@ def allocate_outputs(n_bytes, n_newlines):
         np.empty(max_lines, np.float64),   # importance
         np.empty(max_lines, np.int64),     # line numbers
         np.empty(max_lines + 1, np.int64),  # indptr
-        np.empty(max_features, np.int32),  # indices
-        np.empty(max_features, np.float64),  # values
+        untouched_array(max_features, np.int32),  # indices
+        untouched_array(max_features, np.float64),  # values
         np.empty(max_lines, np.int64),     # tag start
         np.empty(max_lines, np.int64),     # tag end
         np.empty(max_lines, np.int64),     # label start

@@ -21,6 +21,7 @@ DEFAULT_BLOCK_SIZE = 4 << 20
 DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
 FORMATS = ("auto", "svmlight", "vw")
 _END = object()
+_CARRY_ROOM = 1 << 16
 
 
 def detect_format(head: bytes) -> str:
@@ -73,17 +74,26 @@ class ChunkReader:
     def __iter__(self):
         """Chunks in input order. One thread reads (and decompresses) blocks and numbers their
         lines; ``workers`` threads parse them (the kernels release the GIL); the caller gets them
-        back in order, while it works on the previous one."""
+        back in order, while it works on the previous one.
+
+        A chunk's arrays live in buffers that are reused: they hold that chunk until the caller
+        asks for the next one (copy what must outlive the loop body).
+        """
         if self.workers < 1:
             yield from self.chunks()
             return
         from concurrent.futures import ThreadPoolExecutor
 
+        # One slot for the chunk the caller holds, one per parser, one being read.
+        free_slots = queue.Queue()
+        for _ in range(self.workers + 2):
+            free_slots.put(_Slot())
         pool = ThreadPoolExecutor(self.workers, thread_name_prefix="streamherd-parse")
-        pending = queue.Queue(maxsize=self.workers + 1)
-        thread = threading.Thread(target=self._submit_all, args=(pool, pending), daemon=True,
-                                  name="streamherd-read")
+        pending = queue.Queue()
+        thread = threading.Thread(target=self._submit_all, args=(pool, free_slots, pending),
+                                  daemon=True, name="streamherd-read")
         thread.start()
+        held = None
         try:
             while True:
                 item = pending.get()
@@ -91,47 +101,52 @@ class ChunkReader:
                     break
                 if isinstance(item, BaseException):
                     raise item
-                chunk = item.result()
+                future, slot = item
+                chunk = future.result()
+                if held is not None:
+                    free_slots.put(held)
+                held = slot
                 self.bad_lines += chunk.bad_lines
                 yield chunk
         finally:
             self._stop.set()
-            while thread.is_alive():  # unblock a reader waiting on a full queue
-                try:
-                    pending.get(timeout=0.05)
-                except queue.Empty:
-                    pass
             thread.join()
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _submit_all(self, pool, pending):
+    def _submit_all(self, pool, free_slots, pending):
         try:
-            for block in self._blocks():
-                future = pool.submit(self._parse, block)
-                while not self._stop.is_set():
-                    try:
-                        pending.put(future, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if self._stop.is_set():
-                    return
+            for block in self._blocks(lambda: self._take(free_slots)):
+                pending.put((pool.submit(self._parse, block), block.slot))
             pending.put(_END)
+        except _Stopped:
+            pass
         except BaseException as e:  # handed to the consumer, which raises it
             pending.put(e)
 
+    def _take(self, free_slots):
+        """A free slot; waits for the consumer to hand one back (the bound on memory)."""
+        while True:
+            try:
+                return free_slots.get(timeout=0.1)
+            except queue.Empty:
+                if self._stop.is_set():
+                    raise _Stopped from None
+
     def chunks(self):
-        """The same chunks, read and parsed in the calling thread."""
-        for block in self._blocks():
+        """The same chunks, read and parsed in the calling thread (one slot, reused)."""
+        slot = _Slot()
+        for block in self._blocks(lambda: slot):
             chunk = self._parse(block)
             self.bad_lines += chunk.bad_lines
             yield chunk
 
-    def _blocks(self):
-        """Blocks of complete lines, in order, with the file line number each starts at."""
+    def _blocks(self, take_slot):
+        """Blocks of complete lines, in order, with the file line number each starts at, each
+        read into a slot from ``take_slot()``."""
         from streamherd.io.block import count_newlines, end_of_last_line
 
         finished = 0
+        slot = None  # taken for the next block; kept while it holds no block
         for source in self.sources:
             source.open()
             try:
@@ -139,9 +154,13 @@ class ChunkReader:
                 next_line = 1
                 fmt = None
                 while not self._stop.is_set():
-                    buf = np.empty(self.block_size + len(carry), np.uint8)
+                    if slot is None:
+                        slot = take_slot()
+                    buf = slot.read_buffer(self.block_size + len(carry))
                     buf[:len(carry)] = np.frombuffer(carry, np.uint8)
-                    got = read_into(source.stream, memoryview(buf)[len(carry):], source.name)
+                    got = read_into(source.stream,
+                                    memoryview(buf)[len(carry):len(carry) + self.block_size],
+                                    source.name)
                     n = len(carry) + got
                     at_end = got < self.block_size
                     if n == 0:
@@ -156,10 +175,13 @@ class ChunkReader:
                     position = source.raw_position()
                     if position is not None:
                         self.bytes_done = finished + position
-                    yield _Block(source.name, buf, complete, fmt, next_line, newlines)
+                    # The partial last line moves to the next block; copy it before this block
+                    # goes to a parser (the slot is not touched again until it comes back).
+                    carry = buf[complete:n].tobytes()
+                    yield _Block(source.name, slot, complete, fmt, next_line, newlines)
+                    slot = None
                     # A last line without a newline still counts as a line.
                     next_line += newlines + (1 if at_end and buf[complete - 1] != 10 else 0)
-                    carry = buf[complete:n].tobytes()
                     if at_end:
                         break
             finally:
@@ -180,8 +202,9 @@ class ChunkReader:
         merge_table = getattr(self._local, "merge_table", None)
         if merge_table is None:
             merge_table = self._local.merge_table = new_merge_table()
-        buf, complete = block.buf, block.complete
-        outputs = allocate_outputs(complete, block.newlines)
+        slot, complete = block.slot, block.complete
+        buf = slot.buf
+        outputs = slot.outputs_for(complete, block.newlines)
         rows, nnz, lines, bad, code, err_line, err_start, err_end = parse_block(
             buf, complete, block.fmt, self.mask, self.bias, self.bias_slot, self.skip_bad,
             block.first_line, *outputs, *merge_table)
@@ -199,10 +222,43 @@ class ChunkReader:
                      lines, bad, complete)
 
 
+class _Stopped(Exception):
+    """The consumer stopped iterating: the reader thread ends quietly."""
+
+
+class _Slot:
+    """A read buffer and the parser's output arrays, reused block after block (no allocation
+    and no page faults per block). They only grow: for a line longer than a block, or a block
+    with more lines than any before it."""
+
+    def __init__(self):
+        self.buf = np.empty(0, np.uint8)
+        self.outputs = None
+        self.bytes_capacity = -1
+        self.newlines_capacity = -1
+
+    def read_buffer(self, size):
+        """At least ``size`` bytes; with room for the partial line carried over from the
+        previous block, so that the usual few hundred bytes of it never reallocate."""
+        if len(self.buf) < size:
+            self.buf = np.empty(size + _CARRY_ROOM, np.uint8)
+        return self.buf
+
+    def outputs_for(self, n_bytes, newlines):
+        """Output arrays for a block of n_bytes with that many newlines (see allocate_outputs)."""
+        if n_bytes > self.bytes_capacity or newlines > self.newlines_capacity:
+            # Room for a quarter more lines than asked: blocks of a file hold about as many
+            # lines each, and growing by one line at a time would reallocate block after block.
+            self.bytes_capacity = max(n_bytes, self.bytes_capacity)
+            self.newlines_capacity = max(newlines + newlines // 4, self.newlines_capacity)
+            self.outputs = allocate_outputs(self.bytes_capacity, self.newlines_capacity)
+        return self.outputs
+
+
 @dataclass
 class _Block:
     source: str
-    buf: np.ndarray
+    slot: _Slot
     complete: int
     fmt: int
     first_line: int
