@@ -225,19 +225,20 @@ def swar_digits(buf, p):
 def fast_decimal(buf, p, n):
     """simple_decimal (same values, same stops) for a number starting at p in ``buf[:n]``,
     with SWAR digit runs when both runs are shorter than 8 digits and the reads stay in the
-    array; otherwise simple_decimal itself."""
+    array; otherwise simple_decimal itself.
+
+    Whether there is a fraction is as unpredictable as the number lengths ("1", "0.25"), so it
+    is not a branch: the fraction run is always read, and multiplied by 0 when there is no '.'.
+    """
     if p + SWAR_REACH <= len(buf):
         k, integer = swar_digits(buf, p)
         point = p + k
         if k < 8 and point < n:
-            if buf[point] != DOT:
-                if k > 0:
-                    return float(integer), point
-            else:
-                k2, fraction = swar_digits(buf, point + 1)
-                stop = point + 1 + k2
-                if k2 < 8 and stop <= n and k + k2 > 0:
-                    if k2 == 0:
-                        return float(integer), stop
-                    return float(integer * _POW10_INT[k2] + fraction) / _POW10[k2], stop
+            has_point = np.int64(buf[point] == DOT)
+            k2, fraction = swar_digits(buf, point + 1)
+            k2 *= has_point
+            stop = point + has_point * (1 + k2)
+            if k2 < 8 and stop <= n and k + k2 > 0:
+                mantissa = integer * _POW10_INT[k2] + fraction * np.uint64(has_point)
+                return float(mantissa) / _POW10[k2], stop
     return simple_decimal(buf, p, n)

@@ -16,7 +16,9 @@ from streamherd.io import linecodes
 from streamherd.io.csr import Chunk, allocate_outputs, new_merge_table
 from streamherd.io.sources import Source, read_into
 
-DEFAULT_BLOCK_SIZE = 4 << 20
+# Measured on the 1M-line benchmark: 1 MiB blocks peak 30 MB lower than 4 MiB ones but take 3%
+# more CPU (per-block work in Python); 2 MiB sits between.
+DEFAULT_BLOCK_SIZE = 2 << 20
 # Parser threads: with two cores, two parsers and the learner keep both busy.
 DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
 FORMATS = ("auto", "svmlight", "vw")
