@@ -14,7 +14,6 @@ best of 20) is the time the pass would take if it were limited by memory traffic
 Prints one JSON object per learner.
 """
 import argparse
-import gzip
 import json
 import sys
 import tempfile
@@ -25,17 +24,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's streamherd, not an installed one
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from make_data import binary_mnist  # noqa: E402
 BITS = 10
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
-
-
-def binary_mnist(source, path):
-    with gzip.open(source, "rt") as f, open(path, "w") as g:
-        for line in f:
-            label, *features = line.split()
-            pixels = " ".join(f"{k}:{int(v) / 255:.6g}" for k, v in
-                              (feat.split(":") for feat in features))
-            g.write(f"{'+1' if int(label) >= 5 else '-1'} {pixels}\n")
 
 
 def load(path):

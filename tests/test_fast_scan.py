@@ -57,7 +57,8 @@ def _parse(data, n, fmt, skip_bad, general_only, bits=20):
     rows, nnz = result[0], result[1]
     (labels, importance, line_numbers, indptr, indices, values,
      tag_start, tag_end, label_start, label_end) = outputs
-    return (result, [repr(label) for label in labels[:rows].tolist()],  # repr: NaN == NaN importance[:rows].tolist(),
+    labels = [repr(label) for label in labels[:rows].tolist()]  # repr: so that NaN == NaN
+    return (result, labels, importance[:rows].tolist(),
             line_numbers[:rows].tolist(), indptr[:rows + 1].tolist(), indices[:nnz].tolist(),
             values[:nnz].tolist(), tag_start[:rows].tolist(), tag_end[:rows].tolist(),
             label_start[:rows].tolist(), label_end[:rows].tolist())

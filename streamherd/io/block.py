@@ -4,7 +4,8 @@ from numba import njit
 from streamherd.io import linecodes as codes
 from streamherd.io.csr import merge_row, slots_ordered
 from streamherd.io.lexing import CR, HASH, LF, find_byte, skip_blanks
-from streamherd.io.svmlight import NOT_A_ROW, ROW, USE_GENERAL, parse_svmlight_line, scan_svmlight_line
+from streamherd.io.svmlight import (NOT_A_ROW, ROW, USE_GENERAL, parse_svmlight_line,
+                                    scan_svmlight_line)
 from streamherd.io.vw import parse_vw_line, scan_vw_line
 
 SVMLIGHT = 0
@@ -43,13 +44,20 @@ def parse_block(buf, n, fmt, mask, add_bias, bias_slot, skip_bad, first_line,
         ls = le = tgs = tge = -1
         weight = 1.0
         ordered = False
-        if not general_only:
+        q = skip_blanks(buf, p, n)
+        if q == n or buf[q] == LF:
+            status = NOT_A_ROW
+            next_p = q + 1
+        elif buf[q] == HASH:
+            status = NOT_A_ROW
+            next_p = find_byte(buf, q, n, LF) + 1
+        elif not general_only:
             if fmt == VW:
                 status, next_p, new_nnz, label, ls, le, ordered = scan_vw_line(
-                    buf, p, n, mask, bias_slot, indices, values, nnz)
+                    buf, q, n, mask, bias_slot, indices, values, nnz)
             else:
                 status, next_p, new_nnz, label, ls, le, ordered = scan_svmlight_line(
-                    buf, p, n, mask, bias_slot, indices, values, nnz)
+                    buf, q, n, mask, bias_slot, indices, values, nnz)
         if status == USE_GENERAL:
             eol = find_byte(buf, p, n, LF)
             next_p = eol + 1

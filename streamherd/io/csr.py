@@ -21,6 +21,9 @@ class Chunk:
     weight (1 for svmlight); line_numbers: 1-based line of each example in its file; indptr,
     indices (hashed slots, int32), values: the rows; tag_start/tag_end and label_start/label_end:
     byte offsets into ``block`` (-1 when absent); n_lines: lines consumed, blank and skipped included.
+
+    ChunkReader reuses the buffers behind these arrays for later blocks: a chunk's arrays hold
+    its data until the next chunk is requested (copy what must outlive that).
     """
 
     source: str
@@ -95,6 +98,15 @@ def new_merge_table():
     """Scratch for merge_row: slot keys, owning-row stamps, positions."""
     return (np.zeros(MERGE_TABLE_SIZE, np.int64), np.full(MERGE_TABLE_SIZE, -1, np.int64),
             np.zeros(MERGE_TABLE_SIZE, np.int64))
+
+
+@njit(cache=True, inline="always")
+def append_slot(indices, values, nnz, slot, value, last_slot, ordered, bias_slot):
+    """Write one feature at nnz; returns (new nnz, ordered): ordered stays True while the slots
+    rise strictly and none is bias_slot (the row then needs no merge_row)."""
+    indices[nnz] = slot
+    values[nnz] = value
+    return nnz + 1, ordered and last_slot < slot != bias_slot
 
 
 @njit(cache=True, inline="always")

@@ -3,14 +3,15 @@ import numpy as np
 from numba import njit
 
 from streamherd.io import linecodes as codes
-from streamherd.io.lexing import (COLON, HASH, LF, MINUS, PLUS, SWAR_REACH, fast_decimal, find_byte,
-                                  is_blank, parse_float, parse_index, simple_decimal, skip_blanks,
-                                  swar_digits, token_end)
+from streamherd.io.csr import append_slot
+from streamherd.io.lexing import (COLON, HASH, LF, MINUS, PLUS, SWAR_REACH, fast_decimal,
+                                  find_byte, is_blank, parse_float, parse_index, simple_decimal,
+                                  skip_blanks, swar_digits, token_end)
 
-# What a line scanner found (see scan_svmlight_line).
+# What parse_block found on a line (see scan_svmlight_line).
 ROW = 0          # an example, parsed
-NOT_A_ROW = 1    # a blank or comment line
-USE_GENERAL = 2  # anything else: the general line parser decides (and reports errors)
+NOT_A_ROW = 1    # a blank or comment line, or a malformed line skipped
+USE_GENERAL = 2  # a line the scanner does not take: the general line parser decides
 
 _QID = np.frombuffer(b"qid", np.uint8)
 
@@ -88,7 +89,8 @@ def _ends_number(buf, p, n):
 
 @njit(cache=True, nogil=True)
 def scan_svmlight_line(buf, p, n, mask, bias_slot, indices, values, nnz):
-    """One pass over the usual line, ``label index:value ... [# comment]`` with plain decimals.
+    """One pass over the usual line, ``label index:value ... [# comment]`` with plain decimals,
+    from its first byte p, which parse_block has found is neither blank nor '#'.
 
     Finds the line end itself (no separate search for the newline): returns (status, next_p,
     new_nnz, label, label_start, label_end, ordered), next_p being the start of the next line.
@@ -97,15 +99,7 @@ def scan_svmlight_line(buf, p, n, mask, bias_slot, indices, values, nnz):
     returns USE_GENERAL before anything is committed: the caller then runs parse_svmlight_line
     on the line, which gives the same result for every line this function accepts.
     """
-    while p < n and is_blank(buf[p]):
-        p += 1
-    if p == n:
-        return NOT_A_ROW, n, nnz, 0.0, -1, -1, True
     c = buf[p]
-    if c == LF:
-        return NOT_A_ROW, p + 1, nnz, 0.0, -1, -1, True
-    if c == HASH:
-        return NOT_A_ROW, find_byte(buf, p, n, LF) + 1, nnz, 0.0, -1, -1, True
     label_start = p
     if c == MINUS or c == PLUS:
         p += 1
@@ -146,9 +140,6 @@ def scan_svmlight_line(buf, p, n, mask, bias_slot, indices, values, nnz):
             return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
         if value != 0.0:  # explicit zeros carry nothing, as in parse_svmlight_line
             slot = index & mask
-            if slot <= last_slot or slot == bias_slot:
-                ordered = False
+            nnz, ordered = append_slot(indices, values, nnz, slot, value, last_slot, ordered,
+                                       bias_slot)
             last_slot = slot
-            indices[nnz] = slot
-            values[nnz] = value
-            nnz += 1

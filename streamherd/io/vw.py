@@ -4,10 +4,11 @@ from numba import njit
 
 from streamherd.features.hashing import hashstring, murmur3_32
 from streamherd.io import linecodes as codes
-from streamherd.io.lexing import (BAR, COLON, HASH, LF, MINUS, PLUS, QUOTE, SWAR_REACH, fast_decimal,
+from streamherd.io.csr import append_slot
+from streamherd.io.lexing import (BAR, COLON, LF, MINUS, PLUS, QUOTE, SWAR_REACH, fast_decimal,
                                   find_byte, is_binary, is_blank, parse_float, simple_decimal,
                                   skip_blanks, swar_digits)
-from streamherd.io.svmlight import NOT_A_ROW, ROW, USE_GENERAL
+from streamherd.io.svmlight import ROW, USE_GENERAL
 
 
 @njit(cache=True, inline="always")
@@ -175,22 +176,15 @@ def _ends_vw_token(buf, p, n):
 @njit(cache=True, nogil=True)
 def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
     """One pass over the usual VW line, ``[label] |ns feature[:value] ... |ns2 ...``, finding
-    the line end as it goes; the contract of svmlight.scan_svmlight_line.
+    the line end as it goes; the contract of svmlight.scan_svmlight_line (p: the first byte,
+    neither blank nor '#').
 
     Accepted: a plain decimal label (or none) then the first '|'; namespaces without a scale;
     names of bytes above 0x20 without ':'; plain decimal values. Anything else (importance,
     tag, scale, control bytes, signs or exponents in values, malformed tokens) is USE_GENERAL,
     and parse_vw_line, which gives the same slots and values for every accepted line, decides.
     """
-    while p < n and is_blank(buf[p]):
-        p += 1
-    if p == n:
-        return NOT_A_ROW, n, nnz, 0.0, -1, -1, True
     c = buf[p]
-    if c == LF:
-        return NOT_A_ROW, p + 1, nnz, 0.0, -1, -1, True
-    if c == HASH:
-        return NOT_A_ROW, find_byte(buf, p, n, LF) + 1, nnz, 0.0, -1, -1, True
     label = np.nan
     label_start = -1
     label_end = -1
@@ -264,9 +258,6 @@ def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
             else:
                 slot = np.int64(murmur3_32(buf, start, name_end, seed & np.uint64(0xFFFFFFFF))
                                 & np.uint64(mask))
-            if slot <= last_slot or slot == bias_slot:
-                ordered = False
+            nnz, ordered = append_slot(indices, values, nnz, slot, value, last_slot, ordered,
+                                       bias_slot)
             last_slot = slot
-            indices[nnz] = slot
-            values[nnz] = value
-            nnz += 1
