@@ -149,17 +149,23 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
                               f"is a {algo} model, which has no distribution: use --raw for margins")
     normalize = bool(meta.get("normalize", False))
     labels = BinaryLabels.from_meta(meta)
+
+    def margins_of(chunk):
+        """Runs on a parser thread (the kernels release the GIL): both parsers predict."""
+        if normalize:
+            normalize_rows(chunk.indptr, chunk.values)
+        margins = np.empty(chunk.n_examples)
+        learner.predict_margins(chunk.indptr, chunk.indices, chunk.values, margins)
+        return margins
+
     reader = ChunkReader(paths, fmt=fmt, bits=meta["bits"], bias=meta["bias"], skip_bad=skip_bad,
-                         block_size=block_size)
+                         block_size=block_size, process=margins_of)
     sink = open(output, "w", encoding="utf-8") if output is not None else sys.stdout
     mistakes = labeled = 0
     texts = np.array([labels.text(False), labels.text(True)], dtype=object)
     try:
         for chunk in reader:
-            margins = np.empty(chunk.n_examples)
-            if normalize:
-                normalize_rows(chunk.indptr, chunk.values)
-            learner.predict_margins(chunk.indptr, chunk.indices, chunk.values, margins)
+            margins = chunk.derived
             positive = margins > 0
             if proba:
                 values = _format_margins(

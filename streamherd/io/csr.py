@@ -41,6 +41,7 @@ class Chunk:
     n_lines: int
     bad_lines: int
     n_bytes: int
+    derived: object = None  # what ChunkReader's ``process`` returned for this chunk
 
     @property
     def n_examples(self):

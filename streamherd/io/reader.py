@@ -46,7 +46,10 @@ class ChunkReader:
     """Iterates the chunks of every source in order (``"-"`` is stdin)."""
 
     def __init__(self, paths, fmt="auto", bits=18, bias=True, skip_bad=False,
-                 block_size=DEFAULT_BLOCK_SIZE, workers=None):
+                 block_size=DEFAULT_BLOCK_SIZE, workers=None, process=None):
+        """``process(chunk)``, when given, runs in the parser thread right after parsing and its
+        result becomes ``chunk.derived``: work on a chunk that does not depend on the chunks
+        before it (predict's margins) then runs on the parser threads, in parallel."""
         if fmt not in FORMATS:
             raise StreamherdError(f"unknown --format '{fmt}'; use one of {', '.join(FORMATS)}")
         self.sources = [Source(p) for p in (paths or ["-"])]
@@ -60,6 +63,7 @@ class ChunkReader:
         self.bad_lines = 0
         self.formats_seen = set()
         self.workers = DEFAULT_WORKERS if workers is None else workers
+        self.process = process
         self._stop = threading.Event()
         self._local = threading.local()
 
@@ -218,10 +222,13 @@ class ChunkReader:
                 f"Fix the line, or pass --skip-bad to skip such lines")
         (labels, importance, line_numbers, indptr, indices, values,
          tag_start, tag_end, label_start, label_end) = outputs
-        return Chunk(block.source, buf[:complete], labels[:rows], importance[:rows],
-                     line_numbers[:rows], indptr[:rows + 1], indices[:nnz], values[:nnz],
-                     tag_start[:rows], tag_end[:rows], label_start[:rows], label_end[:rows],
-                     lines, bad, complete)
+        chunk = Chunk(block.source, buf[:complete], labels[:rows], importance[:rows],
+                      line_numbers[:rows], indptr[:rows + 1], indices[:nnz], values[:nnz],
+                      tag_start[:rows], tag_end[:rows], label_start[:rows], label_end[:rows],
+                      lines, bad, complete)
+        if self.process is not None:
+            chunk.derived = self.process(chunk)
+        return chunk
 
 
 class _Stopped(Exception):
