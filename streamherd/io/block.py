@@ -43,7 +43,7 @@ def parse_block(buf, n, fmt, mask, add_bias, bias_slot, skip_bad, first_line,
         label = 0.0
         ls = le = tgs = tge = -1
         weight = 1.0
-        ordered = False
+        distinct = False
         q = skip_blanks(buf, p, n)
         if q == n or buf[q] == LF:
             status = NOT_A_ROW
@@ -53,10 +53,10 @@ def parse_block(buf, n, fmt, mask, add_bias, bias_slot, skip_bad, first_line,
             next_p = find_byte(buf, q, n, LF) + 1
         elif not general_only:
             if fmt == VW:
-                status, next_p, new_nnz, label, ls, le, ordered = scan_vw_line(
+                status, next_p, new_nnz, label, ls, le, distinct = scan_vw_line(
                     buf, q, n, mask, bias_slot, indices, values, nnz)
             else:
-                status, next_p, new_nnz, label, ls, le, ordered = scan_svmlight_line(
+                status, next_p, new_nnz, label, ls, le, distinct = scan_svmlight_line(
                     buf, q, n, mask, bias_slot, indices, values, nnz)
         if status == USE_GENERAL:
             eol = find_byte(buf, p, n, LF)
@@ -81,13 +81,13 @@ def parse_block(buf, n, fmt, mask, add_bias, bias_slot, skip_bad, first_line,
                     status = NOT_A_ROW
                 else:
                     status = ROW
-                    ordered = slots_ordered(indices, nnz, new_nnz, bias_slot)
+                    distinct = slots_ordered(indices, nnz, new_nnz, bias_slot)
         if status == ROW:
             if add_bias:
                 indices[new_nnz] = bias_slot
                 values[new_nnz] = 1.0
                 new_nnz += 1
-            if ordered:  # nothing to merge (the usual svmlight line)
+            if distinct:  # nothing to merge (the usual line)
                 nnz = new_nnz
             else:
                 nnz = merge_row(indices, values, nnz, new_nnz, merge_keys, merge_stamps,

@@ -102,12 +102,31 @@ def new_merge_table():
 
 
 @njit(cache=True, inline="always")
-def append_slot(indices, values, nnz, slot, value, last_slot, ordered, bias_slot):
-    """Write one feature at nnz; returns (new nnz, ordered): ordered stays True while the slots
-    rise strictly and none is bias_slot (the row then needs no merge_row)."""
+def append_rising_slot(indices, values, nnz, slot, value, last_slot, distinct, bias_slot):
+    """Write one feature at nnz; returns (new nnz, distinct): distinct stays True while the
+    slots rise strictly and none is bias_slot, so the row needs no merge_row (svmlight rows)."""
     indices[nnz] = slot
     values[nnz] = value
-    return nnz + 1, ordered and last_slot < slot != bias_slot
+    return nnz + 1, distinct and last_slot < slot != bias_slot
+
+
+@njit(cache=True, inline="always")
+def append_wrapping_slot(indices, values, row_start, nnz, slot, value, last_slot, distinct,
+                         wrapped, bias_slot):
+    """append_rising_slot for VW rows, whose all-digit names plus the namespace seed rise and
+    then wrap around once at the mask; returns (new nnz, distinct, wrapped).
+
+    Slots that rise, fall once (``wrapped``) and then stay below the row's first slot are
+    still all different: distinct stays True for them.
+    """
+    indices[nnz] = slot
+    values[nnz] = value
+    if slot > last_slot and not wrapped:  # still rising (last_slot is -1 for the first slot)
+        return nnz + 1, distinct and slot != bias_slot, False
+    if slot <= last_slot:
+        distinct = distinct and not wrapped
+        wrapped = True
+    return nnz + 1, distinct and slot < indices[row_start] and slot != bias_slot, wrapped
 
 
 @njit(cache=True, inline="always")

@@ -3,7 +3,7 @@ import numpy as np
 from numba import njit
 
 from streamherd.io import linecodes as codes
-from streamherd.io.csr import append_slot
+from streamherd.io.csr import append_rising_slot
 from streamherd.io.lexing import (COLON, HASH, LF, MINUS, PLUS, SWAR_REACH, fast_decimal,
                                   find_byte, is_blank, parse_float, parse_index, simple_decimal,
                                   skip_blanks, swar_digits, token_end)
@@ -93,8 +93,8 @@ def scan_svmlight_line(buf, p, n, mask, bias_slot, indices, values, nnz):
     from its first byte p, which parse_block has found is neither blank nor '#'.
 
     Finds the line end itself (no separate search for the newline): returns (status, next_p,
-    new_nnz, label, label_start, label_end, ordered), next_p being the start of the next line.
-    ``ordered``: the slots rise strictly and none is bias_slot, so the row needs no merge.
+    new_nnz, label, label_start, label_end, distinct), next_p being the start of the next line.
+    ``distinct``: the slots rise strictly and none is bias_slot, so the row needs no merge.
     Any other shape (qid, signs and exponents in values, long numbers, malformed tokens)
     returns USE_GENERAL before anything is committed: the caller then runs parse_svmlight_line
     on the line, which gives the same result for every line this function accepts.
@@ -110,17 +110,17 @@ def scan_svmlight_line(buf, p, n, mask, bias_slot, indices, values, nnz):
         label = -label
     label_end = p
     last_slot = -1
-    ordered = True
+    distinct = True
     while True:
         while p < n and is_blank(buf[p]):
             p += 1
         if p == n:
-            return ROW, n, nnz, label, label_start, label_end, ordered
+            return ROW, n, nnz, label, label_start, label_end, distinct
         c = buf[p]
         if c == LF:
-            return ROW, p + 1, nnz, label, label_start, label_end, ordered
+            return ROW, p + 1, nnz, label, label_start, label_end, distinct
         if c == HASH:
-            return ROW, find_byte(buf, p, n, LF) + 1, nnz, label, label_start, label_end, ordered
+            return ROW, find_byte(buf, p, n, LF) + 1, nnz, label, label_start, label_end, distinct
         start = p
         k = 0
         if p + SWAR_REACH <= n:
@@ -140,6 +140,6 @@ def scan_svmlight_line(buf, p, n, mask, bias_slot, indices, values, nnz):
             return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
         if value != 0.0:  # explicit zeros carry nothing, as in parse_svmlight_line
             slot = index & mask
-            nnz, ordered = append_slot(indices, values, nnz, slot, value, last_slot, ordered,
-                                       bias_slot)
+            nnz, distinct = append_rising_slot(indices, values, nnz, slot, value, last_slot,
+                                               distinct, bias_slot)
             last_slot = slot

@@ -4,7 +4,7 @@ from numba import njit
 
 from streamherd.features.hashing import hashstring, murmur3_32
 from streamherd.io import linecodes as codes
-from streamherd.io.csr import append_slot
+from streamherd.io.csr import append_wrapping_slot
 from streamherd.io.lexing import (BAR, COLON, LF, MINUS, PLUS, QUOTE, SWAR_REACH, fast_decimal,
                                   find_byte, is_binary, is_blank, parse_float, simple_decimal,
                                   skip_blanks, swar_digits)
@@ -177,7 +177,8 @@ def _ends_vw_token(buf, p, n):
 def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
     """One pass over the usual VW line, ``[label] |ns feature[:value] ... |ns2 ...``, finding
     the line end as it goes; the contract of svmlight.scan_svmlight_line (p: the first byte,
-    neither blank nor '#').
+    neither blank nor '#'), except that ``distinct`` also holds for slots that wrap around
+    once (csr.append_wrapping_slot).
 
     Accepted: a plain decimal label (or none) then the first '|'; namespaces without a scale;
     names of bytes above 0x20 without ':'; plain decimal values. Anything else (importance,
@@ -203,17 +204,17 @@ def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
         if p == n or buf[p] != BAR:
             return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
     seed = np.uint64(0)
+    row_start = nnz
     last_slot = -1
-    ordered = True
+    distinct = True
+    wrapped = False
     while True:
+        p = skip_blanks(buf, p, n)
         if p == n:
-            return ROW, n, nnz, label, label_start, label_end, ordered
+            return ROW, n, nnz, label, label_start, label_end, distinct
         c = buf[p]
         if c == LF:
-            return ROW, p + 1, nnz, label, label_start, label_end, ordered
-        if is_blank(c):
-            p += 1
-            continue
+            return ROW, p + 1, nnz, label, label_start, label_end, distinct
         if c == BAR:
             p += 1
             seed = np.uint64(0)
@@ -258,6 +259,7 @@ def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
             else:
                 slot = np.int64(murmur3_32(buf, start, name_end, seed & np.uint64(0xFFFFFFFF))
                                 & np.uint64(mask))
-            nnz, ordered = append_slot(indices, values, nnz, slot, value, last_slot, ordered,
-                                       bias_slot)
+            nnz, distinct, wrapped = append_wrapping_slot(indices, values, row_start, nnz, slot,
+                                                         value, last_slot, distinct, wrapped,
+                                                         bias_slot)
             last_slot = slot
