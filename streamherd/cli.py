@@ -167,12 +167,12 @@ def run(argv=None):
         sys.exit(130)
     except BrokenPipeError:
         # The reader of our stdout went away (e.g. '| head'): stop quietly, as cat does.
-        import os
-
         sys.stderr.close()
         os._exit(141)
     except Exception as e:
         # typer raises click's exceptions or those of its own bundled copy of click (which are
         # not subclasses of click's), so they are told apart by name and attributes.
         _exit_for_cli_exception(e)
+    finally:
+        gc.enable()  # for a caller that runs the CLI in its own process and catches the exit
     sys.exit(0)
