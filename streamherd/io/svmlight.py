@@ -82,6 +82,18 @@ def parse_svmlight_line(buf, p, end, mask, indices, values, nnz):
 
 
 @njit(cache=True, inline="always")
+def next_token(buf, p, n):
+    """(q, next_line): q is p moved past blanks; next_line is the start of the next line when
+    q is at the end of this one (a newline, or the end of the block), else -1."""
+    p = skip_blanks(buf, p, n)
+    if p == n:
+        return p, n
+    if buf[p] == LF:
+        return p, p + 1
+    return p, -1
+
+
+@njit(cache=True, inline="always")
 def _ends_number(buf, p, n):
     """A number ends at a blank, at the end of the line (LF) or at the end of the block."""
     return p == n or is_blank(buf[p]) or buf[p] == LF
@@ -112,13 +124,10 @@ def scan_svmlight_line(buf, p, n, mask, bias_slot, indices, values, nnz):
     last_slot = -1
     distinct = True
     while True:
-        while p < n and is_blank(buf[p]):
-            p += 1
-        if p == n:
-            return ROW, n, nnz, label, label_start, label_end, distinct
+        p, next_line = next_token(buf, p, n)
+        if next_line >= 0:
+            return ROW, next_line, nnz, label, label_start, label_end, distinct
         c = buf[p]
-        if c == LF:
-            return ROW, p + 1, nnz, label, label_start, label_end, distinct
         if c == HASH:
             return ROW, find_byte(buf, p, n, LF) + 1, nnz, label, label_start, label_end, distinct
         start = p

@@ -8,7 +8,7 @@ from streamherd.io.csr import append_wrapping_slot
 from streamherd.io.lexing import (BAR, COLON, LF, MINUS, PLUS, QUOTE, SWAR_REACH, fast_decimal,
                                   find_byte, is_binary, is_blank, parse_float, simple_decimal,
                                   skip_blanks, swar_digits)
-from streamherd.io.svmlight import ROW, USE_GENERAL
+from streamherd.io.svmlight import ROW, USE_GENERAL, next_token
 
 
 @njit(cache=True, inline="always")
@@ -209,12 +209,10 @@ def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
     distinct = True
     wrapped = False
     while True:
-        p = skip_blanks(buf, p, n)
-        if p == n:
-            return ROW, n, nnz, label, label_start, label_end, distinct
+        p, next_line = next_token(buf, p, n)
+        if next_line >= 0:
+            return ROW, next_line, nnz, label, label_start, label_end, distinct
         c = buf[p]
-        if c == LF:
-            return ROW, p + 1, nnz, label, label_start, label_end, distinct
         if c == BAR:
             p += 1
             seed = np.uint64(0)
