@@ -1,0 +1,116 @@
+"""What every learner's joint multiclass kernel shares (numba, inlined into the family kernels).
+
+The construction (Crammer & Lee 2010 Sec. 5, after Collins 2002 and Crammer, Dredze & Kulesza
+2009): one weight block of D slots per class, f(x, z) puts x in block z (class z's slot j is
+z * D + j), the score of class z is mu . f(x, z) and the prediction is the class of largest score.
+For an update on an example of class y, the strongest wrong class y' = argmax_{z != y} mu . f(x, z)
+gives the difference row Delta = f(x, y) - f(x, y') (2 nnz entries: +x in block y, -x in block
+y'), and the joint update is the family's binary update on Delta with label +1: its margin is
+mu . Delta = score_y - score_y', its confidence Delta' Sigma Delta. So each family module writes
+its arithmetic once, as an inline per-row step, and calls it from its binary, multiclass and
+regression loops; this module holds the class scores, the rival and the Delta row.
+
+Classes are discovered in the stream: ``known`` is the number of classes seen before the current
+example (ids are in order of first appearance), a prediction is the best of those, and a new label
+joins before its own update (so its first example is a mistake: its class could not be predicted).
+With a fixed class set (``--classes``) every class is known from the start.
+"""
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, inline="always")
+def visible_classes(known, label):
+    """The classes an update on ``label`` may involve: those known plus ``label`` itself."""
+    return max(known, label + 1)
+
+
+@njit(cache=True, inline="always")
+def class_scores(w, D, K, indices, values, start, end, scores):
+    """scores[z] = w . f(x, z) for the first K classes."""
+    for z in range(K):
+        scores[z] = 0.0
+    for k in range(start, end):
+        j = indices[k]
+        x = values[k]
+        for z in range(K):
+            scores[z] += w[z * D + j] * x
+
+
+@njit(cache=True, inline="always")
+def best_class(scores, K, skip):
+    """argmax over z < K, z != skip (ties: the earliest class); -1 when there is none."""
+    best = -1
+    best_score = 0.0
+    for z in range(K):
+        if z != skip and (best < 0 or scores[z] > best_score):
+            best = z
+            best_score = scores[z]
+    return best
+
+
+@njit(cache=True, inline="always")
+def write_delta(indices, values, start, end, D, y, rival, delta_indices, delta_values):
+    """Delta = f(x, y) - f(x, y') into the scratch row; returns its length 2 nnz.
+
+    The two halves lie in different blocks, so Delta has no repeated slot (the diagonal rules
+    update each slot once, as for a merged binary row)."""
+    n = end - start
+    for t in range(n):
+        j = indices[start + t]
+        x = values[start + t]
+        delta_indices[t] = y * D + j
+        delta_values[t] = x
+        delta_indices[n + t] = rival * D + j
+        delta_values[n + t] = -x
+    return 2 * n
+
+
+@njit(cache=True, inline="always")
+def joint_prepare(predict_scores, scores, known, label, weight, indices, values, start, end, D,
+                  delta_indices, delta_values):
+    """One example of a joint kernel, before the family's step.
+
+    ``predict_scores`` (the progressive prediction's, over the ``known`` classes) and ``scores``
+    (the update's, over visible_classes(known, label)) are filled by the caller; they are the same
+    array except for the averaged perceptron. Returns (predicted class or -1, known after this
+    example, length of the Delta row written, 0 when there is no update to make: unlabeled
+    (label < 0), importance <= 0, or no second class yet).
+    """
+    predicted = best_class(predict_scores, known, -1)
+    if label < 0:
+        return predicted, known, 0
+    known = visible_classes(known, label)
+    if not weight > 0.0:
+        return predicted, known, 0
+    rival = best_class(scores, known, label)
+    if rival < 0:
+        return predicted, known, 0
+    n = write_delta(indices, values, start, end, D, label, rival, delta_indices, delta_values)
+    return predicted, known, n
+
+
+@njit(cache=True, inline="always")
+def joint_row(w, D, known, label, weight, indptr, indices, values, i, scores, delta_indices,
+              delta_values):
+    """joint_prepare for example i with the scores w . f(x, z) of the mean (every learner but
+    the averaged perceptron and the diagonal second-order perceptron, which score otherwise)."""
+    start, end = indptr[i], indptr[i + 1]
+    class_scores(w, D, visible_classes(known, label), indices, values, start, end, scores)
+    return joint_prepare(scores, scores, known, label, weight, indices, values, start, end, D,
+                         delta_indices, delta_values)
+
+
+@njit(cache=True, nogil=True)
+def all_class_scores(w, D, K, indptr, indices, values, out):
+    """out[i, z] = w . f(x_i, z): prediction with a fixed joint model."""
+    for i in range(len(indptr) - 1):
+        class_scores(w, D, K, indices, values, indptr[i], indptr[i + 1], out[i])
+
+
+def joint_workspace(learner, nnz_max):
+    """Scratch arrays of a joint kernel call: the class scores and the Delta row (int64 slots:
+    K D may pass 2^31)."""
+    scores = np.zeros(max(learner.blocks, 1))
+    size = 2 * max(nnz_max, 1)
+    return scores, np.empty(size, np.int64), np.empty(size)
