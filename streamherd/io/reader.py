@@ -43,7 +43,9 @@ class ChunkReader:
     """Iterates the chunks of every source in order (``"-"`` is stdin)."""
 
     def __init__(self, paths, fmt="auto", bits=18, bias=True, skip_bad=False,
-                 block_size=DEFAULT_BLOCK_SIZE, workers=None):
+                 block_size=DEFAULT_BLOCK_SIZE, workers=None, text_labels=False):
+        """``text_labels``: accept labels that are not numbers (class names, for multiclass);
+        without it such a line is a bad line, as any malformed one."""
         if fmt not in FORMATS:
             raise StreamherdError(f"unknown --format '{fmt}'; use one of {', '.join(FORMATS)}")
         self.sources = [Source(p) for p in (paths or ["-"])]
@@ -57,6 +59,7 @@ class ChunkReader:
         self.bad_lines = 0
         self.formats_seen = set()
         self.workers = DEFAULT_WORKERS if workers is None else workers
+        self.text_labels = text_labels
         self._stop = threading.Event()
         self._local = threading.local()
 
@@ -193,10 +196,27 @@ class ChunkReader:
                 f"Fix the line, or pass --skip-bad to skip such lines")
         (labels, importance, line_numbers, indptr, indices, values,
          tag_start, tag_end, label_start, label_end) = outputs
-        return Chunk(block.source, buf[:complete], labels[:rows], importance[:rows],
-                     line_numbers[:rows], indptr[:rows + 1], indices[:nnz], values[:nnz],
-                     tag_start[:rows], tag_end[:rows], label_start[:rows], label_end[:rows],
-                     lines, bad, complete)
+        chunk = Chunk(block.source, buf[:complete], labels[:rows], importance[:rows],
+                      line_numbers[:rows], indptr[:rows + 1], indices[:nnz], values[:nnz],
+                      tag_start[:rows], tag_end[:rows], label_start[:rows], label_end[:rows],
+                      lines, bad, complete)
+        return chunk if self.text_labels else numeric_labels_only(chunk, self.skip_bad)
+
+
+def numeric_labels_only(chunk, skip_bad, expected=None):
+    """Binary and regression data: a label that is not a number is a malformed line (an error
+    naming its line, or skipped and counted with --skip-bad)."""
+    text = chunk.text_label_rows()
+    if not text.any():
+        return chunk
+    if skip_bad:
+        return chunk.select(~text)
+    i = int(np.argmax(text))
+    what, default_expected = linecodes.MESSAGES[linecodes.BAD_LABEL]
+    token = describe_token(chunk.block[chunk.label_start[i]:chunk.label_end[i]].tobytes())
+    raise StreamherdError(
+        f"{chunk.source}:{int(chunk.line_numbers[i])}: {what} '{token}'; expected "
+        f"{expected or default_expected}. Fix the line, or pass --skip-bad to skip such lines")
 
 
 @dataclass

@@ -6,6 +6,7 @@ from streamherd.features.hashing import hashstring, murmur3_32
 from streamherd.io import linecodes as codes
 from streamherd.io.lexing import (BAR, COLON, QUOTE, find_byte, is_binary, is_blank,
                                   parse_float, simple_decimal, skip_blanks)
+from streamherd.io.svmlight import is_text_label
 
 
 @njit(cache=True, inline="always")
@@ -51,7 +52,9 @@ def _parse_header(buf, p, bar):
         elif numbers == 0:
             value, ok = parse_float(buf, q, te)
             if not ok:
-                return codes.BAD_LABEL, q, te, label, weight, label_start, label_end, tag_start, tag_end
+                if not is_text_label(buf, q, te):
+                    return codes.BAD_LABEL, q, te, label, weight, label_start, label_end, tag_start, tag_end
+                value = np.nan  # a class name: label_start/label_end keep it
             label = value
             label_start = q
             label_end = te

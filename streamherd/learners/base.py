@@ -82,6 +82,20 @@ class Learner(ABC):
 
         margins(self.mean, indptr, indices, values, out)
 
+    # ------------------------------------------------------------ regression
+
+    def learn_regression(self, y, importance, indptr, indices, values, margins_out):
+        """``--loss squared``: predict mu.x (written to margins_out), then the learner's
+        squared-loss update; y real (NaN: unlabeled). Returns the number of updates."""
+        updates, bad = self._run_regression(y, importance, indptr, indices, values, margins_out)
+        if bad >= 0:
+            raise UnstableUpdate(int(bad), f"the {self.name} regression update made the state "
+                                           f"non-finite or a variance not positive")
+        return updates
+
+    def _run_regression(self, y, importance, indptr, indices, values, margins_out):
+        raise NotImplementedError
+
     # ------------------------------------------------------------ joint multiclass
 
     def grow(self, blocks):

@@ -255,6 +255,23 @@ class GaussianLearner(Learner):
         return p
 
 
+    def class_probabilities(self, indptr, indices, values):
+        """Joint multiclass: P(class z has the largest score | x) under N(mu, Sigma), row by row
+        (learners/proba.py: quadrature for a diagonal Sigma, Monte Carlo for a full one)."""
+        from streamherd.learners import proba
+        from streamherd.learners.multiclass import all_class_scores
+
+        means = np.empty((len(indptr) - 1, self.blocks))
+        self.class_scores(indptr, indices, values, means)
+        if self.full:
+            return proba.correlated_argmax_probabilities(means, self.covariance, self.dim, indptr,
+                                                         indices, values)
+        variances = np.empty_like(means)
+        all_class_scores(self.variance, self.dim, self.blocks, indptr, indices, values * values,
+                         variances)
+        return proba.independent_argmax_probabilities(means, variances)
+
+
 def check_eta(name, eta):
     if not 0.5 < eta < 1.0:
         raise StreamherdError(f"{name}: --eta is the confidence level and must be strictly between "
