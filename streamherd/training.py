@@ -127,14 +127,16 @@ def _normalize(chunk, normalize):
 
 
 def _auto_task(chunk):
-    """Without --multiclass, --classes or --loss: a stream is multiclass when its first chunk has
-    a label that is not a number, or more than two distinct labels none of which is negative
-    (class ids such as 0..9 or 1..3). Otherwise it is binary, as before, and a third label
-    later is an error that suggests --multiclass (a -1 marks a binary +1/-1 file)."""
+    """Without --multiclass, --classes or --loss, the first chunk decides: the stream is multiclass
+    when a label is not a number, or when its labels cannot be a binary labelling (more than one
+    value > 0 or more than one <= 0: e.g. 0..9, 1..3, or 1 and 7) and none is negative. Otherwise
+    it is binary, exactly as before multiclass existed: a -1 marks a binary +1/-1 file, and a
+    third label later is an error that suggests --multiclass."""
     if chunk.text_label_rows().any():
         return "multiclass"
     labels = np.unique(chunk.labels[~np.isnan(chunk.labels)])
-    return "multiclass" if len(labels) > 2 and labels.min() >= 0 else "binary"
+    binary_possible = (labels > 0).sum() <= 1 and (labels <= 0).sum() <= 1
+    return "multiclass" if not binary_possible and labels.min() >= 0 else "binary"
 
 
 def _create_learner(task, mode, algo, dim, options, state, learner_meta, blocks):
@@ -233,9 +235,10 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         labels = (ClassLabels.from_meta(model_meta) if initial_model is not None
                   else ClassLabels.parse(classes) if classes is not None else ClassLabels())
     dim = 1 << bits
-    # a binary learner is created now, so that a bad hyperparameter fails before any input
-    learner = _create_learner(task or "binary", multiclass, algo, dim, options, state,
-                              learner_meta, len(labels) if labels is not None else 1)
+    # created before any input, so that a bad hyperparameter fails at once; while the task is
+    # undecided (_auto_task), with no class block: nothing is allocated until the first chunk
+    learner = _create_learner(task or "multiclass", multiclass, algo, dim, options, state,
+                              learner_meta, len(labels) if labels is not None else 0)
     reader = ChunkReader(paths, fmt=fmt, bits=bits, bias=bias, skip_bad=skip_bad,
                          block_size=block_size, text_labels=task in (None, "multiclass"))
     progress = None
@@ -246,7 +249,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                 task = _auto_task(chunk)
                 if task == "multiclass":
                     multiclass, labels = "joint", ClassLabels()
-                    learner = _create_learner(task, multiclass, algo, dim, options, None, {}, 0)
+                else:
+                    learner = _create_learner(task, None, algo, dim, options, None, {}, 1)
             if task == "multiclass":
                 runner = _Multiclass(learner, labels, skip_bad)
             else:
@@ -263,7 +267,9 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         progress.add_chunk(chunk.importance, loss, np.diff(chunk.indptr), describe,
                            updates=updates, bad_lines=chunk.bad_lines, bytes_done=reader.bytes_done)
     if progress is None:   # no input at all
-        task = task or "binary"
+        if task is None:
+            task = "binary"
+            learner = _create_learner(task, None, algo, dim, options, None, {}, 1)
         progress = ProgressiveValidation(quiet=quiet, total_bytes=reader.total_bytes)
     summary = progress.finish()
     if final_model is not None:
