@@ -241,7 +241,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                               learner_meta, len(labels) if labels is not None else 0)
     reader = ChunkReader(paths, fmt=fmt, bits=bits, bias=bias, skip_bad=skip_bad,
                          block_size=block_size, text_labels=task in (None, "multiclass"))
-    progress = None
+    progress = ProgressiveValidation(quiet=quiet, total_bytes=reader.total_bytes)
     runner = None
     for chunk in reader:
         if runner is None:
@@ -256,8 +256,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
             else:
                 runner = (_Regression if task == "regression" else _Binary)(learner, model_meta,
                                                                             skip_bad)
-            progress = ProgressiveValidation(quiet=quiet, total_bytes=reader.total_bytes,
-                                             loss_name=runner.loss_name)
+            progress.loss_name = runner.loss_name
         try:
             chunk, loss, describe, updates = runner.step(chunk, normalize)
         except UnstableUpdate as e:
@@ -266,11 +265,9 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                 f"(--normalize) or lower -C / raise -r") from None
         progress.add_chunk(chunk.importance, loss, np.diff(chunk.indptr), describe,
                            updates=updates, bad_lines=chunk.bad_lines, bytes_done=reader.bytes_done)
-    if progress is None:   # no input at all
-        if task is None:
-            task = "binary"
-            learner = _create_learner(task, None, algo, dim, options, None, {}, 1)
-        progress = ProgressiveValidation(quiet=quiet, total_bytes=reader.total_bytes)
+    if task is None:   # no input at all
+        task = "binary"
+        learner = _create_learner(task, None, algo, dim, options, None, {}, 1)
     summary = progress.finish()
     if final_model is not None:
         if task == "multiclass" and not len(labels):
