@@ -566,3 +566,12 @@ def test_full_class_probabilities_match_sampling_the_weights(data):
         empirical = np.bincount(np.argmax(scores, axis=1), minlength=K) / len(scores)
         np.testing.assert_allclose(p[i], empirical, atol=0.03)
     assert np.array_equal(p, learner.class_probabilities(indptr, data["indices"], data["values"]))
+
+
+def test_ova_full_matrices_that_do_not_fit_are_refused_together():
+    from streamherd.errors import StreamherdError
+
+    ova = OneVersusAll("sop-full", 1 << 14, {}, blocks=1)
+    with pytest.raises(StreamherdError, match=r"-b 14 and 1000 classes needs 1000 16384x16384"):
+        ova.grow(1000)
+    assert ova.blocks == 1

@@ -41,10 +41,28 @@ class OneVersusAll:
         return len(self.learners)
 
     def grow(self, blocks):
+        full = getattr(self.cls, "full", False) or self.name == "sop-full"
+        if full and blocks > len(self.learners):
+            self._check_fits(blocks)
         while len(self.learners) < blocks:
             learner = learners.create(self.name, self.dim, self.options)
             self.options = learner.options
             self.learners.append(learner)
+
+    def _check_fits(self, blocks):
+        """K separate 2^b x 2^b matrices: refuse them together, as one joint matrix is refused."""
+        from streamherd.errors import StreamherdError
+        from streamherd.learners.gaussian import available_memory
+
+        need = 8 * blocks * self.dim * self.dim
+        available = available_memory()
+        if available is not None and need > available:
+            diagonal = getattr(self.cls, "diagonal_name", "") or "sop"
+            raise StreamherdError(
+                f"{self.name} --multiclass ova with -b {self.dim.bit_length() - 1} and {blocks} "
+                f"classes needs {blocks} {self.dim}x{self.dim} matrices, {need:,} bytes, more than "
+                f"the {available:,} bytes of available memory; use a smaller -b or the diagonal "
+                f"variant --algo {diagonal}")
 
     def state(self):
         states = [learner.state() for learner in self.learners]
