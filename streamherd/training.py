@@ -136,7 +136,7 @@ def _auto_task(chunk):
         return "multiclass"
     labels = np.unique(chunk.labels[~np.isnan(chunk.labels)])
     binary_possible = (labels > 0).sum() <= 1 and (labels <= 0).sum() <= 1
-    return "multiclass" if not binary_possible and labels.min() >= 0 else "binary"
+    return "binary" if binary_possible or labels.min() < 0 else "multiclass"
 
 
 def _create_learner(task, mode, algo, dim, options, state, learner_meta, blocks):

@@ -307,3 +307,22 @@ def test_regression_end_to_end(run_cli, tmp_path, regression_files, algo):
     assert reported == pytest.approx(mse, abs=1e-6)   # printed with 6 decimals
     line = one_line_error(run_cli("predict", "-m", model, "--proba", test))
     assert "regression" in line
+
+
+def test_ova_gaussian_proba_and_unlabeled_first_lines(run_cli, tmp_path, data_dir):
+    model = tmp_path / "ova.npz"
+    assert run_cli("train", "--quiet", "--algo", "arow-d", "--multiclass", "ova",
+                   data_dir / "dna.scale.svm", "-f", model).returncode == 0
+    meta, arrays = load_model(model)
+    assert meta["multiclass"] == "ova" and arrays["variance"].shape == (3 << 18,)
+    proba = run_cli("predict", "-m", model, "--proba", data_dir / "dna.scale.t.svm")
+    assert proba.returncode == 0 and error_rate(proba.stderr) < 0.12
+    P = np.array([[float(p.split(":")[1]) for p in line.split()]
+                  for line in proba.stdout.splitlines()])
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-6)
+    # a VW stream that starts without labels is still trained (binary, as before)
+    path = tmp_path / "u.vw"
+    path.write_text("|f a\n|f b\n")
+    proc = run_cli("train", "--quiet", path, "-f", tmp_path / "u.npz")
+    assert proc.returncode == 0, proc.stderr
+    assert load_model(tmp_path / "u.npz")[0]["task"] == "binary"

@@ -64,13 +64,11 @@ def make_data(seed, d=D, k=K, n=N, nnz=5, labels_late=True):
     importance[rng.random(n) < 0.1] = 2.0
     importance[rng.random(n) < 0.03] = 0.0
     cls[rng.random(n) < 0.03] = -1
-    order = np.argsort(np.where(cls >= 0, cls, k), kind="stable")
     first = {}
     for i in range(n):   # ids in order of first appearance, as ClassLabels numbers them
         if cls[i] >= 0 and cls[i] not in first:
             first[cls[i]] = len(first)
     cls = np.array([first[c] if c >= 0 else -1 for c in cls], np.int64)
-    del order
     return dict(X=X, cls=cls, importance=importance, indptr=np.array(indptr, np.int64),
                 indices=np.array(indices, np.int32), values=np.array(values, np.float64))
 
