@@ -573,3 +573,22 @@ def test_ova_full_matrices_that_do_not_fit_are_refused_together():
     with pytest.raises(StreamherdError, match=r"-b 14 and 1000 classes needs 1000 16384x16384"):
         ova.grow(1000)
     assert ova.blocks == 1
+
+
+def test_ova_unstable_update_names_the_chunk_row():
+    """A class first seen mid-chunk learns from a slice of the chunk; a failure in its slice
+    must name the chunk's row (the slice's index + the class's first row)."""
+    from streamherd.learners.base import UnstableUpdate
+
+    class FailsOnItsSecondExample:
+        def learn(self, y, importance, indptr, indices, values, margins):
+            assert len(y) == 2   # class 1 first appears at row 2 of 4
+            raise UnstableUpdate(1, "boom")
+
+    ova = OneVersusAll("arow-d", 4, {}, blocks=2)
+    ova.learners[1] = FailsOnItsSecondExample()
+    cls = np.array([0, 0, 1, 1], np.int64)
+    with pytest.raises(UnstableUpdate) as info:
+        ova.learn_joint(cls, np.ones(4), np.arange(5, dtype=np.int64), np.zeros(4, np.int32),
+                        np.ones(4), 1, np.empty(4, np.int64))
+    assert info.value.index == 3

@@ -13,6 +13,7 @@ D x D matrices, one per class, stacked.
 import numpy as np
 
 from streamherd import learners
+from streamherd.learners.base import UnstableUpdate
 
 
 class OneVersusAll:
@@ -84,8 +85,11 @@ class OneVersusAll:
                 continue
             y = np.where(cls[first:] < 0, np.nan, np.where(cls[first:] == z, 1.0, -1.0))
             margins = np.empty(n - first)
-            updates += learner.learn(y, importance[first:], indptr[first:], indices, values,
-                                     margins)
+            try:
+                updates += learner.learn(y, importance[first:], indptr[first:], indices, values,
+                                         margins)
+            except UnstableUpdate as e:   # its index counts from the class's first example
+                raise UnstableUpdate(e.index + first, e.what) from None
             scores[first + (z >= known):, z] = margins[(z >= known):]
         if self.blocks:   # argmax: the earliest class on ties, as the joint kernels
             predicted_out[:] = np.where(np.isfinite(scores).any(axis=1),
