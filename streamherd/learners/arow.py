@@ -82,16 +82,15 @@ def _arow_diag(y, importance, indptr, indices, values, mu, sigma, r, drop, margi
 
 @njit(cache=True, nogil=True)
 def _arow_diag_joint(cls, importance, indptr, indices, values, mu, sigma, D, known, r, drop,
-                     predicted_out, scores, delta_indices, delta_values):
+                     predicted_out, work):
     updates = 0
     for i in range(len(cls)):
-        predicted_out[i], known, n = joint_row(mu, D, known, cls[i], importance[i], indptr,
-                                               indices, values, i, scores, delta_indices,
-                                               delta_values)
+        predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
         if n == 0:
             continue
-        margin, v = diag_margin_confidence(mu, sigma, delta_indices, delta_values, 0, n)
-        updated, ok = arow_diag_step(mu, sigma, delta_indices, delta_values, 0, n, margin, v, 1.0,
+        margin, v = diag_margin_confidence(mu, sigma, work[1], work[2], 0, n)
+        updated, ok = arow_diag_step(mu, sigma, work[1], work[2], 0, n, margin, v, 1.0,
                                      r / importance[i], drop)
         updates += updated
         if not ok:
@@ -136,16 +135,15 @@ def _arow_full(y, importance, indptr, indices, values, mu, Sigma, r, g, active, 
 
 @njit(cache=True, nogil=True)
 def _arow_full_joint(cls, importance, indptr, indices, values, mu, Sigma, D, known, r, g, active,
-                     predicted_out, scores, delta_indices, delta_values):
+                     predicted_out, work):
     updates = 0
     for i in range(len(cls)):
-        predicted_out[i], known, n = joint_row(mu, D, known, cls[i], importance[i], indptr,
-                                               indices, values, i, scores, delta_indices,
-                                               delta_values)
+        predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
         if n == 0:
             continue
-        margin = dot(mu, delta_indices, delta_values, 0, n)
-        updated, ok = arow_full_step(mu, Sigma, delta_indices, delta_values, 0, n, margin, 1.0,
+        margin = dot(mu, work[1], work[2], 0, n)
+        updated, ok = arow_full_step(mu, Sigma, work[1], work[2], 0, n, margin, 1.0,
                                      r / importance[i], g, active)
         updates += updated
         if not ok:
@@ -180,10 +178,10 @@ class ArowDiagonal(GaussianLearner):
         return _arow_diag(y, importance, indptr, indices, values, self.mean, self.variance,
                           self.options["r"], self.drop, margins_out)
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, *work):
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         return _arow_diag_joint(cls, importance, indptr, indices, values, self.mean,
                                 self.variance, self.dim, known, self.options["r"], self.drop,
-                                predicted_out, *work)
+                                predicted_out, work)
 
     def _run_regression(self, y, importance, indptr, indices, values, margins_out):
         return _arow_diag_regression(y, importance, indptr, indices, values, self.mean,
@@ -210,11 +208,11 @@ class ArowFull(GaussianLearner):
         return _arow_full(y, importance, indptr, indices, values, self.mean, self.covariance,
                           self.options["r"], g, active, margins_out)
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, *work):
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         g, active = self._workspace()
         return _arow_full_joint(cls, importance, indptr, indices, values, self.mean,
                                 self.covariance, self.dim, known, self.options["r"], g, active,
-                                predicted_out, *work)
+                                predicted_out, work)
 
     def _run_regression(self, y, importance, indptr, indices, values, margins_out):
         g, active = self._workspace()

@@ -132,17 +132,16 @@ class Learner(ABC):
         from streamherd.learners.multiclass import joint_workspace
 
         nnz_max = int(np.max(np.diff(indptr))) if len(indptr) > 1 else 0
-        scores, delta_indices, delta_values = joint_workspace(self, nnz_max)
         updates, bad, known = self._run_joint(cls, importance, indptr, indices, values, known,
-                                              predicted_out, scores, delta_indices, delta_values)
+                                              predicted_out, joint_workspace(self, nnz_max))
         if bad >= 0:
             raise UnstableUpdate(int(bad), f"the {self.name} update made the state non-finite "
                                            f"or a variance not positive")
         return updates, known
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, scores,
-                   delta_indices, delta_values):
-        """The family's joint kernel: returns (updates, index of a bad update or -1, known)."""
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
+        """The family's joint kernel (``work``: multiclass.joint_workspace); returns (updates,
+        index of a bad update or -1, known)."""
         raise NotImplementedError
 
     def class_scores(self, indptr, indices, values, out):

@@ -130,16 +130,15 @@ def _cw_diag(y, importance, indptr, indices, values, mu, sigma, phi, floor, marg
 
 @njit(cache=True, nogil=True)
 def _cw_diag_joint(cls, importance, indptr, indices, values, mu, sigma, D, known, phi, floor,
-                   predicted_out, scores, delta_indices, delta_values):
+                   predicted_out, work):
     updates = 0
     for i in range(len(cls)):
-        predicted_out[i], known, n = joint_row(mu, D, known, cls[i], importance[i], indptr,
-                                               indices, values, i, scores, delta_indices,
-                                               delta_values)
+        predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
         if n == 0:
             continue
-        margin, v = diag_margin_confidence(mu, sigma, delta_indices, delta_values, 0, n)
-        updated, ok = cw_diag_step(mu, sigma, delta_indices, delta_values, 0, n, margin, v, 1.0,
+        margin, v = diag_margin_confidence(mu, sigma, work[1], work[2], 0, n)
+        updated, ok = cw_diag_step(mu, sigma, work[1], work[2], 0, n, margin, v, 1.0,
                                    phi, floor)
         updates += updated
         if not ok:
@@ -167,16 +166,15 @@ def _cw_full(y, importance, indptr, indices, values, mu, Sigma, phi, floor, g, a
 
 @njit(cache=True, nogil=True)
 def _cw_full_joint(cls, importance, indptr, indices, values, mu, Sigma, D, known, phi, floor, g,
-                   active, predicted_out, scores, delta_indices, delta_values):
+                   active, predicted_out, work):
     updates = 0
     for i in range(len(cls)):
-        predicted_out[i], known, n = joint_row(mu, D, known, cls[i], importance[i], indptr,
-                                               indices, values, i, scores, delta_indices,
-                                               delta_values)
+        predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
         if n == 0:
             continue
-        margin = dot(mu, delta_indices, delta_values, 0, n)
-        updated, ok = cw_full_step(mu, Sigma, delta_indices, delta_values, 0, n, margin, 1.0, phi,
+        margin = dot(mu, work[1], work[2], 0, n)
+        updated, ok = cw_full_step(mu, Sigma, work[1], work[2], 0, n, margin, 1.0, phi,
                                    floor, g, active)
         updates += updated
         if not ok:
@@ -196,10 +194,10 @@ class ConfidenceWeighted(GaussianLearner):
         return _cw_diag(y, importance, indptr, indices, values, self.mean, self.variance,
                         self.phi, VARIANCE_FLOOR * self.options["a"], margins_out)
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, *work):
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         return _cw_diag_joint(cls, importance, indptr, indices, values, self.mean, self.variance,
                               self.dim, known, self.phi, VARIANCE_FLOOR * self.options["a"],
-                              predicted_out, *work)
+                              predicted_out, work)
 
 
 class ConfidenceWeightedFull(ConfidenceWeighted):
@@ -212,8 +210,8 @@ class ConfidenceWeightedFull(ConfidenceWeighted):
         return _cw_full(y, importance, indptr, indices, values, self.mean, self.covariance,
                         self.phi, VARIANCE_FLOOR * self.options["a"], g, active, margins_out)
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, *work):
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         g, active = self._workspace()
         return _cw_full_joint(cls, importance, indptr, indices, values, self.mean,
                               self.covariance, self.dim, known, self.phi,
-                              VARIANCE_FLOOR * self.options["a"], g, active, predicted_out, *work)
+                              VARIANCE_FLOOR * self.options["a"], g, active, predicted_out, work)

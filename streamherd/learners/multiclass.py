@@ -67,38 +67,39 @@ def write_delta(indices, values, start, end, D, y, rival, delta_indices, delta_v
 
 
 @njit(cache=True, inline="always")
-def joint_prepare(predict_scores, scores, known, label, weight, indices, values, start, end, D,
-                  delta_indices, delta_values):
-    """One example of a joint kernel, before the family's step.
+def joint_prepare(predict_scores, known, cls, importance, indices, values, start, end, D, i,
+                  work):
+    """Example i of a joint kernel, before the family's step.
 
-    ``predict_scores`` (the progressive prediction's, over the ``known`` classes) and ``scores``
-    (the update's, over visible_classes(known, label)) are filled by the caller; they are the same
-    array except for the averaged perceptron. Returns (predicted class or -1, known after this
-    example, length of the Delta row written, 0 when there is no update to make: unlabeled
-    (label < 0), importance <= 0, or no second class yet).
+    work = (scores, delta_indices, delta_values), the scratch of joint_workspace. The caller has
+    filled ``predict_scores`` (the progressive prediction's, over the ``known`` classes) and
+    work[0] (the update's, over visible_classes(known, cls[i])); they are the same array except
+    for the averaged perceptron. Returns (predicted class or -1, known after this example, length
+    of the Delta row written to work[1], work[2]; 0 when there is no update to make: unlabeled
+    (class -1), importance <= 0, or no second class yet).
     """
     predicted = best_class(predict_scores, known, -1)
+    label = cls[i]
     if label < 0:
         return predicted, known, 0
     known = visible_classes(known, label)
-    if not weight > 0.0:
+    if not importance[i] > 0.0:
         return predicted, known, 0
-    rival = best_class(scores, known, label)
+    rival = best_class(work[0], known, label)
     if rival < 0:
         return predicted, known, 0
-    n = write_delta(indices, values, start, end, D, label, rival, delta_indices, delta_values)
-    return predicted, known, n
+    return predicted, known, write_delta(indices, values, start, end, D, label, rival, work[1],
+                                         work[2])
 
 
 @njit(cache=True, inline="always")
-def joint_row(w, D, known, label, weight, indptr, indices, values, i, scores, delta_indices,
-              delta_values):
-    """joint_prepare for example i with the scores w . f(x, z) of the mean (every learner but
-    the averaged perceptron and the diagonal second-order perceptron, which score otherwise)."""
+def joint_row(w, D, known, cls, importance, indptr, indices, values, i, work):
+    """joint_prepare with the scores w . f(x, z) of the mean (every learner but the averaged
+    perceptron and the diagonal second-order perceptron, which score otherwise)."""
     start, end = indptr[i], indptr[i + 1]
-    class_scores(w, D, visible_classes(known, label), indices, values, start, end, scores)
-    return joint_prepare(scores, scores, known, label, weight, indices, values, start, end, D,
-                         delta_indices, delta_values)
+    class_scores(w, D, visible_classes(known, cls[i]), indices, values, start, end, work[0])
+    return joint_prepare(work[0], known, cls, importance, indices, values, start, end, D, i,
+                         work)
 
 
 @njit(cache=True, nogil=True)
@@ -109,8 +110,8 @@ def all_class_scores(w, D, K, indptr, indices, values, out):
 
 
 def joint_workspace(learner, nnz_max):
-    """Scratch arrays of a joint kernel call: the class scores and the Delta row (int64 slots:
-    K D may pass 2^31)."""
+    """Scratch of a joint kernel call, ``work`` = (class scores, Delta's slots, Delta's values);
+    int64 slots: K D may pass 2^31."""
     scores = np.zeros(max(learner.blocks, 1))
     size = 2 * max(nnz_max, 1)
     return scores, np.empty(size, np.int64), np.empty(size)

@@ -93,16 +93,15 @@ def _nherd_diag(y, importance, indptr, indices, values, mu, sigma, C, variant, m
 
 @njit(cache=True, nogil=True)
 def _nherd_diag_joint(cls, importance, indptr, indices, values, mu, sigma, D, known, C, variant,
-                      predicted_out, scores, delta_indices, delta_values):
+                      predicted_out, work):
     updates = 0
     for i in range(len(cls)):
-        predicted_out[i], known, n = joint_row(mu, D, known, cls[i], importance[i], indptr,
-                                               indices, values, i, scores, delta_indices,
-                                               delta_values)
+        predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
         if n == 0:
             continue
-        margin, v = diag_margin_confidence(mu, sigma, delta_indices, delta_values, 0, n)
-        updated, ok = nherd_diag_step(mu, sigma, delta_indices, delta_values, 0, n, margin, v,
+        margin, v = diag_margin_confidence(mu, sigma, work[1], work[2], 0, n)
+        updated, ok = nherd_diag_step(mu, sigma, work[1], work[2], 0, n, margin, v,
                                       1.0, C * importance[i], variant)
         updates += updated
         if not ok:
@@ -147,16 +146,15 @@ def _nherd_full(y, importance, indptr, indices, values, mu, Sigma, C, g, active,
 
 @njit(cache=True, nogil=True)
 def _nherd_full_joint(cls, importance, indptr, indices, values, mu, Sigma, D, known, C, g, active,
-                      predicted_out, scores, delta_indices, delta_values):
+                      predicted_out, work):
     updates = 0
     for i in range(len(cls)):
-        predicted_out[i], known, n = joint_row(mu, D, known, cls[i], importance[i], indptr,
-                                               indices, values, i, scores, delta_indices,
-                                               delta_values)
+        predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
         if n == 0:
             continue
-        margin = dot(mu, delta_indices, delta_values, 0, n)
-        updated, ok = nherd_full_step(mu, Sigma, delta_indices, delta_values, 0, n, margin, 1.0,
+        margin = dot(mu, work[1], work[2], 0, n)
+        updated, ok = nherd_full_step(mu, Sigma, work[1], work[2], 0, n, margin, 1.0,
                                       C * importance[i], g, active)
         updates += updated
         if not ok:
@@ -192,10 +190,10 @@ class NherdDiagonal(GaussianLearner):
         return _nherd_diag(y, importance, indptr, indices, values, self.mean, self.variance,
                            self.options["C"], self.variant, margins_out)
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, *work):
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         return _nherd_diag_joint(cls, importance, indptr, indices, values, self.mean,
                                  self.variance, self.dim, known, self.options["C"], self.variant,
-                                 predicted_out, *work)
+                                 predicted_out, work)
 
     def _run_regression(self, y, importance, indptr, indices, values, margins_out):
         return _nherd_diag_regression(y, importance, indptr, indices, values, self.mean,
@@ -226,11 +224,11 @@ class NherdFull(GaussianLearner):
         return _nherd_full(y, importance, indptr, indices, values, self.mean, self.covariance,
                            self.options["C"], g, active, margins_out)
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, *work):
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         g, active = self._workspace()
         return _nherd_full_joint(cls, importance, indptr, indices, values, self.mean,
                                  self.covariance, self.dim, known, self.options["C"], g, active,
-                                 predicted_out, *work)
+                                 predicted_out, work)
 
     def _run_regression(self, y, importance, indptr, indices, values, margins_out):
         g, active = self._workspace()

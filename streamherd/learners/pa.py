@@ -60,15 +60,14 @@ def _pa_chunk(y, importance, indptr, indices, values, w, variant, C, margins_out
 
 @njit(cache=True, nogil=True)
 def _pa_joint(cls, importance, indptr, indices, values, w, D, known, variant, C, predicted_out,
-              scores, delta_indices, delta_values):
+              work):
     updates = 0
     for i in range(len(cls)):
-        predicted_out[i], known, n = joint_row(w, D, known, cls[i], importance[i], indptr,
-                                               indices, values, i, scores, delta_indices,
-                                               delta_values)
+        predicted_out[i], known, n = joint_row(w, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
         if n > 0:
-            m = dot(w, delta_indices, delta_values, 0, n)
-            updates += pa_step(w, delta_indices, delta_values, 0, n, 1.0 - m, 1.0, variant,
+            m = dot(w, work[1], work[2], 0, n)
+            updates += pa_step(w, work[1], work[2], 0, n, 1.0 - m, 1.0, variant,
                                C * importance[i])
     return updates, -1, known
 
@@ -98,9 +97,9 @@ class PassiveAggressive(Learner):
         return _pa_chunk(y, importance, indptr, indices, values, self.mean, self.variant,
                          self.options.get("C", np.inf), margins_out)
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, *work):
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         return _pa_joint(cls, importance, indptr, indices, values, self.mean, self.dim, known,
-                         self.variant, self.options.get("C", np.inf), predicted_out, *work)
+                         self.variant, self.options.get("C", np.inf), predicted_out, work)
 
     def _run_regression(self, y, importance, indptr, indices, values, margins_out):
         return _pa_regression(y, importance, indptr, indices, values, self.mean, self.variant,

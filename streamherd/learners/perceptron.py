@@ -35,15 +35,13 @@ def _perceptron_chunk(y, importance, indptr, indices, values, w, margins_out):
 
 
 @njit(cache=True, nogil=True)
-def _perceptron_joint(cls, importance, indptr, indices, values, w, D, known, predicted_out, scores,
-                      delta_indices, delta_values):
+def _perceptron_joint(cls, importance, indptr, indices, values, w, D, known, predicted_out, work):
     updates = 0
     for i in range(len(cls)):
-        predicted_out[i], known, n = joint_row(w, D, known, cls[i], importance[i], indptr,
-                                               indices, values, i, scores, delta_indices,
-                                               delta_values)
-        if n > 0 and dot(w, delta_indices, delta_values, 0, n) <= 0.0:
-            axpy(w, importance[i], delta_indices, delta_values, 0, n)
+        predicted_out[i], known, n = joint_row(w, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
+        if n > 0 and dot(w, work[1], work[2], 0, n) <= 0.0:
+            axpy(w, importance[i], work[1], work[2], 0, n)
             updates += 1
     return updates, -1, known
 
@@ -52,9 +50,9 @@ class Perceptron(Learner):
     def learn(self, y, importance, indptr, indices, values, margins_out):
         return _perceptron_chunk(y, importance, indptr, indices, values, self.mean, margins_out)
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, *work):
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         return _perceptron_joint(cls, importance, indptr, indices, values, self.mean, self.dim,
-                                 known, predicted_out, *work)
+                                 known, predicted_out, work)
 
 
 @njit(cache=True, nogil=True)
@@ -88,9 +86,10 @@ def _averaged_chunk(y, importance, indptr, indices, values, w, u, seen, margins_
 
 @njit(cache=True, nogil=True)
 def _averaged_joint(cls, importance, indptr, indices, values, w, u, seen, D, known, predicted_out,
-                    scores, delta_indices, delta_values):
+                    work):
     """The joint form of _averaged_chunk: average class scores w_z.x - u_z.x / T predict."""
     updates = 0
+    scores = work[0]
     average = np.zeros(len(scores))
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
@@ -99,14 +98,13 @@ def _averaged_joint(cls, importance, indptr, indices, values, w, u, seen, D, kno
         class_scores(w, D, visible, indices, values, start, end, scores)
         for z in range(visible):
             average[z] = scores[z] - average[z] / seen if seen > 0 else 0.0
-        predicted_out[i], known, n = joint_prepare(average, scores, known, cls[i], importance[i],
-                                                   indices, values, start, end, D,
-                                                   delta_indices, delta_values)
+        predicted_out[i], known, n = joint_prepare(average, known, cls, importance, indices,
+                                                   values, start, end, D, i, work)
         if cls[i] < 0 or importance[i] <= 0.0:
             continue
-        if n > 0 and dot(w, delta_indices, delta_values, 0, n) <= 0.0:
-            axpy(w, importance[i], delta_indices, delta_values, 0, n)
-            axpy(u, importance[i] * seen, delta_indices, delta_values, 0, n)
+        if n > 0 and dot(w, work[1], work[2], 0, n) <= 0.0:
+            axpy(w, importance[i], work[1], work[2], 0, n)
+            axpy(u, importance[i] * seen, work[1], work[2], 0, n)
             updates += 1
         seen += 1
     return updates, seen, known
@@ -147,10 +145,10 @@ class AveragedPerceptron(Learner):
 
         margins(self.state()["average"], indptr, indices, values, out)
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, *work):
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         updates, self.examples_seen, known = _averaged_joint(
             cls, importance, indptr, indices, values, self.mean, self._weighted_updates,
-            self.examples_seen, self.dim, known, predicted_out, *work)
+            self.examples_seen, self.dim, known, predicted_out, work)
         return updates, -1, known
 
     def class_scores(self, indptr, indices, values, out):

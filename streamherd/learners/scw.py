@@ -86,16 +86,15 @@ def _scw_diag(y, importance, indptr, indices, values, mu, sigma, phi, C, variant
 
 @njit(cache=True, nogil=True)
 def _scw_diag_joint(cls, importance, indptr, indices, values, mu, sigma, D, known, phi, C,
-                    variant, floor, predicted_out, scores, delta_indices, delta_values):
+                    variant, floor, predicted_out, work):
     updates = 0
     for i in range(len(cls)):
-        predicted_out[i], known, n = joint_row(mu, D, known, cls[i], importance[i], indptr,
-                                               indices, values, i, scores, delta_indices,
-                                               delta_values)
+        predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
         if n == 0:
             continue
-        margin, v = diag_margin_confidence(mu, sigma, delta_indices, delta_values, 0, n)
-        updated, ok = scw_diag_step(mu, sigma, delta_indices, delta_values, 0, n, margin, v, 1.0,
+        margin, v = diag_margin_confidence(mu, sigma, work[1], work[2], 0, n)
+        updated, ok = scw_diag_step(mu, sigma, work[1], work[2], 0, n, margin, v, 1.0,
                                     phi, C * importance[i], variant, floor)
         updates += updated
         if not ok:
@@ -123,16 +122,15 @@ def _scw_full(y, importance, indptr, indices, values, mu, Sigma, phi, C, variant
 
 @njit(cache=True, nogil=True)
 def _scw_full_joint(cls, importance, indptr, indices, values, mu, Sigma, D, known, phi, C,
-                    variant, floor, g, active, predicted_out, scores, delta_indices, delta_values):
+                    variant, floor, g, active, predicted_out, work):
     updates = 0
     for i in range(len(cls)):
-        predicted_out[i], known, n = joint_row(mu, D, known, cls[i], importance[i], indptr,
-                                               indices, values, i, scores, delta_indices,
-                                               delta_values)
+        predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
         if n == 0:
             continue
-        margin = dot(mu, delta_indices, delta_values, 0, n)
-        updated, ok = scw_full_step(mu, Sigma, delta_indices, delta_values, 0, n, margin, 1.0, phi,
+        margin = dot(mu, work[1], work[2], 0, n)
+        updated, ok = scw_full_step(mu, Sigma, work[1], work[2], 0, n, margin, 1.0, phi,
                                     C * importance[i], variant, floor, g, active)
         updates += updated
         if not ok:
@@ -149,10 +147,10 @@ class SoftConfidenceWeighted(ConfidenceWeighted):
                          self.phi, self.options["C"], self.variant,
                          VARIANCE_FLOOR * self.options["a"], margins_out)
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, *work):
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         return _scw_diag_joint(cls, importance, indptr, indices, values, self.mean, self.variance,
                                self.dim, known, self.phi, self.options["C"], self.variant,
-                               VARIANCE_FLOOR * self.options["a"], predicted_out, *work)
+                               VARIANCE_FLOOR * self.options["a"], predicted_out, work)
 
 
 class SoftConfidenceWeightedI(SoftConfidenceWeighted):
@@ -173,12 +171,12 @@ class SoftConfidenceWeightedFull(SoftConfidenceWeighted):
                          self.phi, self.options["C"], self.variant,
                          VARIANCE_FLOOR * self.options["a"], g, active, margins_out)
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, *work):
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         g, active = self._workspace()
         return _scw_full_joint(cls, importance, indptr, indices, values, self.mean,
                                self.covariance, self.dim, known, self.phi, self.options["C"],
                                self.variant, VARIANCE_FLOOR * self.options["a"], g, active,
-                               predicted_out, *work)
+                               predicted_out, work)
 
 
 class SoftConfidenceWeightedIFull(SoftConfidenceWeightedFull):

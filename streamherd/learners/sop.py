@@ -100,19 +100,18 @@ def _sop_class_scores(label_sum, diagonal, D, K, indices, values, start, end, sc
 
 @njit(cache=True, nogil=True)
 def _sop_diag_joint(cls, importance, indptr, indices, values, mean, label_sum, diagonal, D, known,
-                    predicted_out, scores, delta_indices, delta_values):
+                    predicted_out, work):
     updates = 0
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
         _sop_class_scores(label_sum, diagonal, D, visible_classes(known, cls[i]), indices, values,
-                          start, end, scores)
-        predicted_out[i], known, n = joint_prepare(scores, scores, known, cls[i], importance[i],
-                                                   indices, values, start, end, D,
-                                                   delta_indices, delta_values)
+                          start, end, work[0])
+        predicted_out[i], known, n = joint_prepare(work[0], known, cls, importance, indices,
+                                                   values, start, end, D, i, work)
         if n == 0:
             continue
-        m = _sop_diag_margin(label_sum, diagonal, delta_indices, delta_values, 0, n)
-        updated, ok = _sop_diag_step(mean, label_sum, diagonal, delta_indices, delta_values, 0, n,
+        m = _sop_diag_margin(label_sum, diagonal, work[1], work[2], 0, n)
+        updated, ok = _sop_diag_step(mean, label_sum, diagonal, work[1], work[2], 0, n,
                                      m, 1.0, importance[i])
         updates += updated
         if not ok:
@@ -153,19 +152,18 @@ def _sop_full(y, importance, indptr, indices, values, w, inverse, g, active, mar
 
 @njit(cache=True, nogil=True)
 def _sop_full_joint(cls, importance, indptr, indices, values, w, inverse, g, active, D, known,
-                    predicted_out, scores, delta_indices, delta_values):
+                    predicted_out, work):
     """Class scores w_z . x; on Delta the margin w.Delta / (1 + Delta' A^-1 Delta), which has the
     sign of score_y - score_y'."""
     updates = 0
     for i in range(len(cls)):
-        predicted_out[i], known, n = joint_row(w, D, known, cls[i], importance[i], indptr,
-                                               indices, values, i, scores, delta_indices,
-                                               delta_values)
+        predicted_out[i], known, n = joint_row(w, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
         if n == 0:
             continue
-        q, active_n = full_sigma_x(inverse, delta_indices, delta_values, 0, n, g, active)
+        q, active_n = full_sigma_x(inverse, work[1], work[2], 0, n, g, active)
         updated, ok = _sop_full_step(w, inverse, g, active, active_n,
-                                     dot(w, delta_indices, delta_values, 0, n), q, 1.0,
+                                     dot(w, work[1], work[2], 0, n), q, 1.0,
                                      importance[i])
         updates += updated
         if not ok:
@@ -201,10 +199,10 @@ class SecondOrderPerceptron(Learner):
     def predict_margins(self, indptr, indices, values, out):
         _sop_diag_margins(self.label_sum, self.diagonal, indptr, indices, values, out)
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, *work):
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         return _sop_diag_joint(cls, importance, indptr, indices, values, self.mean,
                                self.label_sum, self.diagonal, self.dim, known, predicted_out,
-                               *work)
+                               work)
 
     def class_scores(self, indptr, indices, values, out):
         _sop_diag_scores(self.label_sum, self.diagonal, self.dim, self.blocks, indptr, indices,
@@ -238,9 +236,9 @@ class SecondOrderPerceptronFull(Learner):
             self._active = np.zeros(self.size, np.int64)
         return self._g, self._active
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, *work):
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         return _sop_full_joint(cls, importance, indptr, indices, values, self.mean, self.inverse,
-                               *self._workspace(), self.dim, known, predicted_out, *work)
+                               *self._workspace(), self.dim, known, predicted_out, work)
 
     def learn(self, y, importance, indptr, indices, values, margins_out):
         updates, bad = _sop_full(y, importance, indptr, indices, values, self.mean, self.inverse,
