@@ -45,7 +45,7 @@ class _Binary:
         self.skip_bad = skip_bad
 
     def step(self, chunk, normalize):
-        chunk = numeric_labels_only(chunk, self.skip_bad)
+        self.chunk = chunk = numeric_labels_only(chunk, self.skip_bad)
         y = self.labels.observe(chunk)
         _normalize(chunk, normalize)
         margins = np.empty(chunk.n_examples)
@@ -73,8 +73,8 @@ class _Regression:
         self.skip_bad = skip_bad
 
     def step(self, chunk, normalize):
-        chunk = numeric_labels_only(chunk, self.skip_bad,
-                                    expected="a real number (--loss squared is regression)")
+        self.chunk = chunk = numeric_labels_only(
+            chunk, self.skip_bad, expected="a real number (--loss squared is regression)")
         _normalize(chunk, normalize)
         predictions = np.empty(chunk.n_examples)
         updates = self.learner.learn_regression(chunk.labels, chunk.importance, chunk.indptr,
@@ -104,6 +104,7 @@ class _Multiclass:
 
     def step(self, chunk, normalize):
         chunk, cls = self.labels.observe(chunk, self.skip_bad)
+        self.chunk = chunk
         self.learner.grow(len(self.labels))
         _normalize(chunk, normalize)
         predicted = np.empty(chunk.n_examples, np.int64)
@@ -259,10 +260,10 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
             progress.loss_name = runner.loss_name
         try:
             chunk, loss, describe, updates = runner.step(chunk, normalize)
-        except UnstableUpdate as e:
+        except UnstableUpdate as e:   # e.index: a row of the chunk the runner learned from
             raise StreamherdError(
-                f"{chunk.source}:{int(chunk.line_numbers[e.index])}: {e.what}; scale the features "
-                f"(--normalize) or lower -C / raise -r") from None
+                f"{chunk.source}:{int(runner.chunk.line_numbers[e.index])}: {e.what}; scale the "
+                f"features (--normalize) or lower -C / raise -r") from None
         progress.add_chunk(chunk.importance, loss, np.diff(chunk.indptr), describe,
                            updates=updates, bad_lines=chunk.bad_lines, bytes_done=reader.bytes_done)
     if task is None:   # no input at all

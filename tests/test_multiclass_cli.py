@@ -326,3 +326,11 @@ def test_ova_gaussian_proba_and_unlabeled_first_lines(run_cli, tmp_path, data_di
     proc = run_cli("train", "--quiet", path, "-f", tmp_path / "u.npz")
     assert proc.returncode == 0, proc.stderr
     assert load_model(tmp_path / "u.npz")[0]["task"] == "binary"
+
+
+def test_unstable_update_after_a_skipped_line_names_its_own_line(run_cli, tmp_path):
+    path = tmp_path / "u.svm"
+    path.write_text("1 1:1\n3 1:1\n2 1:1e300\n1 1:1\n")
+    line = one_line_error(run_cli("train", "--algo", "nherd-e", "--classes", "1,2", "--skip-bad",
+                                  path, "-f", tmp_path / "m.npz"))
+    assert f"{path}:3: the nherd-e update" in line
