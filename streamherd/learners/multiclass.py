@@ -18,6 +18,8 @@ With a fixed class set (``--classes``) every class is known from the start.
 import numpy as np
 from numba import njit
 
+from streamherd.learners.prefetch import _prefetch
+
 
 @njit(cache=True, inline="always")
 def visible_classes(known, label):
@@ -35,6 +37,17 @@ def class_scores(w, D, K, indices, values, start, end, scores):
         x = values[k]
         for z in range(K):
             scores[z] += w[z * D + j] * x
+
+
+@njit(cache=True, inline="always")
+def prefetch_next_row_blocks(w, D, K, indptr, indices, i):
+    """Ask the cache for the next row's slots in every class block (see prefetch.py: the K
+    blocks lie 2^b slots apart, so each feature costs K cache misses)."""
+    if i + 2 < len(indptr):
+        for k in range(indptr[i + 1], indptr[i + 2]):
+            j = indices[k]
+            for z in range(K):
+                _prefetch(w, z * D + j)
 
 
 @njit(cache=True, inline="always")
@@ -97,6 +110,7 @@ def joint_row(w, D, known, cls, importance, indptr, indices, values, i, work):
     """joint_prepare with the scores w . f(x, z) of the mean (every learner but the averaged
     perceptron and the diagonal second-order perceptron, which score otherwise)."""
     start, end = indptr[i], indptr[i + 1]
+    prefetch_next_row_blocks(w, D, known, indptr, indices, i)
     class_scores(w, D, visible_classes(known, cls[i]), indices, values, start, end, work[0])
     return joint_prepare(work[0], known, cls, importance, indices, values, start, end, D, i,
                          work)

@@ -13,7 +13,8 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.base import Learner
-from streamherd.learners.multiclass import class_scores, joint_prepare, joint_row, visible_classes
+from streamherd.learners.multiclass import (class_scores, joint_prepare, joint_row,
+                                            prefetch_next_row_blocks, visible_classes)
 from streamherd.learners.sparse import axpy, dot
 from streamherd.learners.prefetch import prefetch_next_row
 
@@ -93,6 +94,8 @@ def _averaged_joint(cls, importance, indptr, indices, values, w, u, seen, D, kno
     average = np.zeros(len(scores))
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
+        prefetch_next_row_blocks(w, D, known, indptr, indices, i)
+        prefetch_next_row_blocks(u, D, known, indptr, indices, i)
         visible = visible_classes(known, cls[i])
         class_scores(u, D, visible, indices, values, start, end, average)
         class_scores(w, D, visible, indices, values, start, end, scores)

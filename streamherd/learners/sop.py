@@ -24,7 +24,8 @@ from numba import njit
 from streamherd.learners.base import Learner, UnstableUpdate
 from streamherd.learners.gaussian import (check_full_fits, full_confidences, full_sigma_x,
                                           full_update, full_reset)
-from streamherd.learners.multiclass import joint_prepare, joint_row, visible_classes
+from streamherd.learners.multiclass import (joint_prepare, joint_row, prefetch_next_row_blocks,
+                                            visible_classes)
 from streamherd.learners.sparse import dot
 from streamherd.learners.prefetch import prefetch_next_row
 
@@ -104,6 +105,8 @@ def _sop_diag_joint(cls, importance, indptr, indices, values, mean, label_sum, d
     updates = 0
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
+        prefetch_next_row_blocks(label_sum, D, known, indptr, indices, i)
+        prefetch_next_row_blocks(diagonal, D, known, indptr, indices, i)
         _sop_class_scores(label_sum, diagonal, D, visible_classes(known, cls[i]), indices, values,
                           start, end, work[0])
         predicted_out[i], known, n = joint_prepare(work[0], known, cls, importance, indices,
