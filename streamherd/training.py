@@ -29,7 +29,6 @@ def _label_token(chunk, i):
     return chunk.block[start:chunk.label_end[i]].tobytes().decode("utf-8", "replace")
 
 
-TASKS = ("binary", "multiclass", "regression")
 MULTICLASS_MODES = ("joint", "ova")
 LOSSES = ("hinge", "squared")
 
