@@ -36,10 +36,9 @@ def scw_alpha(m, v, phi, psi, xi, C, variant):
 
 
 @njit(cache=True, inline="always")
-def scw_diag_step(mu, sigma, indices, values, start, end, m, v, y, phi, c, variant, floor):
-    """The scw update on row x with signed margin m; returns (updated, ok)."""
-    if not (v > 0.0 and phi * np.sqrt(v) - m > 0.0):
-        return False, True
+def scw_diag_update(mu, sigma, indices, values, start, end, m, v, y, phi, c, variant, floor):
+    """The scw update on row x with signed margin m, when max(0, phi sqrt(v) - m) > 0 (checked
+    by the caller); returns ok."""
     alpha = scw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi, c, variant)
     sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
     scale = alpha * y
@@ -51,7 +50,13 @@ def scw_diag_step(mu, sigma, indices, values, start, end, m, v, y, phi, c, varia
         mu[j] += scale * s * x                      # mu += alpha y Sigma x
         sigma[j] = max(floor, s - beta * s * s * x * x)
         ok = ok and entry_ok(mu[j], sigma[j])
-    return True, ok
+    return ok
+
+
+@njit(cache=True, inline="always")
+def scw_loss(m, v, phi):
+    """Whether the SCW loss max(0, phi sqrt(v) - m) is positive (and v > 0)."""
+    return v > 0.0 and phi * np.sqrt(v) - m > 0.0
 
 
 @njit(cache=True, inline="always")
@@ -59,7 +64,7 @@ def scw_full_step(mu, Sigma, indices, values, start, end, m, y, phi, c, variant,
     v, n = full_sigma_x(Sigma, indices, values, start, end, g, active)
     v_min = floor * squared_norm(values, start, end)
     alpha = 0.0
-    if v > v_min and phi * np.sqrt(v) - m > 0.0:
+    if v > v_min and scw_loss(m, v, phi):
         alpha = scw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi, c, variant)
     return cw_full_apply(mu, Sigma, g, active, n, alpha, y, v, v_min, phi, floor)
 
@@ -76,10 +81,11 @@ def _scw_diag(y, importance, indptr, indices, values, mu, sigma, phi, C, variant
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
-        updated, ok = scw_diag_step(mu, sigma, indices, values, start, end, y[i] * margin, v,
-                                    y[i], phi, C * importance[i], variant, floor)
-        updates += updated
-        if not ok:
+        if not scw_loss(y[i] * margin, v, phi):
+            continue
+        updates += 1
+        if not scw_diag_update(mu, sigma, indices, values, start, end, y[i] * margin, v, y[i],
+                               phi, C * importance[i], variant, floor):
             return updates, i
     return updates, -1
 
@@ -94,10 +100,11 @@ def _scw_diag_joint(cls, importance, indptr, indices, values, mu, sigma, D, know
         if n == 0:
             continue
         margin, v = diag_margin_confidence(mu, sigma, work[1], work[2], 0, n)
-        updated, ok = scw_diag_step(mu, sigma, work[1], work[2], 0, n, margin, v, 1.0,
-                                    phi, C * importance[i], variant, floor)
-        updates += updated
-        if not ok:
+        if not scw_loss(margin, v, phi):
+            continue
+        updates += 1
+        if not scw_diag_update(mu, sigma, work[1], work[2], 0, n, margin, v, 1.0, phi,
+                               C * importance[i], variant, floor):
             return updates, i, known
     return updates, -1, known
 
