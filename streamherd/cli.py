@@ -58,6 +58,19 @@ def train(
     a: Optional[float] = typer.Option(None, "-a", "--init-variance", show_default=False,
                                       help="Initial variance a, Sigma0 = a I (nherd, arow, cw, scw, "
                                            "sop; default 1)."),
+    epsilon: Optional[float] = typer.Option(None, "--epsilon", show_default=False,
+                                            help="Insensitivity epsilon >= 0 of pa/pa1/pa2 "
+                                                 "regression (--loss squared; default 0)."),
+    multiclass: Optional[str] = typer.Option(
+        None, "--multiclass", show_default=False,
+        help="joint (one weight block per class, the default for data with more than two "
+             "classes) or ova (one binary learner per class)."),
+    classes: Optional[str] = typer.Option(
+        None, "--classes", show_default=False,
+        help="Fix the class set, e.g. 1,2,3 (multiclass; a label outside it is a bad line)."),
+    loss: Optional[str] = typer.Option(
+        None, "--loss", show_default=False,
+        help="hinge (classification, default) or squared (regression: nherd, arow, pa*)."),
     normalize: bool = typer.Option(False, "--normalize",
                                    help="Scale each example to unit L2 norm (saved in the model, "
                                         "applied by predict)."),
@@ -77,10 +90,12 @@ def train(
 
     _end_start_up()
 
-    run_train(_inputs(files, data), algo=algo, options={"C": C, "r": r, "eta": eta, "a": a},
+    run_train(_inputs(files, data), algo=algo,
+              options={"C": C, "r": r, "eta": eta, "a": a, "epsilon": epsilon},
               bits=bits, bias=False if no_bias else None, fmt=fmt, final_model=final_model,
               initial_model=initial_model, quiet=quiet, skip_bad=skip_bad,
-              normalize=True if normalize else None)
+              normalize=True if normalize else None, multiclass=multiclass, classes=classes,
+              loss=loss)
 
 
 @app.command()
@@ -90,9 +105,13 @@ def predict(
     model: Path = typer.Option(..., "-m", "--model", show_default=False, help="The model (.npz)."),
     predictions: Optional[Path] = typer.Option(None, "-p", "--predictions", show_default=False,
                                                help="Write predictions here instead of stdout."),
-    raw: bool = typer.Option(False, "--raw", help="Print the margin w.x instead of the label."),
+    raw: bool = typer.Option(False, "--raw", help="Print the margin w.x instead of the label "
+                             "(multiclass: every class's score, as --scores)."),
     proba: bool = typer.Option(False, "--proba", help="Print P(y=+1|x) = Phi(mu.x / sqrt(x'Sigma x)) "
-                               "instead of the label (Gaussian models: nherd, arow, cw, scw)."),
+                               "instead of the label (Gaussian models: nherd, arow, cw, scw); "
+                               "multiclass: class:P(class has the top score) for every class."),
+    scores: bool = typer.Option(False, "--scores", help="Multiclass: print class:score for "
+                                "every class instead of the label."),
     fmt: str = Format,
     quiet: bool = Quiet,
     skip_bad: bool = SkipBad,
@@ -103,7 +122,7 @@ def predict(
     _end_start_up()
 
     run_predict(model, _inputs(files, data), output=predictions, raw=raw, fmt=fmt, quiet=quiet,
-                skip_bad=skip_bad, proba=proba)
+                skip_bad=skip_bad, proba=proba, scores=scores)
 
 
 def _begin_start_up():

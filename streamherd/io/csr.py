@@ -1,7 +1,7 @@
 """The chunk of examples every parser produces and every learner consumes, and the
 per-line slot merge that makes each row a proper sparse vector."""
 import mmap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numba import njit
@@ -52,6 +52,26 @@ class Chunk:
         raw = self.block.tobytes()
         return [raw[s:e].decode("utf-8", "replace") if s >= 0 else None
                 for s, e in zip(self.tag_start.tolist(), self.tag_end.tolist())]
+
+    def select(self, keep, dropped_as_bad=True):
+        """The chunk with only the rows where ``keep`` is True (the dropped rows count as bad
+        lines when ``dropped_as_bad``); vectorised, no Python work per row."""
+        keep = np.asarray(keep, bool)
+        lengths = np.diff(self.indptr)
+        indptr = np.zeros(int(keep.sum()) + 1, np.int64)
+        np.cumsum(lengths[keep], out=indptr[1:])
+        entries = np.repeat(keep, lengths)
+        return replace(
+            self, labels=self.labels[keep], importance=self.importance[keep],
+            line_numbers=self.line_numbers[keep], indptr=indptr, indices=self.indices[entries],
+            values=self.values[entries], tag_start=self.tag_start[keep],
+            tag_end=self.tag_end[keep], label_start=self.label_start[keep],
+            label_end=self.label_end[keep],
+            bad_lines=self.bad_lines + (int((~keep).sum()) if dropped_as_bad else 0))
+
+    def text_label_rows(self):
+        """Rows whose label is a class name rather than a number (parsed as NaN with a token)."""
+        return np.isnan(self.labels) & (self.label_start >= 0)
 
     def label_tokens(self):
         raw = self.block.tobytes()

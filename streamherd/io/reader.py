@@ -46,8 +46,10 @@ class ChunkReader:
     """Iterates the chunks of every source in order (``"-"`` is stdin)."""
 
     def __init__(self, paths, fmt="auto", bits=18, bias=True, skip_bad=False,
-                 block_size=DEFAULT_BLOCK_SIZE, workers=None, process=None):
-        """``process(chunk)``, when given, runs in the parser thread right after parsing and its
+                 block_size=DEFAULT_BLOCK_SIZE, workers=None, text_labels=False, process=None):
+        """``text_labels``: accept labels that are not numbers (class names, for multiclass);
+        without it such a line is a bad line, as any malformed one.
+        ``process(chunk)``, when given, runs in the parser thread right after parsing and its
         result becomes ``chunk.derived``: work on a chunk that does not depend on the chunks
         before it (predict's margins) then runs on the parser threads, in parallel."""
         if fmt not in FORMATS:
@@ -63,6 +65,7 @@ class ChunkReader:
         self.bad_lines = 0
         self.formats_seen = set()
         self.workers = DEFAULT_WORKERS if workers is None else workers
+        self.text_labels = text_labels
         self.process = process
         self._stop = threading.Event()
         self._local = threading.local()
@@ -226,6 +229,8 @@ class ChunkReader:
                       line_numbers[:rows], indptr[:rows + 1], indices[:nnz], values[:nnz],
                       tag_start[:rows], tag_end[:rows], label_start[:rows], label_end[:rows],
                       lines, bad, complete)
+        if not self.text_labels:
+            chunk = numeric_labels_only(chunk, self.skip_bad)
         if self.process is not None:
             chunk.derived = self.process(chunk)
         return chunk
@@ -262,6 +267,22 @@ class _Slot:
             self.newlines_capacity = max(newlines + newlines // 4, self.newlines_capacity)
             self.outputs = allocate_outputs(self.bytes_capacity, self.newlines_capacity)
         return self.outputs
+
+
+def numeric_labels_only(chunk, skip_bad, expected=None):
+    """Binary and regression data: a label that is not a number is a malformed line (an error
+    naming its line, or skipped and counted with --skip-bad)."""
+    text = chunk.text_label_rows()
+    if not text.any():
+        return chunk
+    if skip_bad:
+        return chunk.select(~text)
+    i = int(np.argmax(text))
+    what, default_expected = linecodes.MESSAGES[linecodes.BAD_LABEL]
+    token = describe_token(chunk.block[chunk.label_start[i]:chunk.label_end[i]].tobytes())
+    raise StreamherdError(
+        f"{chunk.source}:{int(chunk.line_numbers[i])}: {what} '{token}'; expected "
+        f"{expected or default_expected}. Fix the line, or pass --skip-bad to skip such lines")
 
 
 @dataclass

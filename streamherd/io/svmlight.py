@@ -23,6 +23,16 @@ def _is_qid(buf, start, end):
     return buf[start] == _QID[0] and buf[start + 1] == _QID[1] and buf[start + 2] == _QID[2]
 
 
+@njit(cache=True, inline="always")
+def is_text_label(buf, start, end):
+    """A label token that is not a number is a class name (multiclass; training.py rejects it for
+    binary and regression) unless it holds ':' (a feature where the label should be) or NUL."""
+    for k in range(start, end):
+        if buf[k] == COLON or buf[k] == 0:
+            return False
+    return end > start
+
+
 @njit(cache=True)
 def parse_svmlight_line(buf, p, end, mask, indices, values, nnz):
     """Parse one non-blank line into indices/values from position nnz.
@@ -33,7 +43,9 @@ def parse_svmlight_line(buf, p, end, mask, indices, values, nnz):
     label_end = token_end(buf, p, end)
     label, ok = parse_float(buf, p, label_end)
     if not ok:
-        return codes.BAD_LABEL, nnz, p, label_end, 0.0, 1.0, p, label_end, -1, -1
+        if not is_text_label(buf, p, label_end):
+            return codes.BAD_LABEL, nnz, p, label_end, 0.0, 1.0, p, label_end, -1, -1
+        label = np.nan  # a class name: label_start/label_end keep it
     q = label_end
     while True:
         q = skip_blanks(buf, q, end)

@@ -8,7 +8,7 @@ from streamherd.io.csr import append_wrapping_slot
 from streamherd.io.lexing import (BAR, COLON, LF, MINUS, PLUS, QUOTE, SWAR_REACH, fast_decimal,
                                   find_byte, is_binary, is_blank, parse_float, simple_decimal,
                                   skip_blanks, swar_digits)
-from streamherd.io.svmlight import ROW, USE_GENERAL, next_token
+from streamherd.io.svmlight import ROW, USE_GENERAL, is_text_label, next_token
 
 
 @njit(cache=True, inline="always")
@@ -54,7 +54,9 @@ def _parse_header(buf, p, bar):
         elif numbers == 0:
             value, ok = parse_float(buf, q, te)
             if not ok:
-                return codes.BAD_LABEL, q, te, label, weight, label_start, label_end, tag_start, tag_end
+                if not is_text_label(buf, q, te):
+                    return codes.BAD_LABEL, q, te, label, weight, label_start, label_end, tag_start, tag_end
+                value = np.nan  # a class name: label_start/label_end keep it
             label = value
             label_start = q
             label_end = te
