@@ -130,6 +130,16 @@ def _block(rng, spec, n, hidden, t):
     return out["svm"], out["vw"], np.where(labels > 0, 1, -1), counts
 
 
+def binary_mnist(source, path):
+    """mnist5k (svmlight, .gz) as the binary task digit >= 5 vs < 5, pixels scaled to [0, 1]."""
+    with gzip.open(source, "rt") as f, open(path, "w") as g:
+        for line in f:
+            label, *features = line.split()
+            pixels = " ".join(f"{k}:{int(v) / 255:.6g}" for k, v in
+                              (feat.split(":") for feat in features))
+            g.write(f"{'+1' if int(label) >= 5 else '-1'} {pixels}\n")
+
+
 def _gzip(src, dst):
     tmp = dst.with_suffix(dst.suffix + ".tmp")
     gz = shutil.which("pigz") or shutil.which("gzip")

@@ -16,7 +16,6 @@ file if needed, leaving the rest untouched).
     python benchmarks/progressive_loss.py [--data /work/shared/data]
 """
 import argparse
-import gzip
 import re
 import sys
 import tempfile
@@ -25,6 +24,9 @@ from pathlib import Path
 
 from streamherd import learners
 from streamherd.training import train
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_data import binary_mnist  # noqa: E402
 
 FILES = [  # (file, short name)
     ("a9a.svm.gz", "a9a"),
@@ -71,12 +73,7 @@ def time_mnist(data, passes=3):
         return None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "mnist5k_binary.svm"
-        with gzip.open(source, "rt") as f, open(path, "w") as g:
-            for line in f:
-                label, *features = line.split()
-                pixels = " ".join(f"{k}:{int(v) / 255:.6g}" for k, v in
-                                  (feat.split(":") for feat in features))
-                g.write(f"{'+1' if int(label) >= 5 else '-1'} {pixels}\n")
+        binary_mnist(source, path)
         train([str(path)], algo="arow-full", bits=FULL_BITS, quiet=True)  # compile, warm cache
         best = None
         for _ in range(passes):

@@ -14,6 +14,12 @@ default learner on the VW twin, when the package is importable.
 
 examples/s and MB/s count examples and uncompressed input bytes (also for .gz inputs). "vs VW" is
 the matching VW run's time over this run's time: 0.5 means half VW's throughput.
+
+Besides throughput it checks issue 6's other targets: peak memory against the budget (the
+model's state arrays + 150 MiB) at 1M lines, 10M lines (the 1M file given ten times) and -b 24;
+start-up (``--help``, ``train`` on a one-line file with a warm and a cold numba cache); the
+full-covariance learners against the memory-bandwidth bound (``full_covariance.py``); and, on
+the first ``--small-lines`` lines, scikit-learn's and river's online PA-II when importable.
 """
 import argparse
 import datetime
@@ -32,7 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(ROOT))  # this checkout's streamherd, not an installed one
 import make_data  # noqa: E402
 
 README = HERE / "README.md"
@@ -45,14 +53,52 @@ only that section. Generated data is cached under `benchmarks/data/` (not commit
 """
 
 PARSE_CODE = """\
-import sys
+import sys, tempfile, time
 from streamherd.io.reader import ChunkReader
-n = nnz = 0
-for c in ChunkReader([sys.argv[1]], fmt=sys.argv[2], bits=int(sys.argv[3])):
+path, fmt, bits = sys.argv[1], sys.argv[2], int(sys.argv[3])
+# Load the kernels on a one-line input first: the timed loop is then reading and parsing only.
+with tempfile.NamedTemporaryFile(suffix=".txt") as f:
+    f.write(b"1 1:1\\n" if fmt == "svmlight" else b"1 |f 1:1\\n")
+    f.flush()
+    for c in ChunkReader([f.name], fmt=fmt, bits=bits):
+        pass
+started = time.perf_counter()
+n = nnz = size = 0
+for c in ChunkReader([path], fmt=fmt, bits=bits):
     n += c.n_examples
     nnz += int(c.indptr[-1])
+    size += c.n_bytes
+seconds = time.perf_counter() - started
 print(n, nnz)
+print(f"parse {size / 1e6 / seconds:.0f} MB/s after start-up", file=sys.stderr)
 """
+
+# Other libraries' online PA-II, one pass, on the small file (run when importable).
+SKLEARN_CODE = """\
+import sys
+from scipy.sparse import csr_matrix
+from sklearn.datasets import load_svmlight_file
+from sklearn.linear_model import SGDClassifier
+X, y = load_svmlight_file(sys.argv[1])
+# SGDClassifier takes 32-bit sparse indices only
+X = csr_matrix((X.data, X.indices.astype("int32"), X.indptr.astype("int32")), shape=X.shape)
+SGDClassifier(loss="hinge", penalty=None, learning_rate="pa2", eta0=1.0,
+              shuffle=False).partial_fit(X, y, classes=[-1.0, 1.0])
+"""
+RIVER_CODE = """\
+import sys
+from river import linear_model, stream
+model = linear_model.PAClassifier(C=1.0, mode=2)
+n = mistakes = 0
+for x, y in stream.iter_libsvm(sys.argv[1]):
+    y = y > 0
+    mistakes += model.predict_one(x) != y
+    model.learn_one(x, y)
+    n += 1
+print(f"progressive 0/1 loss {mistakes / n:.6f}", file=sys.stderr)
+"""
+SMALL_BASELINES = {"scikit-learn": ("sklearn", SKLEARN_CODE), "river": ("river", RIVER_CODE)}
+MEMORY_ALLOWANCE_MB = 150  # issue 6: peak memory <= the model's state arrays + this
 
 
 @dataclass
@@ -64,6 +110,10 @@ class Case:
     group: str  # "parse", "train", "predict", "vw-train", ...
     vw_match: str = None  # name of the VW case to compare with
     warmup_cmd: list = None  # defaults to cmd
+    budget_mb: float = None  # peak memory allowed (issue 6: state arrays + 150 MiB)
+    repeat: int = None  # timed runs; None: --repeat
+    warmup: bool = True
+    cold_numba_cache: bool = False  # each run gets an empty NUMBA_CACHE_DIR (compiles everything)
     times: list = field(default_factory=list)
     rss_kb: list = field(default_factory=list)
     cpu: list = field(default_factory=list)  # user + system seconds of each timed run
@@ -100,11 +150,17 @@ with open(out, "w") as f:
 """
 
 
-def run_once(cmd):
-    """Run cmd (stdout to /dev/null): (wall s, peak RSS kB, exit code, stderr, CPU s)."""
-    with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as res:
+def run_once(cmd, cold_numba_cache=False):
+    """Run cmd (stdout to /dev/null) from the repository root: (wall s, peak RSS kB, exit code,
+    stderr, CPU s)."""
+    env = dict(os.environ)
+    with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as res, \
+            tempfile.TemporaryDirectory() as cache:
+        if cold_numba_cache:
+            env["NUMBA_CACHE_DIR"] = cache
         launcher = subprocess.run([sys.executable, "-S", "-c", LAUNCHER, res.name, *map(str, cmd)],
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                  cwd=ROOT, env=env)
         err.seek(0)
         text = err.read().decode("utf-8", "replace")
         fields = res.read().split()
@@ -115,13 +171,14 @@ def run_once(cmd):
 
 def measure(case, repeat, log):
     log(f"  {case.name}: {' '.join(shlex.quote(str(c)) for c in case.cmd)}")
-    seconds, rss, rc, text, cpu = run_once(case.warmup_cmd or case.cmd)
-    if rc != 0:
-        case.error = f"exit {rc}: {text.strip()[-2000:]}"
-        log(f"    FAILED ({case.error})")
-        return
-    for _ in range(repeat):
-        seconds, rss, rc, text, cpu = run_once(case.cmd)
+    if case.warmup:
+        seconds, rss, rc, text, cpu = run_once(case.warmup_cmd or case.cmd)
+        if rc != 0:
+            case.error = f"exit {rc}: {text.strip()[-2000:]}"
+            log(f"    FAILED ({case.error})")
+            return
+    for _ in range(case.repeat or repeat):
+        seconds, rss, rc, text, cpu = run_once(case.cmd, case.cold_numba_cache)
         if rc != 0:
             case.error = f"exit {rc}: {text.strip()[-2000:]}"
             log(f"    FAILED ({case.error})")
@@ -134,6 +191,7 @@ def measure(case, repeat, log):
     log(f"    median {case.seconds:.2f}s  ({', '.join(f'{t:.2f}' for t in case.times)})  "
         f"cpu {case.cpu_seconds:.2f}s  load {os.getloadavg()[0]:.1f}  "
         f"{case.examples / case.seconds:,.0f} ex/s  peak {case.peak_rss_mb:.0f} MB"
+        + (f" (budget {case.budget_mb:.0f})" if case.budget_mb else "")
         + (f"  [{case.summary}]" if case.summary else ""))
 
 
@@ -145,12 +203,18 @@ def summarise(stderr_text):
     m = re.search(r"^average loss = ([0-9.]+)", stderr_text, re.M)
     if m:
         return f"VW average loss {m.group(1)}"
+    m = re.search(r"^parse ([0-9]+) MB/s after start-up", stderr_text, re.M)  # PARSE_CODE
+    if m:
+        return f"{m.group(1)} MB/s after start-up"
+    m = re.search(r"^progressive 0/1 loss ([0-9.]+)", stderr_text, re.M)  # SMALL_BASELINES
+    if m:
+        return f"progressive 0/1 loss {m.group(1)}"
     return ""
 
 
 def versions():
     out = {"python": platform.python_version()}
-    for mod in ("numba", "numpy", "streamherd", "vowpalwabbit"):
+    for mod in ("numba", "numpy", "streamherd", "vowpalwabbit", "scikit-learn", "river"):
         try:
             from importlib.metadata import version
             out[mod] = version(mod)
@@ -184,7 +248,35 @@ def machine_line(m):
     mem = f", {m['mem_gb']:.0f} GB RAM" if m.get("mem_gb") else ""
     return (f"{m['nproc']} cores ({m['affinity']} usable), {m['cpu']}{mem}, Linux {m['kernel']}; "
             f"Python {v('python')}, numpy {v('numpy')}, numba {v('numba')}, "
-            f"streamherd {v('streamherd')}, vowpalwabbit {v('vowpalwabbit')}")
+            f"streamherd {v('streamherd')}, vowpalwabbit {v('vowpalwabbit')}, "
+            f"scikit-learn {v('scikit-learn')}, river {v('river')}")
+
+
+def budget_mb(algo, bits):
+    """The model's state arrays (mean plus the learner's named arrays, float64[2^bits] each)
+    plus MEMORY_ALLOWANCE_MB, in MiB (the unit of the peak RSS column)."""
+    from streamherd import learners
+
+    cls, _ = learners.learner_class(learners.canonical_name(algo))
+    return (1 << bits) * 8 * (1 + len(cls.state_arrays)) / 2 ** 20 + MEMORY_ALLOWANCE_MB
+
+
+def importable(module):
+    try:
+        __import__(module)
+        return True
+    except Exception:
+        return False
+
+
+def head(src, dst, lines):
+    """The first ``lines`` lines of src, cached as dst."""
+    if not dst.exists():
+        with open(src, "rb") as f, open(dst.with_suffix(".tmp"), "wb") as g:
+            for _, line in zip(range(lines), f):
+                g.write(line)
+        os.replace(dst.with_suffix(".tmp"), dst)
+    return dst
 
 
 def default_algos():
@@ -282,14 +374,21 @@ def build_cases(args, svm, vw, svm_gz, vw_gz, examples, algos, log):
         cmd = sh + ["train", "--algo", algo, "-b", bits, str(main_svm)]
         warm = cmd + ["-f", str(model_svm)] if algo == model_algo else None
         cases.append(Case(f"train {algo} ({main_fmt})", cmd, examples, size(main_svm), "train",
-                          "VW train", warm))
+                          "VW train", warm, budget_mb=budget_mb(algo, args.bits)))
     cases.append(Case(f"predict {model_algo} ({main_fmt})",
                       sh + ["predict", "-m", str(model_svm), str(main_svm)],
-                      examples, size(main_svm), "predict", "VW predict -t"))
+                      examples, size(main_svm), "predict", "VW predict -t",
+                      budget_mb=budget_mb(model_algo, args.bits)))
     if svm:
         cmd = sh + ["train", "--algo", model_algo, "-b", bits, str(vw)]
         cases.append(Case(f"train {model_algo} (vw)", cmd, examples, size(vw), "train",
-                          "VW train", cmd + ["-f", str(model_vw)]))
+                          "VW train", cmd + ["-f", str(model_vw)],
+                          budget_mb=budget_mb(model_algo, args.bits)))
+        if "nherd-p" in algos and model_algo != "nherd-p":  # issue 6 names it in both formats
+            cases.append(Case("train nherd-p (vw)",
+                              sh + ["train", "--algo", "nherd-p", "-b", bits, str(vw)],
+                              examples, size(vw), "train", "VW train",
+                              budget_mb=budget_mb("nherd-p", args.bits)))
         cases.append(Case(f"predict {model_algo} (vw)",
                           sh + ["predict", "-m", str(model_vw), str(vw)],
                           examples, size(vw), "predict", "VW predict -t"))
@@ -307,6 +406,45 @@ def build_cases(args, svm, vw, svm_gz, vw_gz, examples, algos, log):
         cases.append(Case(f"predict {model_algo} (vw.gz)",
                           sh + ["predict", "-m", str(model_svm), str(vw_gz)],
                           examples, size(vw), "predict-gz", "VW predict -t .gz"))
+    # Memory: ten times the input (the file given ten times), and 2^24 slots.
+    memory_algo = "nherd-p" if "nherd-p" in algos else model_algo
+    cases.append(Case(f"train {memory_algo}, 10x input ({main_fmt} x10)",
+                      sh + ["train", "--algo", memory_algo, "-b", bits] + [str(main_svm)] * 10,
+                      10 * examples, 10 * size(main_svm), "memory",
+                      budget_mb=budget_mb(memory_algo, args.bits), repeat=1))
+    for algo in dict.fromkeys([memory_algo, model_algo]):
+        cases.append(Case(f"train {algo} -b 24 ({main_fmt})",
+                          sh + ["train", "--algo", algo, "-b", "24", str(main_svm)],
+                          examples, size(main_svm), "memory", budget_mb=budget_mb(algo, 24)))
+    # Start-up.
+    one_line = OUT_DIR / "one-line.svm"
+    one_line.write_bytes(b"1 1:1 2:0.5\n")
+    cases.append(Case("--help", sh + ["--help"], 0, 0, "startup"))
+    cases.append(Case("train one-line file (warm numba cache)", sh + ["train", str(one_line)],
+                      1, size(one_line), "startup"))
+    cases.append(Case("train one-line file (cold numba cache)", sh + ["train", str(one_line)],
+                      1, size(one_line), "startup", warmup=False, repeat=1,
+                      cold_numba_cache=True))
+    # Other libraries, on the first --small-lines lines.
+    if svm and args.small_lines and args.small_lines < examples:
+        small = args.small_lines
+        small_svm = head(svm, OUT_DIR / f"{svm.stem}-head{small}.svm", small)
+        small_vw = head(vw, OUT_DIR / f"{vw.stem}-head{small}.vw", small)
+        label = f"{small // 1000}k lines" if small % 1000 == 0 else f"{small} lines"
+        vw_small = f"VW train ({label})"
+        cases.append(Case(f"train {model_algo} ({label})",
+                          sh + ["train", "--algo", model_algo, "-b", bits, str(small_svm)],
+                          small, size(small_svm), "small", vw_small))
+        for library, (module, code) in SMALL_BASELINES.items():
+            if importable(module):
+                cases.append(Case(f"{library} PA-II ({label})",
+                                  [sys.executable, "-c", code, str(small_svm)],
+                                  small, size(small_svm), "small", vw_small))
+            else:
+                log(f"{module} is not importable: its run is skipped")
+        if args.vw and vw_available():
+            cases.append(Case(vw_small, [sys.executable, "-m", "vowpalwabbit", "-d", str(small_vw),
+                                         "-b", bits], small, size(small_vw), "small"))
     if args.vw and vw_available():
         vwc = [sys.executable, "-m", "vowpalwabbit"]
         train = vwc + ["-d", str(vw), "-b", bits]
@@ -333,18 +471,22 @@ def rows(cases):
     out = []
     for c in cases:
         if c.error:
-            out.append([c.name, "FAILED", "", "", "", "", "", c.error.splitlines()[-1][:80]])
+            out.append([c.name, "FAILED", "", "", "", "", "", "", c.error.splitlines()[-1][:80]])
             continue
         vw = by_name.get(c.vw_match)
         ratio = (f"{vw.seconds / c.seconds:.2f}x" if vw is not None and vw.seconds else "")
-        out.append([c.name, f"{c.examples / c.seconds:,.0f}", f"{c.text_bytes / 1e6 / c.seconds:.1f}",
-                    f"{c.seconds:.2f}", f"{c.cpu_seconds:.2f}", f"{c.peak_rss_mb:.0f}", ratio,
-                    c.summary])
+        rates = (["", ""] if c.group == "startup" else
+                 [f"{c.examples / c.seconds:,.0f}", f"{c.text_bytes / 1e6 / c.seconds:.1f}"])
+        budget = f"{c.budget_mb:.0f}" if c.budget_mb else ""
+        out.append([c.name, *rates, f"{c.seconds:.2f}", f"{c.cpu_seconds:.2f}",
+                    f"{c.peak_rss_mb:.0f}", budget, ratio, c.summary])
     return out
 
 
-HEADERS = ["command", "examples/s", "MB/s", "seconds", "CPU s", "peak RSS MB", "vs VW", "notes"]
-DISPLAY_ORDER = ["parse", "train", "predict", "train-gz", "predict-gz", "vw"]
+HEADERS = ["command", "examples/s", "MB/s", "seconds", "CPU s", "peak RSS MB", "budget MB", "vs VW",
+           "notes"]
+DISPLAY_ORDER = ["parse", "train", "predict", "train-gz", "predict-gz", "vw", "memory", "startup",
+                 "small"]
 
 
 def ordered(cases):
@@ -358,7 +500,7 @@ def print_table(cases):
         from rich.table import Table
         t = Table(title="streamherd throughput")
         for i, h in enumerate(HEADERS):
-            t.add_column(h, justify="left" if i in (0, 7) else "right")
+            t.add_column(h, justify="left" if i in (0, len(HEADERS) - 1) else "right")
         for r in table_rows:
             t.add_row(*r)
         Console(width=160).print(t)
@@ -371,13 +513,89 @@ def print_table(cases):
 
 def markdown_table(cases):
     lines = ["| " + " | ".join(HEADERS) + " |",
-             "|" + "|".join([":---"] + ["---:"] * 6 + [":---"]) + "|"]
+             "|" + "|".join([":---"] + ["---:"] * (len(HEADERS) - 2) + [":---"]) + "|"]
     for r in rows(ordered(cases)):
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in r) + " |")
     return "\n".join(lines)
 
 
-def write_readme(cases, args, mach, data_desc, command):
+def measure_full_covariance(args, log):
+    """full_covariance.py's results (one dict per learner), or [] when mnist5k is absent."""
+    log("  full covariance: python benchmarks/full_covariance.py")
+    proc = subprocess.run([sys.executable, str(HERE / "full_covariance.py"), "--data", args.data],
+                          capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        log(f"    skipped: {proc.stderr.strip()[-300:]}")
+        return []
+    results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    for r in results:
+        log(f"    {r['algo']}: {r['seconds']:.3f} s, bound {r['bound_seconds']:.3f} s "
+            f"({r['ratio_to_bound']:.2f}x)")
+    return results
+
+
+def full_covariance_text(results):
+    if not results:
+        return ["Full covariance: not measured (`../shared/data/mnist5k.svm.gz` absent)."]
+    r0 = results[0]
+    lines = [f"Full covariance (`python benchmarks/full_covariance.py`): one pass over mnist5k "
+             f"(pixels / 255, digit >= 5 vs < 5, `-b 10`: Sigma is 1024 x 1024, 8 MiB), learner "
+             f"kernel only, best of 3. Bound = bytes of Sigma touched (one row per non-zero per "
+             f"example for Sigma x, all rows read and written per update) / the bandwidth of a "
+             f"numpy copy of an 8 MiB array ({r0['bandwidth'] / 1e9:.0f} GB/s, read + write).",
+             "",
+             "| learner | examples | updates | seconds | GB of Sigma touched | bound s | time / bound |",
+             "|:---|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        lines.append(f"| {r['algo']} | {r['examples']} | {r['updates']} | {r['seconds']:.3f} | "
+                     f"{r['bytes'] / 1e9:.1f} | {r['bound_seconds']:.3f} | "
+                     f"{r['ratio_to_bound']:.2f}x |")
+    return lines
+
+
+def target_rows(cases, full_cov):
+    """Issue 6's targets: (target, measured, met) for every row that measures one."""
+    done = {c.name: c for c in cases if c.times and not c.error}
+    out = []
+
+    def vs_vw(c):
+        vw = done.get(c.vw_match)
+        return vw.seconds / c.seconds if vw else None
+
+    for c in done.values():
+        ratio = vs_vw(c)
+        if c.group in ("train", "predict", "train-gz", "predict-gz") and ratio is not None:
+            need = (2.0 if c.name.startswith("train nherd-p") or c.group == "predict" else 1.5)
+            out.append((f"{c.name} >= {need:.1f}x VW", f"{ratio:.2f}x", ratio >= need))
+        if c.group == "parse" and c.name == "parse svmlight":
+            m = re.match(r"([0-9]+) MB/s after start-up", c.summary)
+            rate = int(m.group(1)) if m else c.text_bytes / 1e6 / c.seconds
+            out.append(("parse svmlight >= 250 MB/s (after start-up)", f"{rate:.0f} MB/s",
+                        rate >= 250))
+        if c.budget_mb:
+            out.append((f"{c.name}: peak memory <= {c.budget_mb:.0f} MB",
+                        f"{c.peak_rss_mb:.0f} MB", c.peak_rss_mb <= c.budget_mb))
+        if c.name == "--help":
+            out.append(("`streamherd --help` <= 0.2 s", f"{c.seconds:.2f} s", c.seconds <= 0.2))
+        if c.name.startswith("train one-line file (warm"):
+            out.append(("train, one-line file, warm cache <= 1 s", f"{c.seconds:.2f} s",
+                        c.seconds <= 1.0))
+        if c.name.startswith("train one-line file (cold"):
+            out.append(("train, one-line file, cold cache (reported)", f"{c.seconds:.1f} s", None))
+    for r in full_cov:
+        out.append((f"{r['algo']} within 1.5x of the bandwidth bound",
+                    f"{r['ratio_to_bound']:.2f}x", r["ratio_to_bound"] <= 1.5))
+    return out
+
+
+def targets_text(cases, full_cov):
+    lines = ["| target (issue 6) | measured | met |", "|:---|---:|:---|"]
+    for target, measured, met in target_rows(cases, full_cov):
+        lines.append(f"| {target} | {measured} | {'' if met is None else 'yes' if met else 'NO'} |")
+    return lines
+
+
+def write_readme(cases, args, mach, data_desc, command, full_cov):
     today = datetime.date.today().isoformat()
     section = "\n".join([
         START,
@@ -395,7 +613,8 @@ def write_readme(cases, args, mach, data_desc, command):
         f"examples/s and MB/s use the uncompressed input size. \"vs VW\" is the matching VW "
         f"run's time divided by this run's (1.00x = as fast as VW; train rows compare with `VW "
         f"train`, predict with `VW predict -t`, .gz with the VW .gz run). Parse rows iterate "
-        f"`streamherd.io.reader.ChunkReader` (read, parse, hash; no learning). VW runs use its "
+        f"`streamherd.io.reader.ChunkReader` (read, parse, hash; no learning); their note is the "
+        f"rate of the loop alone, timed in-process after the kernels are loaded. VW runs use its "
         f"default learner (squared loss, SGD) on the VW-format twin.",
         "",
         "Regenerate with:",
@@ -405,6 +624,20 @@ def write_readme(cases, args, mach, data_desc, command):
         "```",
         "",
         markdown_table(cases),
+        "",
+        f"Memory rows: budget = the model's state arrays (2^b x 8 bytes x their count) + "
+        f"{MEMORY_ALLOWANCE_MB} MiB; the 10x row reads the input file ten times over. "
+        f"Start-up rows: the cold run has an empty `NUMBA_CACHE_DIR` (every kernel compiled, as "
+        f"on the first run after install); one run, no warm-up. The last rows run on the first "
+        f"{args.small_lines:,} lines: scikit-learn's `SGDClassifier(learning_rate='pa2')` "
+        f"`partial_fit` after `load_svmlight_file` (one pass, no progressive validation) and "
+        f"river's `PAClassifier(mode=2)` (`predict_one` then `learn_one` per line).",
+        "",
+        *full_covariance_text(full_cov),
+        "",
+        "Targets:",
+        "",
+        *targets_text(cases, full_cov),
         "",
         "Exact commands:",
         "",
@@ -454,6 +687,12 @@ def main(argv=None):
     ap.add_argument("--no-vw", dest="vw", action="store_false", help="skip the VW runs")
     ap.add_argument("--write-readme", action="store_true")
     ap.add_argument("--json", default=None, help="also write the raw results here")
+    ap.add_argument("--small-lines", type=int, default=100_000,
+                    help="lines for the scikit-learn / river comparison (0: skip it)")
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"),
+                    help="the real data folder (mnist5k for the full-covariance check)")
+    ap.add_argument("--no-full-cov", dest="full_cov", action="store_false",
+                    help="skip the full-covariance bandwidth check")
     args = ap.parse_args(argv)
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
 
@@ -481,8 +720,11 @@ def main(argv=None):
     log(f"running {len(cases)} commands, 1 warm-up + {args.repeat} timed runs each")
     for case in cases:
         measure(case, args.repeat, log)
+    full_cov = measure_full_covariance(args, log) if args.full_cov else []
 
     print_table(cases)
+    for target, measured, met in target_rows(cases, full_cov):
+        print(f"{'' if met is None else 'met    ' if met else 'NOT MET'}  {target}: {measured}")
     for c in cases:
         if c.error:
             print(f"\n{c.name} FAILED: {display_cmd(c.cmd)}\n{c.error}")
@@ -494,10 +736,14 @@ def main(argv=None):
             "machine": mach, "command": command, "data": data_desc,
             "cases": [{"name": c.name, "cmd": display_cmd(c.cmd), "examples": c.examples,
                        "bytes": c.text_bytes, "times": c.times, "peak_rss_kb": c.rss_kb,
-                       "cpu": c.cpu, "load": c.load, "error": c.error, "summary": c.summary}
-                      for c in cases]}, indent=1))
+                       "cpu": c.cpu, "load": c.load, "error": c.error, "summary": c.summary,
+                       "budget_mb": c.budget_mb}
+                      for c in cases],
+            "full_covariance": full_cov,
+            "targets": [{"target": t, "measured": m, "met": ok}
+                        for t, m, ok in target_rows(cases, full_cov)]}, indent=1))
     if args.write_readme:
-        write_readme(cases, args, mach, data_desc, command.strip())
+        write_readme(cases, args, mach, data_desc, command.strip(), full_cov)
         print(f"wrote the throughput section of {README}")
 
 

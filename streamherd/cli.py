@@ -3,6 +3,8 @@
 Nothing heavy is imported at module level, so ``--help`` and ``--version`` answer without
 importing numpy or numba; each command imports what it needs.
 """
+import gc
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -56,6 +58,19 @@ def train(
     a: Optional[float] = typer.Option(None, "-a", "--init-variance", show_default=False,
                                       help="Initial variance a, Sigma0 = a I (nherd, arow, cw, scw, "
                                            "sop; default 1)."),
+    epsilon: Optional[float] = typer.Option(None, "--epsilon", show_default=False,
+                                            help="Insensitivity epsilon >= 0 of pa/pa1/pa2 "
+                                                 "regression (--loss squared; default 0)."),
+    multiclass: Optional[str] = typer.Option(
+        None, "--multiclass", show_default=False,
+        help="joint (one weight block per class, the default for data with more than two "
+             "classes) or ova (one binary learner per class)."),
+    classes: Optional[str] = typer.Option(
+        None, "--classes", show_default=False,
+        help="Fix the class set, e.g. 1,2,3 (multiclass; a label outside it is a bad line)."),
+    loss: Optional[str] = typer.Option(
+        None, "--loss", show_default=False,
+        help="hinge (classification, default) or squared (regression: nherd, arow, pa*)."),
     normalize: bool = typer.Option(False, "--normalize",
                                    help="Scale each example to unit L2 norm (saved in the model, "
                                         "applied by predict)."),
@@ -73,10 +88,14 @@ def train(
     """Train a model, one online update per line, reporting progressive validation loss."""
     from streamherd.training import train as run_train
 
-    run_train(_inputs(files, data), algo=algo, options={"C": C, "r": r, "eta": eta, "a": a},
+    _end_start_up()
+
+    run_train(_inputs(files, data), algo=algo,
+              options={"C": C, "r": r, "eta": eta, "a": a, "epsilon": epsilon},
               bits=bits, bias=False if no_bias else None, fmt=fmt, final_model=final_model,
               initial_model=initial_model, quiet=quiet, skip_bad=skip_bad,
-              normalize=True if normalize else None)
+              normalize=True if normalize else None, multiclass=multiclass, classes=classes,
+              loss=loss)
 
 
 @app.command()
@@ -86,9 +105,13 @@ def predict(
     model: Path = typer.Option(..., "-m", "--model", show_default=False, help="The model (.npz)."),
     predictions: Optional[Path] = typer.Option(None, "-p", "--predictions", show_default=False,
                                                help="Write predictions here instead of stdout."),
-    raw: bool = typer.Option(False, "--raw", help="Print the margin w.x instead of the label."),
+    raw: bool = typer.Option(False, "--raw", help="Print the margin w.x instead of the label "
+                             "(multiclass: every class's score, as --scores)."),
     proba: bool = typer.Option(False, "--proba", help="Print P(y=+1|x) = Phi(mu.x / sqrt(x'Sigma x)) "
-                               "instead of the label (Gaussian models: nherd, arow, cw, scw)."),
+                               "instead of the label (Gaussian models: nherd, arow, cw, scw); "
+                               "multiclass: class:P(class has the top score) for every class."),
+    scores: bool = typer.Option(False, "--scores", help="Multiclass: print class:score for "
+                                "every class instead of the label."),
     fmt: str = Format,
     quiet: bool = Quiet,
     skip_bad: bool = SkipBad,
@@ -96,8 +119,32 @@ def predict(
     """Predict one line per example (label, or margin with --raw; VW tags follow the value)."""
     from streamherd.training import predict as run_predict
 
+    _end_start_up()
+
     run_predict(model, _inputs(files, data), output=predictions, raw=raw, fmt=fmt, quiet=quiet,
-                skip_bad=skip_bad, proba=proba)
+                skip_bad=skip_bad, proba=proba, scores=scores)
+
+
+def _begin_start_up():
+    """Start-up (imports, and numba loading its compiler target) creates about a million
+    long-lived objects and little garbage: the cycle collector would walk them again and again.
+    And streamherd does no BLAS work (its kernels are numba loops), so the OpenBLAS thread pools
+    that numpy and scipy start would only take CPU from the parser threads (unless the user
+    asks for them). Together about 0.4 s of CPU on a one-line input."""
+    gc.disable()
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def _end_start_up():
+    """Load numba's compiler target while the collector is off, then move everything alive
+    to the permanent generation (gc.freeze: never walked again) and turn the collector on."""
+    import numpy as np
+
+    from streamherd.io.block import count_newlines
+
+    count_newlines(np.zeros(1, np.uint8), 1)
+    gc.freeze()
+    gc.enable()
 
 
 # ---------------------------------------------------------------- experiment (issue 5)
@@ -185,6 +232,7 @@ def run(argv=None):
     """Entry point: every user error is one line on stderr and a non-zero exit, never a traceback."""
     from streamherd.errors import StreamherdError
 
+    _begin_start_up()
     command = typer.main.get_command(app)
     try:
         command.main(args=argv, prog_name="streamherd", standalone_mode=False)
@@ -196,12 +244,12 @@ def run(argv=None):
         sys.exit(130)
     except BrokenPipeError:
         # The reader of our stdout went away (e.g. '| head'): stop quietly, as cat does.
-        import os
-
         sys.stderr.close()
         os._exit(141)
     except Exception as e:
         # typer raises click's exceptions or those of its own bundled copy of click (which are
         # not subclasses of click's), so they are told apart by name and attributes.
         _exit_for_cli_exception(e)
+    finally:
+        gc.enable()  # for a caller that runs the CLI in its own process and catches the exit
     sys.exit(0)

@@ -1,7 +1,10 @@
-"""Binary labels: any two label values, mapped to y = +1 (label > 0) and -1 (otherwise)."""
+"""Labels: binary (any two label values, mapped to y = +1 (label > 0) and -1 (otherwise)) and
+multiclass (any integer or string labels, mapped to class ids)."""
 import numpy as np
+from numba import njit
 
 from streamherd.errors import StreamherdError
+from streamherd.io.lexing import parse_float
 
 
 def label_text(value):
@@ -56,7 +59,8 @@ class BinaryLabels:
                 f"+1/-1 or 1/0 (labels > 0 are the positive class): relabel the data")
         raise StreamherdError(
             f"{where} is a third label value after {label_text(self.negative)} and "
-            f"{label_text(self.positive)}; binary learners take two labels (+1/-1 or 1/0)")
+            f"{label_text(self.positive)}; binary learners take two labels (+1/-1 or 1/0): pass "
+            f"--multiclass joint (or ova) to train a multiclass model")
 
     def text(self, positive):
         """The label text for the positive (True) or negative (False) class."""
@@ -65,3 +69,131 @@ class BinaryLabels:
         if self.negative is not None:
             return label_text(self.negative)
         return "-1"
+
+
+# ---------------------------------------------------------------- multiclass
+
+_TEXT_TAG = np.uint64(0x9E3779B97F4A7C15)   # keeps a class name's key apart from a number's
+
+
+@njit(cache=True, nogil=True)
+def _label_keys(block, label_start, label_end, is_number, values, text_keys):
+    """Per row: whether the label token is a number (and its value), else the FNV-1a hash of its
+    bytes. One pass in numba, so mapping labels to classes costs a dict lookup per *distinct* key
+    per chunk, not Python work per line."""
+    for i in range(len(label_start)):
+        start, end = label_start[i], label_end[i]
+        if start < 0:
+            is_number[i] = False
+            text_keys[i] = 0
+            continue
+        value, ok = parse_float(block, start, end)
+        is_number[i] = ok
+        values[i] = value + 0.0 if ok else 0.0   # + 0.0: -0 and 0 are one class
+        h = np.uint64(14695981039346656037)
+        for k in range(start, end):
+            h = (h ^ np.uint64(block[k])) * np.uint64(1099511628211)
+        text_keys[i] = h
+
+
+def label_keys(block, label_start, label_end):
+    """uint64 key of each row's label: numbers by value (``1`` and ``1.0`` are one class), other
+    tokens by their bytes (64-bit FNV-1a; two different names colliding is a 2^-64 event)."""
+    n = len(label_start)
+    is_number = np.empty(n, np.bool_)
+    values = np.zeros(n)
+    text_keys = np.empty(n, np.uint64)
+    _label_keys(block, label_start.astype(np.int64), label_end.astype(np.int64), is_number,
+                values, text_keys)
+    return np.where(is_number, values.view(np.uint64), text_keys ^ _TEXT_TAG)
+
+
+def _keys_of_texts(texts):
+    encoded = [t.encode("utf-8") for t in texts]
+    block = np.frombuffer(b"".join(encoded), np.uint8) if encoded else np.zeros(0, np.uint8)
+    ends = np.cumsum([len(e) for e in encoded]).astype(np.int64)
+    starts = ends - np.array([len(e) for e in encoded], np.int64)
+    return label_keys(block, starts, ends).tolist()
+
+
+class ClassLabels:
+    """Class ids for multiclass streams: any integer or string label, ids in order of first
+    appearance (or the order of a fixed set, ``--classes``), names kept as first written."""
+
+    def __init__(self, classes=(), fixed=False):
+        self.texts = []
+        self.ids = {}
+        self.fixed = fixed
+        for text, key in zip(classes, _keys_of_texts(list(classes))):
+            if key in self.ids:
+                raise StreamherdError(f"--classes names class '{text}' twice (as "
+                                      f"'{self.texts[self.ids[key]]}' and '{text}'); list each "
+                                      f"class once")
+            self.ids[key] = len(self.texts)
+            self.texts.append(text)
+
+    @classmethod
+    def parse(cls, spec):
+        """``--classes 1,2,3``."""
+        names = [name.strip() for name in spec.split(",")]
+        if not names or any(not name or any(c.isspace() for c in name) or ":" in name
+                            for name in names):
+            raise StreamherdError(f"--classes '{spec}' is not a comma-separated list of labels; "
+                                  f"write it as --classes 1,2,3 or --classes sports,politics")
+        return cls(names, fixed=True)
+
+    @classmethod
+    def from_meta(cls, meta):
+        return cls(meta.get("classes", []), fixed=bool(meta.get("fixed_classes", False)))
+
+    def to_meta(self):
+        return {"classes": list(self.texts), "fixed_classes": self.fixed}
+
+    def __len__(self):
+        return len(self.texts)
+
+    def observe(self, chunk, skip_bad=False, learning=True):
+        """(chunk, class ids): -1 for an unlabeled row. New labels become classes (unless the set
+        is fixed, or ``learning`` is False as in predict, where they get id -2: never right).
+        A label outside a fixed set is a bad line: an error naming it, or with ``skip_bad``
+        the row is dropped (and counted)."""
+        labeled = chunk.label_start >= 0
+        cls = np.full(chunk.n_examples, -1, np.int64)
+        if not labeled.any():
+            return chunk, cls
+        keys = label_keys(chunk.block, chunk.label_start, chunk.label_end)
+        distinct, first, inverse = np.unique(keys[labeled], return_index=True,
+                                             return_inverse=True)
+        rows = np.flatnonzero(labeled)
+        ids = np.empty(len(distinct), np.int64)
+        for q in np.argsort(first, kind="stable"):   # new classes in order of appearance
+            key = int(distinct[q])
+            if key not in self.ids:
+                if self.fixed or not learning:
+                    ids[q] = -2
+                    continue
+                start, end = chunk.label_start[rows[first[q]]], chunk.label_end[rows[first[q]]]
+                self.ids[key] = len(self.texts)
+                self.texts.append(chunk.block[start:end].tobytes().decode("utf-8", "replace"))
+            ids[q] = self.ids[key]
+        cls[rows] = ids[inverse.ravel()]
+        if learning and self.fixed and (cls == -2).any():
+            outside = cls == -2
+            if skip_bad:
+                chunk = chunk.select(~outside)
+                return chunk, cls[~outside]
+            i = int(np.argmax(outside))
+            token = chunk.block[chunk.label_start[i]:chunk.label_end[i]].tobytes().decode(
+                "utf-8", "replace")
+            raise StreamherdError(
+                f"{chunk.source}:{int(chunk.line_numbers[i])}: label '{token}' is not one of "
+                f"--classes {','.join(self.texts)}; fix the line, add the class to --classes, or "
+                f"pass --skip-bad to skip such lines")
+        return chunk, cls
+
+    def text(self, class_id):
+        return self.texts[class_id] if 0 <= class_id < len(self.texts) else "?"
+
+    def text_array(self):
+        """Class names indexable by id + 1 (index 0: '?', no prediction)."""
+        return np.array(["?", *self.texts], dtype=object)

@@ -14,7 +14,10 @@ import numpy as np
 from streamherd import __version__
 from streamherd.errors import StreamherdError
 
-FORMAT_VERSION = 1
+# Version 2 added multiclass and regression models (meta "task", "classes", "multiclass"); a
+# version 1 file is a binary model, read as before.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 _MARKER = "streamherd-model"
 
 
@@ -67,10 +70,11 @@ def load_model(path, expected_arrays=None):
             raise StreamherdError(f"{path} is not a streamherd model (no readable 'meta' entry)") from None
         if not isinstance(meta, dict) or meta.get("format") != _MARKER:
             raise StreamherdError(f"{path} is not a streamherd model (its 'meta' is not streamherd's)")
-        if meta.get("format_version") != FORMAT_VERSION:
+        if meta.get("format_version") not in READABLE_VERSIONS:
             raise StreamherdError(
                 f"{path} has model format version {meta.get('format_version')}, this streamherd "
-                f"({__version__}) reads version {FORMAT_VERSION}; retrain it or use the matching version")
+                f"({__version__}) reads versions {READABLE_VERSIONS[0]} to {FORMAT_VERSION}; "
+                f"retrain it or use the matching version")
         try:
             arrays = {name: archive[name] for name in archive.files if name != "meta"}
         except (ValueError, zipfile.BadZipFile, EOFError, OSError):
@@ -78,7 +82,11 @@ def load_model(path, expected_arrays=None):
     bits = meta.get("bits")
     if not isinstance(bits, int) or not 1 <= bits <= 32:
         raise StreamherdError(f"{path} is damaged: 'bits' in its meta is {bits!r}")
-    dim = 1 << bits
+    classes = meta.get("classes")
+    if meta.get("task") == "multiclass" and not isinstance(classes, list):
+        raise StreamherdError(f"{path} is damaged: its meta has no class list")
+    # joint and one-versus-all multiclass models hold one block of 2^bits slots per class
+    dim = (1 << bits) * (len(classes) if meta.get("task") == "multiclass" else 1)
     for name in ["mean", *(expected_arrays or [])]:
         if name not in arrays:
             raise StreamherdError(f"{path} is damaged: it has no '{name}' array")
@@ -86,7 +94,8 @@ def load_model(path, expected_arrays=None):
         if array.shape[:1] != (dim,) or array.dtype != np.float64:
             raise StreamherdError(
                 f"{path} is damaged: array '{name}' has shape {array.shape} and dtype {array.dtype}, "
-                f"expected ({dim}, ...) float64 for bits={bits}")
+                f"expected ({dim}, ...) float64 for bits={bits}"
+                f"{' and ' + str(len(classes)) + ' classes' if meta.get('task') == 'multiclass' else ''}")
         if not np.all(np.isfinite(array)):
             raise StreamherdError(f"{path} is damaged: array '{name}' holds NaN or infinity")
     return meta, arrays

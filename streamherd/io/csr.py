@@ -1,6 +1,7 @@
 """The chunk of examples every parser produces and every learner consumes, and the
 per-line slot merge that makes each row a proper sparse vector."""
-from dataclasses import dataclass
+import mmap
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numba import njit
@@ -20,6 +21,9 @@ class Chunk:
     weight (1 for svmlight); line_numbers: 1-based line of each example in its file; indptr,
     indices (hashed slots, int32), values: the rows; tag_start/tag_end and label_start/label_end:
     byte offsets into ``block`` (-1 when absent); n_lines: lines consumed, blank and skipped included.
+
+    ChunkReader reuses the buffers behind these arrays for later blocks: a chunk's arrays hold
+    its data until the next chunk is requested (copy what must outlive that).
     """
 
     source: str
@@ -37,6 +41,7 @@ class Chunk:
     n_lines: int
     bad_lines: int
     n_bytes: int
+    derived: object = None  # what ChunkReader's ``process`` returned for this chunk
 
     @property
     def n_examples(self):
@@ -48,10 +53,45 @@ class Chunk:
         return [raw[s:e].decode("utf-8", "replace") if s >= 0 else None
                 for s, e in zip(self.tag_start.tolist(), self.tag_end.tolist())]
 
+    def select(self, keep, dropped_as_bad=True):
+        """The chunk with only the rows where ``keep`` is True (the dropped rows count as bad
+        lines when ``dropped_as_bad``); vectorised, no Python work per row."""
+        keep = np.asarray(keep, bool)
+        lengths = np.diff(self.indptr)
+        indptr = np.zeros(int(keep.sum()) + 1, np.int64)
+        np.cumsum(lengths[keep], out=indptr[1:])
+        entries = np.repeat(keep, lengths)
+        return replace(
+            self, labels=self.labels[keep], importance=self.importance[keep],
+            line_numbers=self.line_numbers[keep], indptr=indptr, indices=self.indices[entries],
+            values=self.values[entries], tag_start=self.tag_start[keep],
+            tag_end=self.tag_end[keep], label_start=self.label_start[keep],
+            label_end=self.label_end[keep],
+            bad_lines=self.bad_lines + (int((~keep).sum()) if dropped_as_bad else 0))
+
+    def text_label_rows(self):
+        """Rows whose label is a class name rather than a number (parsed as NaN with a token)."""
+        return np.isnan(self.labels) & (self.label_start >= 0)
+
     def label_tokens(self):
         raw = self.block.tobytes()
         return [raw[s:e].decode("utf-8", "replace") if s >= 0 else None
                 for s, e in zip(self.label_start.tolist(), self.label_end.tolist())]
+
+
+def untouched_array(length, dtype):
+    """An array whose pages take memory only once written.
+
+    The feature arrays are sized for the worst case (a block of one-byte features) and are
+    mostly never written. numpy asks the kernel for transparent huge pages on large arrays,
+    and khugepaged then fills in the unwritten parts of each 2 MB region: resident memory would
+    grow to the worst case during a run. An anonymous mapping without that advice stays small.
+    """
+    dtype = np.dtype(dtype)
+    nbytes = max(length * dtype.itemsize, 1)
+    if nbytes < 1 << 22:  # below numpy's huge-page threshold
+        return np.empty(length, dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype, count=length)
 
 
 def allocate_outputs(n_bytes, n_newlines):
@@ -66,8 +106,8 @@ def allocate_outputs(n_bytes, n_newlines):
         np.empty(max_lines, np.float64),   # importance
         np.empty(max_lines, np.int64),     # line numbers
         np.empty(max_lines + 1, np.int64),  # indptr
-        np.empty(max_features, np.int32),  # indices
-        np.empty(max_features, np.float64),  # values
+        untouched_array(max_features, np.int32),  # indices
+        untouched_array(max_features, np.float64),  # values
         np.empty(max_lines, np.int64),     # tag start
         np.empty(max_lines, np.int64),     # tag end
         np.empty(max_lines, np.int64),     # label start
@@ -79,6 +119,44 @@ def new_merge_table():
     """Scratch for merge_row: slot keys, owning-row stamps, positions."""
     return (np.zeros(MERGE_TABLE_SIZE, np.int64), np.full(MERGE_TABLE_SIZE, -1, np.int64),
             np.zeros(MERGE_TABLE_SIZE, np.int64))
+
+
+@njit(cache=True, inline="always")
+def append_rising_slot(indices, values, nnz, slot, value, last_slot, distinct, bias_slot):
+    """Write one feature at nnz; returns (new nnz, distinct): distinct stays True while the
+    slots rise strictly and none is bias_slot, so the row needs no merge_row (svmlight rows)."""
+    indices[nnz] = slot
+    values[nnz] = value
+    return nnz + 1, distinct and last_slot < slot != bias_slot
+
+
+@njit(cache=True, inline="always")
+def append_wrapping_slot(indices, values, row_start, nnz, slot, value, last_slot, distinct,
+                         wrapped, bias_slot):
+    """append_rising_slot for VW rows, whose all-digit names plus the namespace seed rise and
+    then wrap around once at the mask; returns (new nnz, distinct, wrapped).
+
+    Slots that rise, fall once (``wrapped``) and then stay below the row's first slot are
+    still all different: distinct stays True for them.
+    """
+    indices[nnz] = slot
+    values[nnz] = value
+    if slot > last_slot and not wrapped:  # still rising (last_slot is -1 for the first slot)
+        return nnz + 1, distinct and slot != bias_slot, False
+    if slot <= last_slot:
+        distinct = distinct and not wrapped
+        wrapped = True
+    return nnz + 1, distinct and slot < indices[row_start] and slot != bias_slot, wrapped
+
+
+@njit(cache=True, inline="always")
+def slots_ordered(indices, start, end, bias_slot):
+    """True when the slots rise strictly and none is bias_slot: appending the bias then leaves
+    nothing for merge_row to merge."""
+    for k in range(start, end):
+        if indices[k] == bias_slot or (k > start and indices[k] <= indices[k - 1]):
+            return False
+    return True
 
 
 @njit(cache=True)

@@ -1,11 +1,15 @@
 """Byte-level helpers shared by the format parsers (numba, inlined into the parse kernels)."""
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
 # Exact powers of ten: a mantissa below 2**53 times or divided by one of these is
 # correctly rounded (Clinger's fast path), which covers every value in practice.
 _POW10 = np.array([10.0 ** i for i in range(23)])
 _MAX_EXACT_MANTISSA = 2 ** 53
+_POW10_INT = np.array([10 ** i for i in range(9)], np.uint64)
 
 SPACE, TAB, CR, LF = 32, 9, 13, 10
 HASH, COLON, BAR, QUOTE = 35, 58, 124, 39
@@ -170,3 +174,71 @@ def find_byte(buf, start, end, byte):
         if buf[p] == byte:
             return p
     return end
+
+
+# SWAR ("SIMD within a register") digit runs: the digits of a number are found and converted 8
+# bytes at a time, without a branch per digit. Numbers in text have random lengths, so a
+# byte-at-a-time loop mispredicts its exit branch about once per number, which costs more
+# than everything else in the parser.
+_ASCII_ZEROS = np.uint64(0x3030303030303030)
+_ABOVE_NINE = np.uint64(0x4646464646464646)  # adding it sets the high bit of bytes above '9'
+_HIGH_BITS = np.uint64(0x8080808080808080)
+# Bytes a SWAR read may touch past the start of a number (two 8-byte words and a '.').
+SWAR_REACH = 17
+
+
+@intrinsic
+def load_u64(typingctx, array, index):
+    """The 8 bytes at ``array[index:index + 8]`` as one little-endian uint64 (unaligned load);
+    the caller guarantees they are inside the array."""
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        word = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(64).as_pointer())
+        return builder.load(word, align=1)
+    return types.uint64(array, types.intp), codegen
+
+
+@njit(cache=True, inline="always")
+def swar_digits(buf, p):
+    """(k, value): the number of ASCII digits starting at p (0 to 8) and their value.
+
+    Subtracting '0' from each byte leaves digits as 0..9; a byte below '0' borrows and one
+    above '9' overflows when 0x46 is added, so the first non-digit byte has its high bit set.
+    Borrows and carries only move towards later bytes, so bytes before it stay exact.
+    """
+    word = load_u64(buf, p)
+    digits = word - _ASCII_ZEROS
+    non_digits = ((word + _ABOVE_NINE) | digits) & _HIGH_BITS
+    k = 8 if non_digits == 0 else np.int64(trailing_zeros(non_digits) >> np.uint64(3))
+    if k == 0:
+        return 0, np.uint64(0)
+    # Keep the k digits, as the top bytes (the zeros below them are leading zeros), then
+    # combine neighbours: pairs, quads, the whole word.
+    digits = digits << np.uint64(64 - 8 * k)
+    digits = (digits * np.uint64(10) + (digits >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
+    digits = (digits * np.uint64(100) + (digits >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
+    digits = (digits * np.uint64(10000) + (digits >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
+    return k, digits
+
+
+@njit(cache=True, inline="always")
+def fast_decimal(buf, p, n):
+    """simple_decimal (same values, same stops) for a number starting at p in ``buf[:n]``,
+    with SWAR digit runs when both runs are shorter than 8 digits and the reads stay in the
+    array; otherwise simple_decimal itself.
+
+    Whether there is a fraction is as unpredictable as the number lengths ("1", "0.25"), so it
+    is not a branch: the fraction run is always read, and multiplied by 0 when there is no '.'.
+    """
+    if p + SWAR_REACH <= len(buf):
+        k, integer = swar_digits(buf, p)
+        point = p + k
+        if k < 8 and point < n:
+            has_point = np.int64(buf[point] == DOT)
+            k2, fraction = swar_digits(buf, point + 1)
+            k2 *= has_point
+            stop = point + has_point * (1 + k2)
+            if k2 < 8 and stop <= n and k + k2 > 0:
+                mantissa = integer * _POW10_INT[k2] + fraction * np.uint64(has_point)
+                return float(mantissa) / _POW10[k2], stop
+    return simple_decimal(buf, p, n)

@@ -48,7 +48,9 @@ def learner_class(name):
     return getattr(importlib.import_module(module), cls), fixed
 
 
-def create(name, dim, options=None, state=None, learner_meta=None):
+def create(name, dim, options=None, state=None, learner_meta=None, blocks=1):
+    """A learner over ``dim`` slots per block; ``blocks`` class blocks for joint multiclass."""
     name = canonical_name(name)
     cls, fixed = learner_class(name)
-    return cls(dim, options=options, state=state, learner_meta=learner_meta, name=name, **fixed)
+    return cls(dim, options=options, state=state, learner_meta=learner_meta, name=name,
+               blocks=blocks, **fixed)

@@ -30,19 +30,32 @@ class Learner(ABC):
     name = ""
     hyperparameters: dict = {}
     state_arrays: tuple = ()
+    # the arrays that hold one entry (full: one row and column) per slot of every class block;
+    # ``grow`` extends them when a new class appears
+    live_arrays: tuple = ("mean",)
+    # extra hyperparameters of ``--loss squared`` (learners with a regression form)
+    regression_hyperparameters: dict | None = None
 
-    def __init__(self, dim, options=None, state=None, learner_meta=None, name=None):
+    def __init__(self, dim, options=None, state=None, learner_meta=None, name=None, blocks=1):
+        """``dim`` slots per block (2^bits); ``blocks`` class blocks (1 for binary and regression;
+        K for joint multiclass: the state covers K * dim slots, class z's slot j at z * dim + j).
+        With ``state``, the number of blocks is that of its mean."""
         self.name = name or self.name
         self.dim = dim
         self.options = {**self.hyperparameters, **(options or {})}
         for key, value in self.options.items():
-            if not (np.isfinite(value) and value > 0):
+            low_ok = value >= 0 if key == "epsilon" else value > 0  # epsilon 0: plain PA regression
+            if not (np.isfinite(value) and low_ok):
                 raise StreamherdError(f"{self.name}: {key} must be a positive number, got {value}")
         if state is None:
-            self.mean = np.zeros(dim)
+            self.blocks = blocks
+            self.size = dim * blocks
+            self.mean = np.zeros(self.size)
             self.init_state()
         else:
             self.mean = state["mean"]
+            self.size = len(self.mean)
+            self.blocks = max(1, self.size // dim)
             self.load_state(state, learner_meta or {})
 
     def init_state(self):
@@ -68,3 +81,71 @@ class Learner(ABC):
         from streamherd.learners.sparse import margins
 
         margins(self.mean, indptr, indices, values, out)
+
+    # ------------------------------------------------------------ regression
+
+    def learn_regression(self, y, importance, indptr, indices, values, margins_out):
+        """``--loss squared``: predict mu.x (written to margins_out), then the learner's
+        squared-loss update; y real (NaN: unlabeled). Returns the number of updates."""
+        updates, bad = self._run_regression(y, importance, indptr, indices, values, margins_out)
+        if bad >= 0:
+            raise UnstableUpdate(int(bad), f"the {self.name} regression update made the state "
+                                           f"non-finite or a variance not positive")
+        return updates
+
+    def _run_regression(self, y, importance, indptr, indices, values, margins_out):
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ joint multiclass
+
+    def grow(self, blocks):
+        """Extend the state to ``blocks`` class blocks: a new block starts as a fresh model (zero
+        mean, the prior's variances, no covariance with the other blocks)."""
+        if blocks <= self.blocks:
+            return
+        self.check_size(self.dim * blocks, blocks)
+        fresh = type(self)(self.dim, options=self.options, name=self.name,
+                           blocks=blocks - self.blocks)
+        for attr in self.live_arrays:
+            old, new = getattr(self, attr), getattr(fresh, attr)
+            if old.ndim == 1:
+                grown = np.concatenate([old, new])
+            else:   # a full matrix over all slots: block-diagonal, old then new
+                grown = np.zeros((len(old) + len(new),) * 2)
+                grown[:len(old), :len(old)] = old
+                grown[len(old):, len(old):] = new
+            setattr(self, attr, grown)
+        self.blocks = blocks
+        self.size = self.dim * blocks
+        self._g = None   # workspaces sized for the old state
+
+    def check_size(self, size, blocks):
+        """Refuse a state that would not fit in memory (the full-matrix learners)."""
+
+    def learn_joint(self, cls, importance, indptr, indices, values, known, predicted_out):
+        """Joint multiclass predict-then-update over one chunk (see learners/multiclass.py).
+
+        cls: the class id of each example (-1 when unlabeled), < self.blocks; known: the number
+        of classes seen before the chunk. Writes the progressive prediction of each example
+        (class id, -1 before any class is known) to ``predicted_out``. Returns (updates, known).
+        """
+        from streamherd.learners.multiclass import joint_workspace
+
+        nnz_max = int(np.max(np.diff(indptr))) if len(indptr) > 1 else 0
+        updates, bad, known = self._run_joint(cls, importance, indptr, indices, values, known,
+                                              predicted_out, joint_workspace(self, nnz_max))
+        if bad >= 0:
+            raise UnstableUpdate(int(bad), f"the {self.name} update made the state non-finite "
+                                           f"or a variance not positive")
+        return updates, known
+
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
+        """The family's joint kernel (``work``: multiclass.joint_workspace); returns (updates,
+        index of a bad update or -1, known)."""
+        raise NotImplementedError
+
+    def class_scores(self, indptr, indices, values, out):
+        """out[i, z] = the score of class z for example i (the model's own prediction rule)."""
+        from streamherd.learners.multiclass import all_class_scores
+
+        all_class_scores(self.mean, self.dim, self.blocks, indptr, indices, values, out)

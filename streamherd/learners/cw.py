@@ -10,6 +10,8 @@ Update when alpha > 0: mu += alpha y Sigma x;
   cw-full:  Sigma -= beta Sigma x x' Sigma
   cw:       sigma_r <- 1 / (1/sigma_r + alpha phi x_r^2 / sqrt(u))
 An example with v = 0 (no features) is not learned (alpha would be 0/0).
+Joint multiclass: the same step on Delta = f(x, y) - f(x, y') with y = +1 (learners/multiclass.py).
+CW has no regression form in the papers: ``--loss squared`` refuses it.
 
 Importance weights: CW has no trade-off parameter to scale, and its update enforces a
 probability constraint that repeating an example does not change, so the weight is ignored
@@ -32,7 +34,8 @@ from numba import njit
 from scipy.special import ndtri
 
 from streamherd.learners.gaussian import (GaussianLearner, check_eta, diag_margin_confidence,
-                                          entry_ok, full_sigma_x, full_update)
+                                          entry_ok, full_reset, full_sigma_x, full_update)
+from streamherd.learners.multiclass import joint_row
 from streamherd.learners.sparse import dot, squared_norm
 from streamherd.learners.prefetch import prefetch_next_row
 
@@ -60,10 +63,54 @@ def floored_beta(beta, v, v_min):
     return min(beta, (1.0 - v_min / v) / v)
 
 
-@njit(cache=True, nogil=True)
-def _cw_diag(y, importance, indptr, indices, values, mu, sigma, phi, floor, margins_out):
+@njit(cache=True, inline="always")
+def cw_full_apply(mu, Sigma, g, active, n, alpha, y, v, v_min, phi, floor):
+    """The CW/SCW full-covariance update once alpha is known: mu += alpha y g, Sigma -= beta g g'
+    with beta capped by the floor; returns (updated, ok). alpha <= 0 only resets g."""
+    if not alpha > 0.0:
+        full_reset(g, active, n)   # leave the workspace zero
+        return False, True
+    sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
+    return True, full_update(mu, Sigma, g, active, n, alpha * y, floored_beta(beta, v, v_min),
+                             floor)
+
+
+@njit(cache=True, inline="always")
+def cw_diag_step(mu, sigma, indices, values, start, end, m, v, y, phi, floor):
+    """The cw update on row x with signed margin m; returns (updated, ok)."""
+    if not v > 0.0:
+        return False, True
     psi = 1.0 + phi * phi / 2.0
     xi = 1.0 + phi * phi
+    alpha = cw_alpha(m, v, phi, psi, xi)
+    if not alpha > 0.0:
+        return False, True
+    sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
+    scale = alpha * y
+    k_proj = alpha * phi / sqrt_u
+    ok = True
+    for k in range(start, end):
+        j = indices[k]
+        x = values[k]
+        s = sigma[j]
+        mu[j] += scale * s * x                      # mu += alpha y Sigma x
+        sigma[j] = max(floor, s / (1.0 + s * k_proj * x * x))  # = 1 / (1/s + k x^2)
+        ok = ok and entry_ok(mu[j], sigma[j])
+    return True, ok
+
+
+@njit(cache=True, inline="always")
+def cw_full_step(mu, Sigma, indices, values, start, end, m, y, phi, floor, g, active):
+    v, n = full_sigma_x(Sigma, indices, values, start, end, g, active)
+    v_min = floor * squared_norm(values, start, end)
+    alpha = 0.0
+    if v > v_min:
+        alpha = cw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi)
+    return cw_full_apply(mu, Sigma, g, active, n, alpha, y, v, v_min, phi, floor)
+
+
+@njit(cache=True, nogil=True)
+def _cw_diag(y, importance, indptr, indices, values, mu, sigma, phi, floor, margins_out):
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
@@ -73,34 +120,35 @@ def _cw_diag(y, importance, indptr, indices, values, mu, sigma, phi, floor, marg
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
-        if not v > 0.0:
-            continue
-        m = y[i] * margin
-        alpha = cw_alpha(m, v, phi, psi, xi)
-        if not alpha > 0.0:
-            continue
-        sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
-        scale = alpha * y[i]
-        k_proj = alpha * phi / sqrt_u
-        ok = True
-        for k in range(start, end):
-            j = indices[k]
-            x = values[k]
-            s = sigma[j]
-            mu[j] += scale * s * x                      # mu += alpha y Sigma x
-            sigma[j] = max(floor, s / (1.0 + s * k_proj * x * x))  # = 1 / (1/s + k x^2)
-            ok = ok and entry_ok(mu[j], sigma[j])
-        updates += 1
+        updated, ok = cw_diag_step(mu, sigma, indices, values, start, end, y[i] * margin, v, y[i],
+                                   phi, floor)
+        updates += updated
         if not ok:
             return updates, i
     return updates, -1
 
 
 @njit(cache=True, nogil=True)
+def _cw_diag_joint(cls, importance, indptr, indices, values, mu, sigma, D, known, phi, floor,
+                   predicted_out, work):
+    updates = 0
+    for i in range(len(cls)):
+        predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
+        if n == 0:
+            continue
+        margin, v = diag_margin_confidence(mu, sigma, work[1], work[2], 0, n)
+        updated, ok = cw_diag_step(mu, sigma, work[1], work[2], 0, n, margin, v, 1.0,
+                                   phi, floor)
+        updates += updated
+        if not ok:
+            return updates, i, known
+    return updates, -1, known
+
+
+@njit(cache=True, nogil=True)
 def _cw_full(y, importance, indptr, indices, values, mu, Sigma, phi, floor, g, active,
              margins_out):
-    psi = 1.0 + phi * phi / 2.0
-    xi = 1.0 + phi * phi
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
@@ -108,21 +156,30 @@ def _cw_full(y, importance, indptr, indices, values, mu, Sigma, phi, floor, g, a
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
-        v, n = full_sigma_x(Sigma, indices, values, start, end, g, active)
-        v_min = floor * squared_norm(values, start, end)
-        alpha = 0.0
-        if v > v_min:
-            alpha = cw_alpha(y[i] * margin, v, phi, psi, xi)
-        if not alpha > 0.0:
-            for t in range(n):  # leave the workspace zero
-                g[active[t]] = 0.0
-            continue
-        sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
-        beta = floored_beta(beta, v, v_min)
-        updates += 1
-        if not full_update(mu, Sigma, g, active, n, alpha * y[i], beta, floor):
+        updated, ok = cw_full_step(mu, Sigma, indices, values, start, end, y[i] * margin, y[i],
+                                   phi, floor, g, active)
+        updates += updated
+        if not ok:
             return updates, i
     return updates, -1
+
+
+@njit(cache=True, nogil=True)
+def _cw_full_joint(cls, importance, indptr, indices, values, mu, Sigma, D, known, phi, floor, g,
+                   active, predicted_out, work):
+    updates = 0
+    for i in range(len(cls)):
+        predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
+        if n == 0:
+            continue
+        margin = dot(mu, work[1], work[2], 0, n)
+        updated, ok = cw_full_step(mu, Sigma, work[1], work[2], 0, n, margin, 1.0, phi,
+                                   floor, g, active)
+        updates += updated
+        if not ok:
+            return updates, i, known
+    return updates, -1, known
 
 
 class ConfidenceWeighted(GaussianLearner):
@@ -137,6 +194,11 @@ class ConfidenceWeighted(GaussianLearner):
         return _cw_diag(y, importance, indptr, indices, values, self.mean, self.variance,
                         self.phi, VARIANCE_FLOOR * self.options["a"], margins_out)
 
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
+        return _cw_diag_joint(cls, importance, indptr, indices, values, self.mean, self.variance,
+                              self.dim, known, self.phi, VARIANCE_FLOOR * self.options["a"],
+                              predicted_out, work)
+
 
 class ConfidenceWeightedFull(ConfidenceWeighted):
     full = True
@@ -147,3 +209,9 @@ class ConfidenceWeightedFull(ConfidenceWeighted):
         g, active = self._workspace()
         return _cw_full(y, importance, indptr, indices, values, self.mean, self.covariance,
                         self.phi, VARIANCE_FLOOR * self.options["a"], g, active, margins_out)
+
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
+        g, active = self._workspace()
+        return _cw_full_joint(cls, importance, indptr, indices, values, self.mean,
+                              self.covariance, self.dim, known, self.phi,
+                              VARIANCE_FLOOR * self.options["a"], g, active, predicted_out, work)

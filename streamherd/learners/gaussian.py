@@ -160,16 +160,18 @@ def available_memory():
         return None
 
 
-def check_full_fits(name, dim, diagonal_name, what="covariance"):
-    """Refuse a d x d float64 matrix that would not fit in the available memory."""
+def check_full_fits(name, dim, diagonal_name, what="covariance", blocks=1):
+    """Refuse a dim x dim float64 matrix (dim = blocks x 2^bits slots) that would not fit in the
+    available memory."""
     need = 8 * dim * dim
     available = available_memory()
     if available is not None and need > available:
-        bits = dim.bit_length() - 1
+        bits = (dim // blocks).bit_length() - 1
+        classes = f" and {blocks} classes" if blocks > 1 else ""
         raise StreamherdError(
-            f"{name} with -b {bits} needs a {dim}x{dim} {what} matrix of {need:,} bytes, more than "
-            f"the {available:,} bytes of available memory; use a smaller -b or the diagonal "
-            f"variant --algo {diagonal_name}")
+            f"{name} with -b {bits}{classes} needs a {dim}x{dim} {what} matrix of {need:,} bytes, "
+            f"more than the {available:,} bytes of available memory; use a smaller -b or the "
+            f"diagonal variant --algo {diagonal_name}")
 
 
 # ---------------------------------------------------------------- the learner classes
@@ -186,21 +188,29 @@ class GaussianLearner(Learner):
     hyperparameters = {"a": 1.0}
     state_arrays = ("variance",)   # full subclasses: ("covariance",)
 
+    @property
+    def live_arrays(self):
+        return ("mean", "covariance") if self.full else ("mean", "variance")
+
+    def check_size(self, size, blocks):
+        if self.full:
+            check_full_fits(self.name, size, self.diagonal_name, blocks=blocks)
+
     def init_state(self):
         a = self.options["a"]
         if self.full:
-            check_full_fits(self.name, self.dim, self.diagonal_name)
-            self.covariance = np.zeros((self.dim, self.dim))
+            self.check_size(self.size, self.blocks)
+            self.covariance = np.zeros((self.size, self.size))
             np.fill_diagonal(self.covariance, a)
         else:
-            self.variance = np.full(self.dim, a)
+            self.variance = np.full(self.size, a)
 
     def load_state(self, state, learner_meta):
         if self.full:
             self.covariance = np.ascontiguousarray(state["covariance"])
-            if self.covariance.shape != (self.dim, self.dim):
+            if self.covariance.shape != (self.size, self.size):
                 raise StreamherdError(f"{self.name}: the model's covariance has shape "
-                                      f"{self.covariance.shape}, expected ({self.dim}, {self.dim})")
+                                      f"{self.covariance.shape}, expected ({self.size}, {self.size})")
         else:
             self.variance = state["variance"]
 
@@ -211,8 +221,8 @@ class GaussianLearner(Learner):
 
     def _workspace(self):
         if getattr(self, "_g", None) is None:
-            self._g = np.zeros(self.dim)
-            self._active = np.zeros(self.dim, np.int64)
+            self._g = np.zeros(self.size)
+            self._active = np.zeros(self.size, np.int64)
         return self._g, self._active
 
     def learn(self, y, importance, indptr, indices, values, margins_out):
@@ -243,6 +253,23 @@ class GaussianLearner(Learner):
         p[degenerate] = np.where(margins[degenerate] > 0, 1.0,
                                  np.where(margins[degenerate] < 0, 0.0, 0.5))
         return p
+
+
+    def class_probabilities(self, indptr, indices, values):
+        """Joint multiclass: P(class z has the largest score | x) under N(mu, Sigma), row by row
+        (learners/proba.py: quadrature for a diagonal Sigma, Monte Carlo for a full one)."""
+        from streamherd.learners import proba
+        from streamherd.learners.multiclass import all_class_scores
+
+        means = np.empty((len(indptr) - 1, self.blocks))
+        self.class_scores(indptr, indices, values, means)
+        if self.full:
+            return proba.correlated_argmax_probabilities(means, self.covariance, self.dim, indptr,
+                                                         indices, values)
+        variances = np.empty_like(means)
+        all_class_scores(self.variance, self.dim, self.blocks, indptr, indices, values * values,
+                         variances)
+        return proba.independent_argmax_probabilities(means, variances)
 
 
 def check_eta(name, eta):

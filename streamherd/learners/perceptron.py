@@ -3,11 +3,18 @@
 Mistake-driven: update w += s * y * x when y (w . x) <= 0, with step s the example's importance
 weight. The averaged perceptron predicts with the average of the weight vectors after each
 example, and updates the underlying w as the perceptron does.
+
+Joint multiclass (Collins 2002): the same update on Delta = f(x, y) - f(x, y') with y = +1, i.e.
+w_y += s x and w_y' -= s x when the best wrong class y' scores at least as high as y. The
+averaged perceptron predicts with the average's class scores and picks y' with w's.
+Neither has a regression form: ``--loss squared`` refuses them.
 """
 import numpy as np
 from numba import njit
 
 from streamherd.learners.base import Learner
+from streamherd.learners.multiclass import (class_scores, joint_prepare, joint_row,
+                                            prefetch_next_row_blocks, visible_classes)
 from streamherd.learners.sparse import axpy, dot
 from streamherd.learners.prefetch import prefetch_next_row
 
@@ -28,9 +35,25 @@ def _perceptron_chunk(y, importance, indptr, indices, values, w, margins_out):
     return updates
 
 
+@njit(cache=True, nogil=True)
+def _perceptron_joint(cls, importance, indptr, indices, values, w, D, known, predicted_out, work):
+    updates = 0
+    for i in range(len(cls)):
+        predicted_out[i], known, n = joint_row(w, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
+        if n > 0 and dot(w, work[1], work[2], 0, n) <= 0.0:
+            axpy(w, importance[i], work[1], work[2], 0, n)
+            updates += 1
+    return updates, -1, known
+
+
 class Perceptron(Learner):
     def learn(self, y, importance, indptr, indices, values, margins_out):
         return _perceptron_chunk(y, importance, indptr, indices, values, self.mean, margins_out)
+
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
+        return _perceptron_joint(cls, importance, indptr, indices, values, self.mean, self.dim,
+                                 known, predicted_out, work)
 
 
 @njit(cache=True, nogil=True)
@@ -62,12 +85,41 @@ def _averaged_chunk(y, importance, indptr, indices, values, w, u, seen, margins_
     return updates, seen
 
 
+@njit(cache=True, nogil=True)
+def _averaged_joint(cls, importance, indptr, indices, values, w, u, seen, D, known, predicted_out,
+                    work):
+    """The joint form of _averaged_chunk: average class scores w_z.x - u_z.x / T predict."""
+    updates = 0
+    scores = work[0]
+    average = np.zeros(len(scores))
+    for i in range(len(cls)):
+        start, end = indptr[i], indptr[i + 1]
+        prefetch_next_row_blocks(w, D, known, indptr, indices, i)
+        prefetch_next_row_blocks(u, D, known, indptr, indices, i)
+        visible = visible_classes(known, cls[i])
+        class_scores(u, D, visible, indices, values, start, end, average)
+        class_scores(w, D, visible, indices, values, start, end, scores)
+        for z in range(visible):
+            average[z] = scores[z] - average[z] / seen if seen > 0 else 0.0
+        predicted_out[i], known, n = joint_prepare(average, known, cls, importance, indices,
+                                                   values, start, end, D, i, work)
+        if cls[i] < 0 or importance[i] <= 0.0:
+            continue
+        if n > 0 and dot(w, work[1], work[2], 0, n) <= 0.0:
+            axpy(w, importance[i], work[1], work[2], 0, n)
+            axpy(u, importance[i] * seen, work[1], work[2], 0, n)
+            updates += 1
+        seen += 1
+    return updates, seen, known
+
+
 class AveragedPerceptron(Learner):
     state_arrays = ("average",)
+    live_arrays = ("mean", "_weighted_updates")
 
     def init_state(self):
         self.examples_seen = 0
-        self._weighted_updates = np.zeros(self.dim)
+        self._weighted_updates = np.zeros(self.size)
 
     def load_state(self, state, learner_meta):
         # average = w - u/T  =>  u = T (w - average)
@@ -95,3 +147,14 @@ class AveragedPerceptron(Learner):
         from streamherd.learners.sparse import margins
 
         margins(self.state()["average"], indptr, indices, values, out)
+
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
+        updates, self.examples_seen, known = _averaged_joint(
+            cls, importance, indptr, indices, values, self.mean, self._weighted_updates,
+            self.examples_seen, self.dim, known, predicted_out, work)
+        return updates, -1, known
+
+    def class_scores(self, indptr, indices, values, out):
+        from streamherd.learners.multiclass import all_class_scores
+
+        all_class_scores(self.average(), self.dim, self.blocks, indptr, indices, values, out)

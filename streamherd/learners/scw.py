@@ -11,14 +11,16 @@ beta = alpha phi / (sqrt(u) + v alpha phi), mu += alpha y Sigma x and
   scw1, scw2 (the diagonal of that update):  sigma_r <- sigma_r - beta (sigma_r x_r)^2
 An importance weight s scales C (C s). All four keep the variance floor of cw.py
 (VARIANCE_FLOOR times the initial variance). Examples with v <= 0 (no features) are not learned.
+Joint multiclass: the same step on Delta = f(x, y) - f(x, y') with y = +1 (learners/multiclass.py).
+SCW has no regression form in the paper: ``--loss squared`` refuses it.
 """
 import numpy as np
 from numba import njit
 
-from streamherd.learners.cw import (VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha,
-                                    cw_sqrt_u_beta, floored_beta)
-from streamherd.learners.gaussian import (diag_margin_confidence, entry_ok, full_sigma_x,
-                                          full_update)
+from streamherd.learners.cw import (VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha, cw_full_apply,
+                                    cw_sqrt_u_beta)
+from streamherd.learners.gaussian import diag_margin_confidence, entry_ok, full_sigma_x
+from streamherd.learners.multiclass import joint_row
 from streamherd.learners.sparse import dot, squared_norm
 from streamherd.learners.prefetch import prefetch_next_row
 
@@ -33,11 +35,43 @@ def scw_alpha(m, v, phi, psi, xi, C, variant):
                / (2.0 * (n * n + n * v * phi * phi)))
 
 
+@njit(cache=True, inline="always")
+def scw_diag_update(mu, sigma, indices, values, start, end, m, v, y, phi, c, variant, floor):
+    """The scw update on row x with signed margin m, when max(0, phi sqrt(v) - m) > 0 (checked
+    by the caller); returns ok."""
+    alpha = scw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi, c, variant)
+    sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
+    scale = alpha * y
+    ok = True
+    for k in range(start, end):
+        j = indices[k]
+        x = values[k]
+        s = sigma[j]
+        mu[j] += scale * s * x                      # mu += alpha y Sigma x
+        sigma[j] = max(floor, s - beta * s * s * x * x)
+        ok = ok and entry_ok(mu[j], sigma[j])
+    return ok
+
+
+@njit(cache=True, inline="always")
+def scw_loss(m, v, phi):
+    """Whether the SCW loss max(0, phi sqrt(v) - m) is positive (and v > 0)."""
+    return v > 0.0 and phi * np.sqrt(v) - m > 0.0
+
+
+@njit(cache=True, inline="always")
+def scw_full_step(mu, Sigma, indices, values, start, end, m, y, phi, c, variant, floor, g, active):
+    v, n = full_sigma_x(Sigma, indices, values, start, end, g, active)
+    v_min = floor * squared_norm(values, start, end)
+    alpha = 0.0
+    if v > v_min and scw_loss(m, v, phi):
+        alpha = scw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi, c, variant)
+    return cw_full_apply(mu, Sigma, g, active, n, alpha, y, v, v_min, phi, floor)
+
+
 @njit(cache=True, nogil=True)
 def _scw_diag(y, importance, indptr, indices, values, mu, sigma, phi, C, variant, floor,
               margins_out):
-    psi = 1.0 + phi * phi / 2.0
-    xi = 1.0 + phi * phi
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
@@ -47,31 +81,37 @@ def _scw_diag(y, importance, indptr, indices, values, mu, sigma, phi, C, variant
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
-        m = y[i] * margin
-        if not (v > 0.0 and phi * np.sqrt(v) - m > 0.0):
+        if not scw_loss(y[i] * margin, v, phi):
             continue
-        alpha = scw_alpha(m, v, phi, psi, xi, C * importance[i], variant)
-        sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
-        scale = alpha * y[i]
-        ok = True
-        for k in range(start, end):
-            j = indices[k]
-            x = values[k]
-            s = sigma[j]
-            mu[j] += scale * s * x                      # mu += alpha y Sigma x
-            sigma[j] = max(floor, s - beta * s * s * x * x)
-            ok = ok and entry_ok(mu[j], sigma[j])
         updates += 1
-        if not ok:
+        if not scw_diag_update(mu, sigma, indices, values, start, end, y[i] * margin, v, y[i],
+                               phi, C * importance[i], variant, floor):
             return updates, i
     return updates, -1
 
 
 @njit(cache=True, nogil=True)
+def _scw_diag_joint(cls, importance, indptr, indices, values, mu, sigma, D, known, phi, C,
+                    variant, floor, predicted_out, work):
+    updates = 0
+    for i in range(len(cls)):
+        predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
+        if n == 0:
+            continue
+        margin, v = diag_margin_confidence(mu, sigma, work[1], work[2], 0, n)
+        if not scw_loss(margin, v, phi):
+            continue
+        updates += 1
+        if not scw_diag_update(mu, sigma, work[1], work[2], 0, n, margin, v, 1.0, phi,
+                               C * importance[i], variant, floor):
+            return updates, i, known
+    return updates, -1, known
+
+
+@njit(cache=True, nogil=True)
 def _scw_full(y, importance, indptr, indices, values, mu, Sigma, phi, C, variant, floor, g,
               active, margins_out):
-    psi = 1.0 + phi * phi / 2.0
-    xi = 1.0 + phi * phi
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
@@ -79,20 +119,30 @@ def _scw_full(y, importance, indptr, indices, values, mu, Sigma, phi, C, variant
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
-        v, n = full_sigma_x(Sigma, indices, values, start, end, g, active)
-        m = y[i] * margin
-        v_min = floor * squared_norm(values, start, end)
-        if not (v > v_min and phi * np.sqrt(v) - m > 0.0):
-            for t in range(n):  # leave the workspace zero
-                g[active[t]] = 0.0
-            continue
-        alpha = scw_alpha(m, v, phi, psi, xi, C * importance[i], variant)
-        sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
-        beta = floored_beta(beta, v, v_min)
-        updates += 1
-        if not full_update(mu, Sigma, g, active, n, alpha * y[i], beta, floor):
+        updated, ok = scw_full_step(mu, Sigma, indices, values, start, end, y[i] * margin, y[i],
+                                    phi, C * importance[i], variant, floor, g, active)
+        updates += updated
+        if not ok:
             return updates, i
     return updates, -1
+
+
+@njit(cache=True, nogil=True)
+def _scw_full_joint(cls, importance, indptr, indices, values, mu, Sigma, D, known, phi, C,
+                    variant, floor, g, active, predicted_out, work):
+    updates = 0
+    for i in range(len(cls)):
+        predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
+        if n == 0:
+            continue
+        margin = dot(mu, work[1], work[2], 0, n)
+        updated, ok = scw_full_step(mu, Sigma, work[1], work[2], 0, n, margin, 1.0, phi,
+                                    C * importance[i], variant, floor, g, active)
+        updates += updated
+        if not ok:
+            return updates, i, known
+    return updates, -1, known
 
 
 class SoftConfidenceWeighted(ConfidenceWeighted):
@@ -103,6 +153,11 @@ class SoftConfidenceWeighted(ConfidenceWeighted):
         return _scw_diag(y, importance, indptr, indices, values, self.mean, self.variance,
                          self.phi, self.options["C"], self.variant,
                          VARIANCE_FLOOR * self.options["a"], margins_out)
+
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
+        return _scw_diag_joint(cls, importance, indptr, indices, values, self.mean, self.variance,
+                               self.dim, known, self.phi, self.options["C"], self.variant,
+                               VARIANCE_FLOOR * self.options["a"], predicted_out, work)
 
 
 class SoftConfidenceWeightedI(SoftConfidenceWeighted):
@@ -122,6 +177,13 @@ class SoftConfidenceWeightedFull(SoftConfidenceWeighted):
         return _scw_full(y, importance, indptr, indices, values, self.mean, self.covariance,
                          self.phi, self.options["C"], self.variant,
                          VARIANCE_FLOOR * self.options["a"], g, active, margins_out)
+
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
+        g, active = self._workspace()
+        return _scw_full_joint(cls, importance, indptr, indices, values, self.mean,
+                               self.covariance, self.dim, known, self.phi, self.options["C"],
+                               self.variant, VARIANCE_FLOOR * self.options["a"], g, active,
+                               predicted_out, work)
 
 
 class SoftConfidenceWeightedIFull(SoftConfidenceWeightedFull):

@@ -12,6 +12,11 @@ sop (diagonal) keeps only the diagonal of A: D = a + sum over mistakes of s x_r^
 and v (``label_sum``); it predicts with sum_r v_r x_r / (D_r + x_r^2), the margin above with A
 replaced by its diagonal, and ``mean`` holds v / D (the same sign as that margin for a 1-feature
 example; it is saved for inspection, predictions use D and v).
+
+Joint multiclass: the same mistake-driven update on Delta = f(x, y) - f(x, y') with y = +1.
+sop-full scores class z by w . f(x, z) (its margin on Delta, w.Delta / (1 + Delta' A^-1 Delta),
+has the sign of score_y - score_y'); sop scores class z by its diagonal margin of f(x, z), whose
+difference for y and y' is its margin on Delta. No regression form: ``--loss squared`` refuses it.
 """
 import numpy as np
 from numba import njit
@@ -19,6 +24,8 @@ from numba import njit
 from streamherd.learners.base import Learner, UnstableUpdate
 from streamherd.learners.gaussian import (check_full_fits, full_confidences, full_sigma_x,
                                           full_update, full_reset)
+from streamherd.learners.multiclass import (joint_prepare, joint_row, prefetch_next_row_blocks,
+                                            visible_classes)
 from streamherd.learners.sparse import dot
 from streamherd.learners.prefetch import prefetch_next_row
 
@@ -33,6 +40,34 @@ def _sop_diag_margin(label_sum, diagonal, indices, values, start, end):
     return total
 
 
+@njit(cache=True, inline="always")
+def _sop_diag_step(mean, label_sum, diagonal, indices, values, start, end, m, y, s):
+    """On a mistake (m <= 0) x joins S and y x joins v (weight s); returns (updated, ok)."""
+    if m > 0.0:
+        return False, True
+    ok = True
+    for k in range(start, end):
+        j = indices[k]
+        x = values[k]
+        label_sum[j] += s * y * x
+        diagonal[j] += s * x * x
+        mean[j] = label_sum[j] / diagonal[j]
+        if not (np.isfinite(mean[j]) and np.isfinite(diagonal[j])):
+            ok = False
+    return True, ok
+
+
+@njit(cache=True, inline="always")
+def _sop_full_step(w, inverse, g, active, n, wx, q, y, s):
+    """g = A^-1 x and q = x' g computed; on a mistake the Sherman-Morrison update of the module
+    docstring; returns (updated, ok)."""
+    if y * (wx / (1.0 + q)) > 0.0:
+        full_reset(g, active, n)
+        return False, True
+    return True, full_update(w, inverse, g, active, n, s * (y - wx) / (1.0 + s * q),
+                             s / (1.0 + s * q), 0.0)
+
+
 @njit(cache=True, nogil=True)
 def _sop_diag(y, importance, indptr, indices, values, mean, label_sum, diagonal, margins_out):
     updates = 0
@@ -42,22 +77,56 @@ def _sop_diag(y, importance, indptr, indices, values, mean, label_sum, diagonal,
         prefetch_next_row(diagonal, indptr, indices, i)
         margin = _sop_diag_margin(label_sum, diagonal, indices, values, start, end)
         margins_out[i] = margin
-        if np.isnan(y[i]) or importance[i] <= 0.0 or y[i] * margin > 0.0:
+        if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
-        s = importance[i]
-        ok = True
-        for k in range(start, end):
-            j = indices[k]
-            x = values[k]
-            label_sum[j] += s * y[i] * x
-            diagonal[j] += s * x * x
-            mean[j] = label_sum[j] / diagonal[j]
-            if not (np.isfinite(mean[j]) and np.isfinite(diagonal[j])):
-                ok = False
-        updates += 1
+        updated, ok = _sop_diag_step(mean, label_sum, diagonal, indices, values, start, end,
+                                     y[i] * margin, y[i], importance[i])
+        updates += updated
         if not ok:
             return updates, i
     return updates, -1
+
+
+@njit(cache=True, inline="always")
+def _sop_class_scores(label_sum, diagonal, D, K, indices, values, start, end, scores):
+    """scores[z] = the diagonal margin of f(x, z): sum_r v_zr x_r / (D_zr + x_r^2)."""
+    for z in range(K):
+        scores[z] = 0.0
+    for k in range(start, end):
+        j = indices[k]
+        x = values[k]
+        for z in range(K):
+            scores[z] += label_sum[z * D + j] * x / (diagonal[z * D + j] + x * x)
+
+
+@njit(cache=True, nogil=True)
+def _sop_diag_joint(cls, importance, indptr, indices, values, mean, label_sum, diagonal, D, known,
+                    predicted_out, work):
+    updates = 0
+    for i in range(len(cls)):
+        start, end = indptr[i], indptr[i + 1]
+        prefetch_next_row_blocks(label_sum, D, known, indptr, indices, i)
+        prefetch_next_row_blocks(diagonal, D, known, indptr, indices, i)
+        _sop_class_scores(label_sum, diagonal, D, visible_classes(known, cls[i]), indices, values,
+                          start, end, work[0])
+        predicted_out[i], known, n = joint_prepare(work[0], known, cls, importance, indices,
+                                                   values, start, end, D, i, work)
+        if n == 0:
+            continue
+        m = _sop_diag_margin(label_sum, diagonal, work[1], work[2], 0, n)
+        updated, ok = _sop_diag_step(mean, label_sum, diagonal, work[1], work[2], 0, n,
+                                     m, 1.0, importance[i])
+        updates += updated
+        if not ok:
+            return updates, i, known
+    return updates, -1, known
+
+
+@njit(cache=True, nogil=True)
+def _sop_diag_scores(label_sum, diagonal, D, K, indptr, indices, values, out):
+    for i in range(len(indptr) - 1):
+        _sop_class_scores(label_sum, diagonal, D, K, indices, values, indptr[i], indptr[i + 1],
+                          out[i])
 
 
 @njit(cache=True, nogil=True)
@@ -73,17 +142,36 @@ def _sop_full(y, importance, indptr, indices, values, w, inverse, g, active, mar
         start, end = indptr[i], indptr[i + 1]
         wx = dot(w, indices, values, start, end)
         q, n = full_sigma_x(inverse, indices, values, start, end, g, active)  # g = A^-1 x
-        margin = wx / (1.0 + q)
-        margins_out[i] = margin
-        if np.isnan(y[i]) or importance[i] <= 0.0 or y[i] * margin > 0.0:
+        margins_out[i] = wx / (1.0 + q)
+        if np.isnan(y[i]) or importance[i] <= 0.0:
             full_reset(g, active, n)
             continue
-        s = importance[i]
-        updates += 1
-        if not full_update(w, inverse, g, active, n, s * (y[i] - wx) / (1.0 + s * q),
-                           s / (1.0 + s * q), 0.0):
+        updated, ok = _sop_full_step(w, inverse, g, active, n, wx, q, y[i], importance[i])
+        updates += updated
+        if not ok:
             return updates, i
     return updates, -1
+
+
+@njit(cache=True, nogil=True)
+def _sop_full_joint(cls, importance, indptr, indices, values, w, inverse, g, active, D, known,
+                    predicted_out, work):
+    """Class scores w_z . x; on Delta the margin w.Delta / (1 + Delta' A^-1 Delta), which has the
+    sign of score_y - score_y'."""
+    updates = 0
+    for i in range(len(cls)):
+        predicted_out[i], known, n = joint_row(w, D, known, cls, importance, indptr, indices,
+                                               values, i, work)
+        if n == 0:
+            continue
+        q, active_n = full_sigma_x(inverse, work[1], work[2], 0, n, g, active)
+        updated, ok = _sop_full_step(w, inverse, g, active, active_n,
+                                     dot(w, work[1], work[2], 0, n), q, 1.0,
+                                     importance[i])
+        updates += updated
+        if not ok:
+            return updates, i, known
+    return updates, -1, known
 
 
 class SecondOrderPerceptron(Learner):
@@ -91,10 +179,11 @@ class SecondOrderPerceptron(Learner):
 
     hyperparameters = {"a": 1.0}
     state_arrays = ("label_sum", "diagonal")
+    live_arrays = ("mean", "label_sum", "diagonal")
 
     def init_state(self):
-        self.label_sum = np.zeros(self.dim)
-        self.diagonal = np.full(self.dim, self.options["a"])
+        self.label_sum = np.zeros(self.size)
+        self.diagonal = np.full(self.size, self.options["a"])
 
     def load_state(self, state, learner_meta):
         self.label_sum = state["label_sum"]
@@ -113,16 +202,29 @@ class SecondOrderPerceptron(Learner):
     def predict_margins(self, indptr, indices, values, out):
         _sop_diag_margins(self.label_sum, self.diagonal, indptr, indices, values, out)
 
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
+        return _sop_diag_joint(cls, importance, indptr, indices, values, self.mean,
+                               self.label_sum, self.diagonal, self.dim, known, predicted_out,
+                               work)
+
+    def class_scores(self, indptr, indices, values, out):
+        _sop_diag_scores(self.label_sum, self.diagonal, self.dim, self.blocks, indptr, indices,
+                         values, out)
+
 
 class SecondOrderPerceptronFull(Learner):
     """Second-order perceptron with the full d x d inverse of a I + S."""
 
     hyperparameters = {"a": 1.0}
     state_arrays = ("inverse",)
+    live_arrays = ("mean", "inverse")
+
+    def check_size(self, size, blocks):
+        check_full_fits(self.name, size, "sop", what="inverse", blocks=blocks)
 
     def init_state(self):
-        check_full_fits(self.name, self.dim, "sop", what="inverse")
-        self.inverse = np.zeros((self.dim, self.dim))
+        self.check_size(self.size, self.blocks)
+        self.inverse = np.zeros((self.size, self.size))
         np.fill_diagonal(self.inverse, 1.0 / self.options["a"])
 
     def load_state(self, state, learner_meta):
@@ -131,12 +233,19 @@ class SecondOrderPerceptronFull(Learner):
     def state(self):
         return {"mean": self.mean, "inverse": self.inverse}
 
-    def learn(self, y, importance, indptr, indices, values, margins_out):
+    def _workspace(self):
         if getattr(self, "_g", None) is None:
-            self._g = np.zeros(self.dim)
-            self._active = np.zeros(self.dim, np.int64)
+            self._g = np.zeros(self.size)
+            self._active = np.zeros(self.size, np.int64)
+        return self._g, self._active
+
+    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
+        return _sop_full_joint(cls, importance, indptr, indices, values, self.mean, self.inverse,
+                               *self._workspace(), self.dim, known, predicted_out, work)
+
+    def learn(self, y, importance, indptr, indices, values, margins_out):
         updates, bad = _sop_full(y, importance, indptr, indices, values, self.mean, self.inverse,
-                                 self._g, self._active, margins_out)
+                                 *self._workspace(), margins_out)
         if bad >= 0:
             raise UnstableUpdate(int(bad), "the sop-full update made the weights non-finite")
         return updates

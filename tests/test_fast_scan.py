@@ -1,0 +1,96 @@
+"""The one-pass line scanners and SWAR number reading (io/svmlight.py scan_svmlight_line,
+io/vw.py scan_vw_line, io/lexing.py fast_decimal) against the general line parsers: on random
+lines full of edge cases, parse_block must give exactly what it gives with general_only=True."""
+import random
+
+import numpy as np
+import pytest
+
+from streamherd.io.block import SVMLIGHT, VW, count_newlines, parse_block
+from streamherd.io.csr import allocate_outputs, new_merge_table
+
+NUMBERS = ["0", "1", "7", "12", "0.5", ".5", "5.", ".", "1234567", "12345678", "123456789",
+           "0.1234567", "0.12345678", "1234567.1234567", "00012", "-1", "+1", "1e3", "1E-2",
+           "-0", "0.0", "3.14159265358979", "1234567890123456", "nan", "inf", "", "1x", "1.2.3"]
+BLANKS = [" ", " ", " ", "  ", "\t", "\r"]
+NAMES = ["a", "f", "12", "1234567", "12345678", "007", "ab12", "12ab", "x y", "\x1a12", "a\x00b",
+         "Ünï", "18446744073709551616", "", "999999", "1048575", "1048576", "3", "5", "9"]
+
+
+def _svmlight_line(rng):
+    parts = [rng.choice(NUMBERS[:12] + NUMBERS[16:19] + ["1", "-1", "+1", "0"] * 6)]
+    for _ in range(rng.randrange(0, 12)):
+        index = rng.choice(["1", "7", "23", "999999", "1048575", "1048576", "12345678",
+                            "123456789012345678", "1234567890123456789", "0"] * 3
+                           + ["-3", "x", "qid"])
+        value = rng.choice(NUMBERS if rng.random() < 0.2 else NUMBERS[:10])
+        token = rng.choice([f"{index}:{value}"] * 30 + [index, f"{index}:", f"{index}:{value}#c"])
+        parts.append(rng.choice(BLANKS) + token)
+    if rng.random() < 0.1:
+        parts.append(rng.choice(BLANKS) + "# comment 1:2 |")
+    if rng.random() < 0.1:
+        parts.append(rng.choice(BLANKS))
+    return "".join(parts)
+
+
+def _vw_line(rng):
+    header = rng.choice(["1 ", "-1 ", "+1 ", "0 ", "0.5 ", "", "1", "1 2 ", "1 'tag ", "1 tag",
+                         "1 0.5 'a b ", "x "] + ["1 ", "-1 "] * 6)
+    parts = [header]
+    for _ in range(rng.randrange(0, 4)):
+        namespace = rng.choice(["|", "|f", "|ns1", "|12", "|f:2", "|f:x", "|\x1af", "| "])
+        parts.append(namespace)
+        for _ in range(rng.randrange(0, 8)):
+            name = rng.choice(NAMES + ["12", "7", "1234567"] * 4)
+            value = rng.choice(NUMBERS if rng.random() < 0.2 else NUMBERS[:10])
+            token = rng.choice([name, f"{name}:{value}", f"{name}:{value}", f"{name}:"])
+            parts.append(rng.choice(BLANKS) + token)
+        parts.append(rng.choice(["", " ", "  "]))
+    return "".join(parts)
+
+
+def _parse(data, n, fmt, skip_bad, general_only, bits=20):
+    mask = (1 << bits) - 1
+    outputs = allocate_outputs(n, count_newlines(data, n))
+    result = parse_block(data, n, fmt, mask, True, 11650396 & mask, skip_bad, 1, *outputs,
+                         *new_merge_table(), general_only)
+    rows, nnz = result[0], result[1]
+    (labels, importance, line_numbers, indptr, indices, values,
+     tag_start, tag_end, label_start, label_end) = outputs
+    labels = [repr(label) for label in labels[:rows].tolist()]  # repr: so that NaN == NaN
+    return (result, labels, importance[:rows].tolist(),
+            line_numbers[:rows].tolist(), indptr[:rows + 1].tolist(), indices[:nnz].tolist(),
+            values[:nnz].tolist(), tag_start[:rows].tolist(), tag_end[:rows].tolist(),
+            label_start[:rows].tolist(), label_end[:rows].tolist())
+
+
+@pytest.mark.parametrize("fmt", [SVMLIGHT, VW], ids=["svmlight", "vw"])
+@pytest.mark.parametrize("seed", range(6))
+def test_scanners_agree_with_the_general_parsers(fmt, seed):
+    rng = random.Random(seed)
+    make = _svmlight_line if fmt == SVMLIGHT else _vw_line
+    lines = [make(rng) if rng.random() < 0.95 else rng.choice(["", "  ", "# c", " #x"])
+             for _ in range(3000)]
+    text = "\n".join(lines).encode("utf-8") + rng.choice([b"\n", b"\r\n", b""])
+    # Bytes after n are digits: a SWAR read must never take them as part of the last number.
+    data = np.frombuffer(text + b"1234567890" * 3, np.uint8)
+    for n in (len(text), len(text) - 1, len(text) - 5):
+        for skip_bad in (True, False):
+            # 4 bits: slots wrap around the mask and collide within most rows
+            for bits in (20, 4):
+                fast = _parse(data, n, fmt, skip_bad, False, bits)
+                general = _parse(data, n, fmt, skip_bad, True, bits)
+                assert fast == general
+    # Well-formed lines only: nothing stops early, every row is compared.
+    good = _parse(data, len(text), fmt, True, general_only=False)
+    assert good[0][0] > 750
+
+
+@pytest.mark.parametrize("fmt", [SVMLIGHT, VW], ids=["svmlight", "vw"])
+def test_scanners_on_the_usual_lines(fmt):
+    prefix = b"" if fmt == SVMLIGHT else b"|f "
+    text = b"".join(b"%s %s%s\n" % (label, prefix, b" ".join(
+        b"%d:%s" % (i * 37 + k, v) for k, v in enumerate([b"1", b"0.25", b"2.5", b"3", b"0.1"])))
+        for i, label in enumerate([b"1", b"-1"] * 500))
+    data = np.frombuffer(text, np.uint8)
+    assert _parse(data, len(text), fmt, False, False) == _parse(data, len(text), fmt, False, True)

@@ -1,0 +1,594 @@
+"""Joint multiclass, one-versus-all and regression against plain dense numpy transcriptions,
+written here independently of streamherd's kernels.
+
+Joint: for each example, the class scores mu . f(x, z) over the classes seen so far, the best wrong
+class y', Delta = f(x, y) - f(x, y') as a dense K*d vector, and the family's binary update on Delta
+with label +1 (the equations of issue 3 written again densely). One-versus-all: K independent runs of
+the binary references of test_gaussian_learners / test_first_order_learners. Regression: the
+squared-loss rules of issue 4 (recursive least squares, NHERD squared loss, epsilon-insensitive PA).
+"""
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from streamherd import learners
+from streamherd.learners.ova import OneVersusAll
+from streamherd.model import load_model, save_model
+
+D = 16
+K = 4
+N = 300
+CHUNKS = [(0, 70), (70, 180), (180, N)]
+ALL = list(learners.REGISTRY)
+OPTIONS = {
+    "nherd": {"C": 0.3, "a": 0.7},
+    "arow": {"r": 2.0, "a": 1.5},
+    "cw": {"eta": 0.8, "a": 0.7},
+    "scw1": {"C": 0.4, "eta": 0.85, "a": 1.2},
+    "scw2": {"C": 0.4, "eta": 0.75, "a": 0.9},
+    "sop": {"a": 0.8},
+    "pa1": {"C": 0.3},
+    "pa2": {"C": 0.3},
+}
+
+
+def options_for(name):
+    return dict(OPTIONS.get(name.split("-")[0], {}))
+
+
+def make_data(seed, d=D, k=K, n=N, nnz=5, labels_late=True):
+    """Sparse rows, classes of a random linear argmax rule with 15% relabelled at random; class
+    k-1 first appears only after row 120 (class discovery mid-stream and mid-chunk), a few
+    unlabeled rows (class -1) and importance weights 0, 0.5 and 2."""
+    rng = np.random.default_rng(seed)
+    truth = rng.normal(size=(k, d))
+    X = np.zeros((n, d))
+    indptr, indices, values = [0], [], []
+    for i in range(n):
+        size = rng.integers(0, nnz + 1) if i % 41 == 0 else nnz
+        cols = np.sort(rng.choice(d, size=size, replace=False))
+        vals = rng.normal(size=size)
+        X[i, cols] = vals
+        indices.extend(cols.tolist())
+        values.extend(vals.tolist())
+        indptr.append(len(indices))
+    cls = np.argmax(X @ truth.T, axis=1)
+    noise = rng.random(n) < 0.15
+    cls[noise] = rng.integers(0, k, size=noise.sum())
+    if labels_late:
+        cls[:120][cls[:120] == k - 1] = 0
+    importance = np.ones(n)
+    importance[rng.random(n) < 0.1] = 0.5
+    importance[rng.random(n) < 0.1] = 2.0
+    importance[rng.random(n) < 0.03] = 0.0
+    cls[rng.random(n) < 0.03] = -1
+    first = {}
+    for i in range(n):   # ids in order of first appearance, as ClassLabels numbers them
+        if cls[i] >= 0 and cls[i] not in first:
+            first[cls[i]] = len(first)
+    cls = np.array([first[c] if c >= 0 else -1 for c in cls], np.int64)
+    return dict(X=X, cls=cls, importance=importance, indptr=np.array(indptr, np.int64),
+                indices=np.array(indices, np.int32), values=np.array(values, np.float64))
+
+
+# ------------------------------------------------------------------ dense joint reference
+
+class DenseState:
+    """The model over K*d slots, updated by the binary rules on a dense vector x with y = +1."""
+
+    def __init__(self, name, size, options):
+        self.name = name
+        self.family = name.split("-")[0]
+        self.full = name.endswith("-full")
+        self.o = {"C": 1.0, "r": 1.0, "eta": 0.9, "a": 1.0, **options}
+        a = self.o["a"]
+        self.mu = np.zeros(size)
+        if self.family == "sop":
+            self.S = np.zeros((size, size))
+            self.v = np.zeros(size)
+        elif self.family in ("nherd", "arow", "cw", "scw1", "scw2"):
+            self.Sigma = a * np.eye(size) if self.full else np.full(size, a)
+        self.history = np.zeros(size)
+        self.seen = 0
+
+    def sop_A(self):
+        return self.o["a"] * np.eye(len(self.mu)) + self.S
+
+    def scores(self, x_blocks, averaged=False):
+        """Scores of the classes whose f(x, z) are the rows of x_blocks."""
+        if self.family == "sop" and not self.full:
+            diag = np.diag(self.sop_A())
+            return np.array([np.sum(self.v * f / (diag + f * f)) for f in x_blocks])
+        if self.family == "sop":
+            w = np.linalg.solve(self.sop_A(), self.v)
+            return x_blocks @ w
+        if averaged:
+            return x_blocks @ (self.history / self.seen) if self.seen else np.zeros(len(x_blocks))
+        return x_blocks @ self.mu
+
+    def update(self, x, s):
+        """The binary update of the family on x with label +1 and importance s."""
+        o, fam = self.o, self.family
+        if fam in ("perceptron", "avg"):  # avg: the averaged perceptron's w
+            if self.mu @ x <= 0:
+                self.mu = self.mu + s * x
+            return
+        if fam in ("pa", "pa1", "pa2"):
+            loss = max(0.0, 1 - self.mu @ x)
+            n2 = x @ x
+            if loss > 0 and n2 > 0:
+                c = o["C"] * s
+                tau = {"pa": loss / n2, "pa1": min(c, loss / n2),
+                       "pa2": loss / (n2 + 1 / (2 * c))}[fam]
+                self.mu = self.mu + tau * x
+            return
+        if fam == "sop":
+            if self.full:
+                A = self.sop_A()
+                margin = self.v @ np.linalg.solve(A + np.outer(x, x), x)
+            else:
+                margin = np.sum(self.v * x / (np.diag(self.sop_A()) + x * x))
+            if margin <= 0:
+                self.S = self.S + s * np.outer(x, x)
+                self.v = self.v + s * x
+            return
+        m = self.mu @ x
+        Sx = self.Sigma @ x if self.full else self.Sigma * x
+        v = x @ Sx
+        if fam == "nherd":
+            if m > 1:
+                return
+            c = o["C"] * s
+            self.mu = self.mu + max(0.0, 1 - m) / (v + 1 / c) * Sx
+            coef = (c * c * v + 2 * c) / (1 + c * v) ** 2
+            if self.full:
+                self.Sigma = self.Sigma - coef * np.outer(Sx, Sx)
+            elif self.name == "nherd-e":
+                self.Sigma = self.Sigma / (1 + c * x ** 2 * self.Sigma) ** 2
+            elif self.name == "nherd-p":
+                self.Sigma = 1 / (1 / self.Sigma + (2 * c + c * c * v) * x ** 2)
+            else:
+                self.Sigma = self.Sigma - (self.Sigma * x) ** 2 * coef
+            return
+        if fam == "arow":
+            if m >= 1:
+                return
+            rr = o["r"] / s
+            beta = 1 / (v + rr)
+            self.mu = self.mu + (1 - m) * beta * Sx
+            if self.full:
+                self.Sigma = self.Sigma - beta * np.outer(Sx, Sx)
+            elif self.name == "arow-p":
+                self.Sigma = 1 / (1 / self.Sigma + x ** 2 / rr)
+            else:
+                self.Sigma = self.Sigma - beta * (self.Sigma * x) ** 2
+            return
+        # cw, scw1, scw2 (the variance floor never binds on this data)
+        phi = norm.ppf(o["eta"])
+        psi, xi = 1 + phi ** 2 / 2, 1 + phi ** 2
+        if v == 0:
+            return
+        alpha = max(0.0, (-m * psi + math.sqrt(m * m * phi ** 4 / 4 + v * phi ** 2 * xi)) / (v * xi))
+        if fam == "cw":
+            if not alpha > 0:
+                return
+        else:
+            if not phi * math.sqrt(v) - m > 0:
+                return
+            c = o["C"] * s
+            if fam == "scw1":
+                alpha = min(c, alpha)
+            else:
+                n_ = v + 1 / (2 * c)
+                gamma = phi * math.sqrt(phi ** 2 * m * m * v * v + 4 * n_ * v * (n_ + v * phi ** 2))
+                alpha = max(0.0, (-(2 * m * n_ + phi ** 2 * m * v) + gamma)
+                            / (2 * (n_ * n_ + n_ * v * phi ** 2)))
+        # sqrt(u), u = (-alpha v phi + sqrt(alpha^2 v^2 phi^2 + 4v))^2 / 4, without cancellation
+        sqrt_u = 2 * v / (alpha * v * phi + math.sqrt(alpha ** 2 * v ** 2 * phi ** 2 + 4 * v))
+        beta = alpha * phi / (sqrt_u + v * alpha * phi)
+        self.mu = self.mu + alpha * Sx
+        if self.full:
+            self.Sigma = self.Sigma - beta * np.outer(Sx, Sx)
+        elif fam == "cw":   # the documented variance floor 1e-12 a (cw.py) binds in OVA runs
+            self.Sigma = np.maximum(1e-12 * o["a"],
+                                    1 / (1 / self.Sigma + alpha * phi * x ** 2 / sqrt_u))
+        else:
+            self.Sigma = np.maximum(1e-12 * o["a"], self.Sigma - beta * (self.Sigma * x) ** 2)
+
+    def binary_margin(self, x):
+        """The margin a binary run reports for x (sop: with x x' added to A)."""
+        if self.family == "sop":
+            if self.full:
+                return self.v @ np.linalg.solve(self.sop_A() + np.outer(x, x), x)
+            return np.sum(self.v * x / (np.diag(self.sop_A()) + x * x))
+        if self.family == "avg":
+            return (self.history / self.seen) @ x if self.seen else 0.0
+        return self.mu @ x
+
+    def arrays(self):
+        if self.family == "sop":
+            A = self.sop_A()
+            if self.full:
+                return {"mean": np.linalg.solve(A, self.v), "inverse": np.linalg.inv(A)}
+            return {"mean": self.v / np.diag(A), "label_sum": self.v, "diagonal": np.diag(A)}
+        out = {"mean": self.mu}
+        if hasattr(self, "Sigma"):
+            out["covariance" if self.full else "variance"] = self.Sigma
+        if self.family == "avg":
+            out["average"] = self.history / self.seen if self.seen else self.mu
+        return out
+
+
+def joint_reference(name, data, k, options, fixed=False):
+    """Predictions and final arrays of the Delta construction, example by example."""
+    X, cls, s = data["X"], data["cls"], data["importance"]
+    n, d = X.shape
+    state = DenseState(name, k * d, options)
+    known = k if fixed else 0
+    predicted = np.full(n, -1)
+
+    def f(x, z):
+        out = np.zeros(k * d)
+        out[z * d:(z + 1) * d] = x
+        return out
+
+    averaged = name == "avg-perceptron"
+    for i in range(n):
+        x, y = X[i], cls[i]
+        visible = max(known, y + 1)
+        blocks = np.array([f(x, z) for z in range(visible)]).reshape(visible, k * d)
+        if known:
+            predicted[i] = int(np.argmax(state.scores(blocks[:known], averaged)))
+        if y < 0:
+            continue
+        known = visible
+        if s[i] <= 0:
+            continue
+        if known > 1:
+            scores = state.scores(blocks)
+            scores[y] = -np.inf
+            rival = int(np.argmax(scores))
+            state.update(f(x, y) - f(x, rival), s[i])
+        if averaged:
+            state.seen += 1
+            state.history = state.history + state.mu
+    return predicted, state.arrays()
+
+
+# ------------------------------------------------------------------ running streamherd
+
+def run_joint(name, data, k, options, fixed=False, resume_after=None, tmp_path=None):
+    learner = learners.create(name, D, options, blocks=k if fixed else 0)
+    known = k if fixed else 0
+    predicted = np.full(N, -2)
+    updates = 0
+    for number, (lo, hi) in enumerate(CHUNKS):
+        if resume_after is not None and number == resume_after:
+            path = tmp_path / f"{name}.npz"
+            save_model(path, {"algo": learner.name, "bits": 4, "hyperparameters": learner.options,
+                              "learner": learner.meta(), "task": "multiclass",
+                              "classes": [str(z) for z in range(learner.blocks)]},
+                       learner.state())
+            meta, arrays = load_model(path, expected_arrays=type(learner).state_arrays)
+            learner = learners.create(meta["algo"], D, meta["hyperparameters"], arrays,
+                                      meta["learner"])
+        chunk_classes = data["cls"][lo:hi]
+        learner.grow(max(learner.blocks, int(chunk_classes.max()) + 1))
+        out = np.empty(hi - lo, np.int64)
+        u, known = learner.learn_joint(chunk_classes, data["importance"][lo:hi],
+                                       data["indptr"][lo:hi + 1], data["indices"],
+                                       data["values"], known, out)
+        updates += u
+        predicted[lo:hi] = out
+    return learner, predicted, updates
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_data(3)
+
+
+def assert_state(learner, ref_arrays):
+    state = learner.state()
+    for key, value in ref_arrays.items():
+        np.testing.assert_allclose(state[key], value, rtol=1e-9, atol=1e-12, err_msg=key)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_joint_matches_dense_delta_construction(name, data):
+    learner, predicted, updates = run_joint(name, data, K, options_for(name))
+    ref_predicted, ref_arrays = joint_reference(name, data, K, options_for(name))
+    assert learner.blocks == K
+    np.testing.assert_array_equal(predicted, ref_predicted)
+    assert_state(learner, ref_arrays)
+    assert updates > 30
+    labeled = data["cls"] >= 0
+    error = np.mean(predicted[labeled][150:] != data["cls"][labeled][150:])
+    assert error < 0.6   # learns something (chance is 0.75)
+    assert np.all(predicted[:1] == -1)   # nothing to predict before the first class
+
+
+@pytest.mark.parametrize("name", ["arow-p", "nherd-full", "cw", "scw2-full", "sop", "pa2",
+                                  "avg-perceptron"])
+def test_joint_with_fixed_classes(name, data):
+    learner, predicted, _ = run_joint(name, data, K, options_for(name), fixed=True)
+    ref_predicted, ref_arrays = joint_reference(name, data, K, options_for(name), fixed=True)
+    np.testing.assert_array_equal(predicted, ref_predicted)
+    assert_state(learner, ref_arrays)
+    assert predicted[0] == 0   # all classes known from the start: ties go to the first
+
+
+@pytest.mark.parametrize("name", ["arow-full", "nherd-d", "scw1", "sop-full", "avg-perceptron"])
+def test_joint_resume_from_saved_model_equals_one_run(name, data, tmp_path):
+    whole, predicted_whole, _ = run_joint(name, data, K, options_for(name))
+    resumed, predicted_resumed, _ = run_joint(name, data, K, options_for(name), resume_after=2,
+                                              tmp_path=tmp_path)
+    np.testing.assert_array_equal(predicted_resumed, predicted_whole)
+    for key, value in whole.state().items():   # the averaged perceptron saves the average and
+        # recovers its running sum from it, exact up to rounding
+        np.testing.assert_allclose(resumed.state()[key], value, rtol=1e-12, atol=1e-14)
+
+
+def test_grow_keeps_old_blocks_and_adds_fresh_ones():
+    learner = learners.create("arow-full", 4, {"a": 2.0}, blocks=1)
+    learner.covariance[0, 1] = learner.covariance[1, 0] = 0.5
+    learner.mean[:] = 1.0
+    learner.grow(3)
+    assert learner.mean.shape == (12,) and learner.covariance.shape == (12, 12)
+    np.testing.assert_array_equal(learner.mean, [1.0] * 4 + [0.0] * 8)
+    expected = 2.0 * np.eye(12)
+    expected[0, 1] = expected[1, 0] = 0.5
+    np.testing.assert_array_equal(learner.covariance, expected)
+
+
+def test_joint_full_covariance_over_k_blocks_is_refused_when_too_large():
+    from streamherd.errors import StreamherdError
+
+    learner = learners.create("arow-full", 1 << 14, {}, blocks=1)
+    with pytest.raises(StreamherdError, match=r"-b 14 and 64 classes needs a 1048576x1048576"):
+        learner.grow(64)
+
+
+# ------------------------------------------------------------------ one-versus-all
+
+def binary_reference(name, X, y, s, options):
+    """(margins, arrays) of one binary run: the binary update with label y is the +1 update on
+    y x, for every family."""
+    state = DenseState(name, X.shape[1], options)
+    margins = np.empty(len(X))
+    for i, x in enumerate(X):
+        margins[i] = state.binary_margin(x)
+        if math.isnan(y[i]) or s[i] <= 0:
+            continue
+        state.update(y[i] * x, s[i])
+        if state.family == "avg":
+            state.seen += 1
+            state.history = state.history + state.mu
+    return margins, state.arrays()
+
+
+@pytest.mark.parametrize("fixed", [True, False], ids=["fixed", "discovered"])
+@pytest.mark.parametrize("name", ALL)
+def test_ova_is_k_independent_binary_runs(name, data, fixed):
+    options = options_for(name)
+    ova = OneVersusAll(name, D, options, blocks=K if fixed else 0)
+    known = K if fixed else 0
+    predicted = np.empty(N, np.int64)
+    for lo, hi in CHUNKS:
+        ova.grow(max(ova.blocks, int(data["cls"][lo:hi].max()) + 1))
+        out = np.empty(hi - lo, np.int64)
+        _, known = ova.learn_joint(data["cls"][lo:hi], data["importance"][lo:hi],
+                                   data["indptr"][lo:hi + 1], data["indices"], data["values"],
+                                   known, out)
+        predicted[lo:hi] = out
+    X, cls, s = data["X"], data["cls"], data["importance"]
+    scores = np.full((N, K), -np.inf)
+    state = ova.state()
+    for z in range(K):
+        first = 0 if fixed else int(np.argmax(cls == z))
+        y = np.where(cls[first:] < 0, np.nan, np.where(cls[first:] == z, 1.0, -1.0))
+        margins, arrays = binary_reference(name, X[first:], y, s[first:], options)
+        scores[first + (not fixed):, z] = margins[(not fixed):]
+        for key, value in arrays.items():
+            np.testing.assert_allclose(state[key][z * D:(z + 1) * D], value, rtol=1e-9,
+                                       atol=1e-12, err_msg=f"class {z} {key}")
+    expected = np.where(np.isfinite(scores).any(axis=1), np.argmax(scores, axis=1), -1)
+    np.testing.assert_array_equal(predicted, expected)
+
+
+def test_ova_save_and_load_round_trip(data, tmp_path):
+    ova = OneVersusAll("arow-full", D, {"r": 0.5}, blocks=K)
+    out = np.empty(N, np.int64)
+    ova.learn_joint(data["cls"], data["importance"], data["indptr"], data["indices"],
+                    data["values"], K, out)
+    state = ova.state()
+    assert state["covariance"].shape == (K * D, D)
+    again = OneVersusAll("arow-full", D, ova.options, state, ova.meta())
+    assert again.options == {"r": 0.5, "a": 1.0} and again.blocks == K
+    scores, scores_again = np.empty((N, K)), np.empty((N, K))
+    ova.class_scores(data["indptr"], data["indices"], data["values"], scores)
+    again.class_scores(data["indptr"], data["indices"], data["values"], scores_again)
+    np.testing.assert_array_equal(scores, scores_again)
+    np.testing.assert_allclose(scores, data["X"] @ state["mean"].reshape(K, D).T, rtol=1e-12,
+                               atol=1e-12)
+
+
+# ------------------------------------------------------------------ regression
+
+REGRESSION = ["arow-p", "arow-d", "arow-full", "nherd-e", "nherd-p", "nherd-d", "nherd-full",
+              "pa", "pa1", "pa2"]
+
+
+def make_regression(seed, d=D, n=N):
+    """Sparse rows, targets of a random linear function plus an offset and Gaussian noise."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=d)
+    X = np.zeros((n, d))
+    indptr, indices, values = [0], [], []
+    for i in range(n):
+        cols = np.sort(rng.choice(d, size=int(rng.integers(0 if i % 29 == 0 else 1, 6)),
+                                  replace=False))
+        vals = rng.normal(size=len(cols))
+        X[i, cols] = vals
+        indices.extend(cols.tolist())
+        values.extend(vals.tolist())
+        indptr.append(len(indices))
+    y = X @ w + 0.3 * rng.normal(size=n)
+    s = np.ones(n)
+    s[rng.random(n) < 0.1] = 0.5
+    s[rng.random(n) < 0.1] = 2.0
+    s[rng.random(n) < 0.03] = 0.0
+    y[rng.random(n) < 0.03] = np.nan
+    return dict(X=X, y=y, importance=s, indptr=np.array(indptr, np.int64),
+                indices=np.array(indices, np.int32), values=np.array(values), w=w)
+
+
+def regression_reference(name, X, y, s, C=1.0, r=1.0, a=1.0, epsilon=0.0):
+    n, d = X.shape
+    full = name.endswith("-full")
+    mu = np.zeros(d)
+    Sigma = a * np.eye(d) if full else np.full(d, a)
+    predictions = np.zeros(n)
+    for i in range(n):
+        x = X[i]
+        predictions[i] = m = mu @ x
+        if math.isnan(y[i]) or s[i] <= 0:
+            continue
+        residual = y[i] - m
+        if name.startswith("pa"):
+            loss = max(0.0, abs(residual) - epsilon)   # epsilon-insensitive (Crammer et al. 2006)
+            n2 = x @ x
+            if loss > 0 and n2 > 0:
+                c = C * s[i]
+                tau = {"pa": loss / n2, "pa1": min(c, loss / n2),
+                       "pa2": loss / (n2 + 1 / (2 * c))}[name]
+                mu = mu + np.sign(residual) * tau * x
+            continue
+        Sx = Sigma @ x if full else Sigma * x
+        v = x @ Sx
+        if name.startswith("arow"):   # recursive least squares
+            rr = r / s[i]
+            beta = 1 / (rr + v)
+            mu = mu + residual * beta * Sx
+            if full:
+                Sigma = Sigma - beta * np.outer(Sx, Sx)
+            elif name == "arow-p":
+                Sigma = 1 / (1 / Sigma + x ** 2 / rr)
+            else:
+                Sigma = Sigma - beta * (Sigma * x) ** 2
+        else:                          # NHERD, squared loss
+            c = C * s[i]
+            mu = mu + residual / (v + 1 / c) * Sx
+            coef = (c * c * v + 2 * c) / (1 + c * v) ** 2
+            if full:
+                Sigma = Sigma - coef * np.outer(Sx, Sx)
+            elif name == "nherd-e":
+                Sigma = Sigma / (1 + c * x ** 2 * Sigma) ** 2
+            elif name == "nherd-p":
+                Sigma = 1 / (1 / Sigma + (2 * c + c * c * v) * x ** 2)
+            else:
+                Sigma = Sigma - (Sigma * x) ** 2 * coef
+    arrays = {"mean": mu}
+    if not name.startswith("pa"):
+        arrays["covariance" if full else "variance"] = Sigma
+    return predictions, arrays
+
+
+REGRESSION_OPTIONS = {"arow": {"r": 0.5, "a": 1.5}, "nherd": {"C": 2.0, "a": 0.7},
+                      "pa": {"epsilon": 0.2}, "pa1": {"C": 0.3, "epsilon": 0.1},
+                      "pa2": {"C": 0.3, "epsilon": 0.0}}
+
+
+@pytest.mark.parametrize("name", REGRESSION)
+def test_regression_matches_dense_equations(name):
+    data = make_regression(5)
+    options = REGRESSION_OPTIONS[name.split("-")[0]]
+    learner = learners.create(name, D, options)
+    predictions = np.empty(N)
+    for lo, hi in CHUNKS:
+        out = np.empty(hi - lo)
+        learner.learn_regression(data["y"][lo:hi], data["importance"][lo:hi],
+                                 data["indptr"][lo:hi + 1], data["indices"], data["values"], out)
+        predictions[lo:hi] = out
+    ref_predictions, ref_arrays = regression_reference(name, data["X"], data["y"],
+                                                       data["importance"], **options)
+    np.testing.assert_allclose(predictions, ref_predictions, rtol=1e-9, atol=1e-12)
+    assert_state(learner, ref_arrays)
+    labeled = ~np.isnan(data["y"])
+    late = np.mean((data["y"][labeled][200:] - predictions[labeled][200:]) ** 2)
+    if name != "pa":   # plain PA fits every noisy example exactly, and stays noisy
+        assert late < 0.5 * np.var(data["y"][labeled])   # it learned the linear function
+
+
+def test_regression_epsilon_zone_makes_no_update():
+    """With epsilon larger than every residual, PA regression never moves."""
+    data = make_regression(6)
+    learner = learners.create("pa", D, {"epsilon": 1e6})
+    out = np.empty(N)
+    assert learner.learn_regression(data["y"], data["importance"], data["indptr"],
+                                    data["indices"], data["values"], out) == 0
+    assert not learner.mean.any()
+
+
+# ------------------------------------------------------------------ class probabilities
+
+def test_diagonal_class_probabilities_match_monte_carlo(data):
+    learner, _, _ = run_joint("arow-d", data, K, options_for("arow-d"))
+    rows = slice(0, 6)
+    indptr = data["indptr"][:7]
+    p = learner.class_probabilities(indptr, data["indices"], data["values"])
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)
+    rng = np.random.default_rng(0)
+    X = data["X"][rows]
+    mu = learner.mean.reshape(K, D)
+    sd = np.sqrt(learner.variance.reshape(K, D))
+    for i in range(len(X)):
+        draws = mu[None] + sd[None] * rng.standard_normal((200000, K, D))   # weights ~ N(mu, Sigma)
+        winners = np.argmax(draws @ X[i], axis=1)
+        empirical = np.bincount(winners, minlength=K) / len(winners)
+        np.testing.assert_allclose(p[i], empirical, atol=0.006)
+
+
+def test_full_class_probabilities_match_sampling_the_weights(data):
+    learner, _, _ = run_joint("arow-full", data, K, options_for("arow-full"))
+    indptr = data["indptr"][:5]
+    p = learner.class_probabilities(indptr, data["indices"], data["values"])
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)
+    rng = np.random.default_rng(1)
+    weights = rng.multivariate_normal(learner.mean, learner.covariance, size=100000)
+    for i in range(4):
+        x = data["X"][i]
+        scores = weights.reshape(-1, K, D) @ x
+        empirical = np.bincount(np.argmax(scores, axis=1), minlength=K) / len(scores)
+        np.testing.assert_allclose(p[i], empirical, atol=0.03)
+    assert np.array_equal(p, learner.class_probabilities(indptr, data["indices"], data["values"]))
+
+
+def test_ova_full_matrices_that_do_not_fit_are_refused_together():
+    from streamherd.errors import StreamherdError
+
+    ova = OneVersusAll("sop-full", 1 << 14, {}, blocks=1)
+    with pytest.raises(StreamherdError, match=r"-b 14 and 1000 classes needs 1000 16384x16384"):
+        ova.grow(1000)
+    assert ova.blocks == 1
+
+
+def test_ova_unstable_update_names_the_chunk_row():
+    """A class first seen mid-chunk learns from a slice of the chunk; a failure in its slice
+    must name the chunk's row (the slice's index + the class's first row)."""
+    from streamherd.learners.base import UnstableUpdate
+
+    class FailsOnItsSecondExample:
+        def learn(self, y, importance, indptr, indices, values, margins):
+            assert len(y) == 2   # class 1 first appears at row 2 of 4
+            raise UnstableUpdate(1, "boom")
+
+    ova = OneVersusAll("arow-d", 4, {}, blocks=2)
+    ova.learners[1] = FailsOnItsSecondExample()
+    cls = np.array([0, 0, 1, 1], np.int64)
+    with pytest.raises(UnstableUpdate) as info:
+        ova.learn_joint(cls, np.ones(4), np.arange(5, dtype=np.int64), np.zeros(4, np.int32),
+                        np.ones(4), 1, np.empty(4, np.int64))
+    assert info.value.index == 3
