@@ -102,3 +102,20 @@ def test_dataset_names_drop_suffixes():
     assert dataset_name("/x/usps.train.svm.gz") == "usps"
     assert dataset_name("a9a.svm.gz") == "a9a"
     assert dataset_name("sms_spam.vw") == "sms_spam"
+
+
+def test_read_csr_keeps_every_block_of_a_file_longer_than_one_block(tmp_path):
+    """The reader reuses its buffers from block to block; rows of the early blocks must survive.
+    Each line i holds i in its label and its feature values, so any overwritten row shows."""
+    lines = 150_000   # about 6 MB: several blocks
+    path = tmp_path / "long.svm"
+    path.write_text("".join(f"{1 if i % 2 else -1} {i % 97 + 1}:{i} 500:1.5 600:2.25 700:3.125\n"
+                            for i in range(lines)))
+    csr = read_csr(str(path))
+    assert csr.n_rows == lines
+    assert np.array_equal(csr.labels, np.where(np.arange(lines) % 2 == 1, 1.0, -1.0))
+    first_values = csr.values[csr.indptr[:-1]]
+    expected = np.arange(lines, dtype=float)
+    expected[0] = 1.5   # line 0's first value is the explicit zero, which is dropped
+    assert len(set(first_values[::1000].tolist())) == lines // 1000  # not one block repeated
+    assert np.array_equal(first_values, expected)

@@ -128,15 +128,20 @@ def read_csr(path, fmt="auto"):
     """
     from streamherd.io.reader import ChunkReader
 
-    chunks = list(ChunkReader([path], fmt=fmt, bits=LOAD_BITS, bias=True, workers=0))
-    if not chunks or sum(c.n_examples for c in chunks) == 0:
+    # The reader reuses its buffers block after block: copy each chunk's arrays as it comes.
+    labels, importance, lengths, indices, values = [], [], [], [], []
+    for chunk in ChunkReader([path], fmt=fmt, bits=LOAD_BITS, bias=True, workers=0):
+        labels.append(chunk.labels.copy())
+        importance.append(chunk.importance.copy())
+        lengths.append(np.diff(chunk.indptr))
+        indices.append(chunk.indices.copy())
+        values.append(chunk.values.copy())
+    if sum(len(part) for part in labels) == 0:
         raise StreamherdError(f"{path}: no examples; an experiment needs labelled examples")
-    offsets = np.cumsum([0] + [int(c.indptr[-1]) for c in chunks])
-    indptr = np.concatenate([[0]] + [c.indptr[1:] + off for c, off in zip(chunks, offsets)])
-    csr = CSR(np.concatenate([c.labels for c in chunks]),
-              np.concatenate([c.importance for c in chunks]), indptr.astype(np.int64),
-              np.concatenate([c.indices for c in chunks]),
-              np.concatenate([c.values for c in chunks]))
+    indptr = np.zeros(sum(len(part) for part in lengths) + 1, np.int64)
+    np.cumsum(np.concatenate(lengths), out=indptr[1:])
+    csr = CSR(np.concatenate(labels), np.concatenate(importance), indptr,
+              np.concatenate(indices), np.concatenate(values))
     labelled = np.flatnonzero(~np.isnan(csr.labels))
     if len(labelled) == 0:
         raise StreamherdError(f"{path}: no line has a label; an experiment needs labelled examples")
