@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 
-from streamherd.errors import StreamherdError
 from streamherd.experiment.data import (CSR, LOAD_BITS, dataset_name, injective_bits,
                                         load_dataset, mask_slots, normalize_features, read_csr,
                                         tasks_of)
