@@ -173,7 +173,8 @@ def experiment(
                                             help="At most N training examples per run (a "
                                                  "random stratified subset)."),
     all_pairs: bool = typer.Option(False, "--all-pairs", help="Turn each multiclass dataset "
-                                   "into its K(K-1)/2 binary tasks."),
+                                   "into its K(K-1)/2 binary tasks (without it: one multiclass "
+                                   "task)."),
     seed: int = typer.Option(0, "--seed", help="Fixes every random choice."),
     processes: int = typer.Option(1, "-j", "--jobs", help="Worker processes."),
     out: Path = typer.Option(Path("experiment"), "--out", help="Folder for runs.csv, "

@@ -122,9 +122,28 @@ def test_user_errors_are_one_line_with_exit_code_2(data_dir, tmp_path, capsys, a
     assert len(lines) == 1 and message in lines[0], lines
 
 
-def test_multiclass_without_all_pairs_and_missing_files(data_dir, run_cli, tmp_path):
-    proc = run_cli("experiment", f"{data_dir}/dna.scale.svm", "--out", tmp_path)
-    assert proc.returncode == 2 and "pass --all-pairs" in proc.stderr
+def test_multiclass_file_without_all_pairs_is_one_multiclass_task(data_dir, run_cli, tmp_path):
+    proc = run_cli("experiment", f"{data_dir}/dna.scale.svm", "--algos", "nherd-p,perceptron",
+                   "--grid", "C=1", "--noise", "0,0.2", "--max-passes", "1", "--max-train", "300",
+                   "--folds", "2", "--seed", "2", "-j", "1", "--out", tmp_path, "--no-plots",
+                   "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    rows = read_runs(tmp_path)
+    assert len(rows) == 2 * 2 * 2   # 1 task, 2 folds, 2 noise levels, 2 algorithms
+    assert {(r["task"], r["kind"], r["status"]) for r in rows} == {
+        ("dna.scale", "multiclass", "ok")}
+    for algo in ("nherd-p", "perceptron"):
+        for noise in ("0.0", "0.2"):
+            runs = [r for r in rows if r["algo"] == algo and r["noise"] == noise]
+            # the 2 folds test every example of the 3 classes once (464 + 485 + 1051)
+            assert sum(int(r["test_examples"]) for r in runs) == 2000
+    assert all(0.0 <= float(r["test_error"]) <= 1.0 for r in rows)
+    # three classes, the largest 53% of the rows: nherd-p does far better than always saying it
+    assert all(float(r["test_error"]) < 0.3 for r in rows
+               if r["noise"] == "0.0" and r["algo"] == "nherd-p")
+
+
+def test_missing_files(data_dir, run_cli, tmp_path):
     proc = run_cli("experiment", f"{data_dir}/nothing.svm,{data_dir}/dna.scale.svm", "--out",
                    tmp_path)
     assert proc.returncode == 2 and "nothing.svm does not exist" in proc.stderr

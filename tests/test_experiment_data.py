@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 
-from streamherd.errors import StreamherdError
 from streamherd.experiment.data import (CSR, LOAD_BITS, dataset_name, injective_bits,
                                         load_dataset, mask_slots, normalize_features, read_csr,
                                         tasks_of)
@@ -77,13 +76,15 @@ def test_read_csr_matches_the_streaming_reader(read_rows):
             assert csr.labels[i] == labelled[i]["label"]
 
 
-def test_multiclass_needs_all_pairs_and_makes_every_pair(tmp_path):
+def test_multiclass_is_one_task_or_with_all_pairs_every_pair(tmp_path):
     path = tmp_path / "three.train.svm"
     path.write_text("".join(f"{c} 1:{i + 1} 2:{c + 1}\n" for i, c in enumerate([0, 1, 2] * 4)))
     dataset = load_dataset(str(path))
     assert dataset.name == "three" and dataset.multiclass and dataset.test is None
-    with pytest.raises(StreamherdError, match="--all-pairs"):
-        tasks_of(dataset)
+    (task,) = tasks_of(dataset)
+    assert (task.name, task.kind, task.classes) == ("three", "multiclass", (0.0, 1.0, 2.0))
+    rows, y = task.targets(dataset.train.labels)
+    assert rows.tolist() == list(range(12)) and y.tolist() == [0.0, 1.0, 2.0] * 4
     tasks = tasks_of(dataset, all_pairs=True)
     assert [t.name for t in tasks] == ["three:0v1", "three:0v2", "three:1v2"]
     rows, y = tasks[1].targets(dataset.train.labels)

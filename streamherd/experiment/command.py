@@ -148,8 +148,8 @@ def run_experiment(datasets, algos=DEFAULT_ALGOS, grid=None, noise=DEFAULT_NOISE
     prepare_out(out)
     load_options = {"fmt": fmt, "bits_cap": bits, "normalize": normalize}
     loaded = load_datasets(datasets, **load_options)
-    _check_full_covariance(loaded, algo_list)
     tasks = [task for dataset in loaded.values() for task in tasks_of(dataset, all_pairs)]
+    _check_full_covariance(loaded, tasks, algo_list)
     curve_task = _curve_task(curve_task, tasks)
     jobs = make_jobs(loaded, tasks, settings)
     with _ProgressBar(len(jobs), quiet) as advance:
@@ -221,16 +221,26 @@ def _curve_task(name, tasks):
     return name
 
 
-def _check_full_covariance(datasets, algos):
+def _check_full_covariance(datasets, tasks, algos):
+    """A full-covariance learner keeps a matrix over all its slots (K class blocks of 2^b for a
+    multiclass task): refuse, before the grid starts, a task whose matrix would be too big."""
     full = [a for a in algos if adapter.needs_full_covariance(a)]
     if not full:
         return
-    for dataset in datasets.values():
-        if dataset.bits > FULL_COVARIANCE_MAX_BITS:
+    for task in tasks:
+        dataset = datasets[task.dataset]
+        if task.blocks << dataset.bits <= 1 << FULL_COVARIANCE_MAX_BITS:
+            continue
+        if task.blocks == 1:
             raise StreamherdError(
                 f"{dataset.paths[0]}: its features need {dataset.bits} bits (2^{dataset.bits} "
                 f"slots), too many for {full[0]}'s full covariance (at most "
                 f"{FULL_COVARIANCE_MAX_BITS} bits); drop that dataset or use the diagonal variant")
+        raise StreamherdError(
+            f"{dataset.paths[0]}: its {task.blocks} classes of 2^{dataset.bits} slots are too "
+            f"many for {full[0]}'s joint multiclass full covariance (at most "
+            f"2^{FULL_COVARIANCE_MAX_BITS} slots in all); drop that dataset, use the diagonal "
+            f"variant, or --all-pairs")
 
 
 class _ProgressBar:

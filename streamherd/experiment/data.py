@@ -1,5 +1,5 @@
 """Datasets in memory: every file is read once into one CSR matrix, and a task (a binary problem,
-or one pair of classes of a multiclass file) is a subset of its rows.
+a multiclass file as a whole, or one pair of its classes) is a subset of its rows.
 
 Slots: files are read at the full hash width (``LOAD_BITS``) and then masked down, per dataset,
 to the fewest bits at which no two slots collide (an svmlight file with 256 features gets 9
@@ -75,25 +75,39 @@ class Task:
     """One classification problem over a dataset's rows.
 
     kind "binary": rows labelled ``positive`` get y = +1, rows labelled ``negative`` y = -1;
-    other rows are not part of the task (all-pairs). A "multiclass" kind would keep every row
-    with its class index; only ``targets`` and the learner adapter need to know about it.
+    other rows are not part of the task (all-pairs). kind "multiclass": every row labelled one
+    of ``classes`` (ascending) is in the task, its target the index of its label there (0..K-1,
+    as a float, like the binary targets). Only ``targets`` and the learner adapter need to know
+    the kind.
     """
 
     name: str
     dataset: str
     kind: str
-    positive: float
-    negative: float
+    positive: float = float("nan")
+    negative: float = float("nan")
+    classes: tuple = ()
 
     def targets(self, labels):
-        """(rows of ``labels`` in this task, their targets): y = +1/-1 for a binary task."""
+        """(rows of ``labels`` in this task, their targets)."""
+        if self.kind == "multiclass":
+            classes = np.asarray(self.classes, np.float64)
+            rows = np.flatnonzero(np.isin(labels, classes))
+            return rows, np.searchsorted(classes, labels[rows]).astype(np.float64)
         rows = np.flatnonzero((labels == self.positive) | (labels == self.negative))
         return rows, np.where(labels[rows] == self.positive, 1.0, -1.0)
 
     @property
     def target_values(self):
         """Every value a target can take, ascending (label noise draws from them)."""
+        if self.kind == "multiclass":
+            return tuple(float(z) for z in range(len(self.classes)))
         return (-1.0, 1.0)
+
+    @property
+    def blocks(self):
+        """Class blocks of the task's learner: K for multiclass (joint), 1 for binary."""
+        return len(self.classes) if self.kind == "multiclass" else 1
 
 
 def _label_text(value):
@@ -200,18 +214,16 @@ def load_dataset(spec, fmt="auto", bits_cap=DEFAULT_BITS_CAP, normalize="l2"):
 
 
 def tasks_of(dataset, all_pairs=False):
-    """The binary tasks of a dataset: itself when it has two classes (the larger label is the
-    positive class, as ``streamherd train`` reads 1/0 and +1/-1), else with ``all_pairs`` one
-    task per pair of classes (the smaller class positive)."""
+    """The tasks of a dataset: itself when it has two classes (binary; the larger label is the
+    positive class, as ``streamherd train`` reads 1/0 and +1/-1); a multiclass dataset is one
+    multiclass task, or with ``all_pairs`` one binary task per pair of classes (the smaller class
+    positive)."""
     if not dataset.multiclass:
         negative, positive = dataset.classes
         return [Task(dataset.name, dataset.name, "binary", float(positive), float(negative))]
+    classes = [float(c) for c in dataset.classes]
     if not all_pairs:
-        raise StreamherdError(
-            f"{dataset.paths[0]} has {len(dataset.classes)} classes; pass --all-pairs to run "
-            f"its {len(dataset.classes) * (len(dataset.classes) - 1) // 2} pairs of classes as "
-            f"binary tasks")
-    classes = dataset.classes.tolist()
+        return [Task(dataset.name, dataset.name, "multiclass", classes=tuple(classes))]
     return [Task(f"{dataset.name}:{_label_text(a)}v{_label_text(b)}", dataset.name, "binary",
-                 float(a), float(b))
+                 a, b)
             for i, a in enumerate(classes) for b in classes[i + 1:]]

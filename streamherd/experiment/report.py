@@ -11,9 +11,9 @@ import numpy as np
 
 from streamherd.experiment import stats
 
-CSV_FIELDS = ("dataset", "task", "algo", "noise", "fold", "hyperparameter", "value", "passes",
-              "validation_error", "test_error", "train_examples", "test_examples", "updates",
-              "status", "seconds")
+CSV_FIELDS = ("dataset", "task", "kind", "algo", "noise", "fold", "hyperparameter", "value",
+              "passes", "validation_error", "test_error", "train_examples", "test_examples",
+              "updates", "status", "seconds")
 VALIDATION_FIELDS = ("task", "algo", "noise", "fold", "hyperparameter", "value", "passes",
                      "validation_error")
 

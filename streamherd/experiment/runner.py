@@ -173,7 +173,8 @@ class Worker:
         data = self.prepared(job)
         errors = np.full((len(grid.values), settings.max_passes), np.nan)
         for v, value in enumerate(grid.values):
-            model = adapter.new_model(kind, job.algo, bits, grid.hyperparameter, value)
+            model = adapter.new_model(kind, job.algo, bits, grid.hyperparameter, value,
+                                      job.task.blocks)
             try:
                 for p in range(settings.max_passes):
                     targets, rows = data.fit_pass(p)
@@ -186,7 +187,7 @@ class Worker:
         validation = [(value, p + 1, errors[v, p]) for v, value in enumerate(grid.values)
                       for p in range(settings.max_passes)]
         row = {
-            "dataset": job.task.dataset, "task": job.task.name, "algo": job.algo,
+            "dataset": job.task.dataset, "task": job.task.name, "kind": kind, "algo": job.algo,
             "noise": job.noise, "fold": job.fold,
             "hyperparameter": grid.hyperparameter or "", "value": "", "passes": "",
             "validation_error": "", "test_error": "", "train_examples": data.train.n_rows,
@@ -208,7 +209,7 @@ class Worker:
         grid = self.grids[job.algo]
         kind = job.task.kind
         model = adapter.new_model(kind, job.algo, self.datasets[job.task.dataset].bits,
-                                  grid.hyperparameter, value)
+                                  grid.hyperparameter, value, job.task.blocks)
         updates = 0
         try:
             for p in range(passes):
