@@ -363,8 +363,8 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
         return None
 
     reader = ChunkReader(paths, fmt=fmt, bits=meta["bits"], bias=meta["bias"], skip_bad=skip_bad,
-                         block_size=block_size, text_labels=task == "multiclass",
-                         process=on_parser_thread)
+                         block_size=block_size, text_labels=task != "binary",
+                         process=on_parser_thread)  # regression: _RegressionOutput checks labels
     sink = open(output, "w", encoding="utf-8") if output is not None else sys.stdout
     try:
         for chunk in reader:

@@ -94,7 +94,10 @@ class Learner(ABC):
         return updates
 
     def _run_regression(self, y, importance, indptr, indices, values, margins_out):
-        raise NotImplementedError
+        # Reached only by a learner without a regression form, which training refuses first
+        # (``regression_hyperparameters`` is None): a programming error, not a user's.
+        raise TypeError(f"{self.name} has no squared-loss update (regression_hyperparameters "
+                        f"is None)")
 
     # ------------------------------------------------------------ joint multiclass
 
@@ -139,10 +142,10 @@ class Learner(ABC):
                                            f"or a variance not positive")
         return updates, known
 
+    @abstractmethod
     def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         """The family's joint kernel (``work``: multiclass.joint_workspace); returns (updates,
         index of a bad update or -1, known)."""
-        raise NotImplementedError
 
     def class_scores(self, indptr, indices, values, out):
         """out[i, z] = the score of class z for example i (the model's own prediction rule)."""
