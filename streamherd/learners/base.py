@@ -35,6 +35,11 @@ class Learner(ABC):
     live_arrays: tuple = ("mean",)
     # extra hyperparameters of ``--loss squared`` (learners with a regression form)
     regression_hyperparameters: dict | None = None
+    # live arrays the kernels read together for every feature (e.g. mean and variance), kept
+    # as the columns of one (size, k) array: a slot's entries then share a cache line, so a
+    # random feature costs one miss instead of k (nherd-p's kernel: 0.51-0.63 s -> 0.34 s on
+    # the 1M-line benchmark). The attributes are views into it; saved models hold plain arrays.
+    interleaved: tuple = ()
 
     def __init__(self, dim, options=None, state=None, learner_meta=None, name=None, blocks=1):
         """``dim`` slots per block (2^bits); ``blocks`` class blocks (1 for binary and regression;
@@ -57,6 +62,32 @@ class Learner(ABC):
             self.size = len(self.mean)
             self.blocks = max(1, self.size // dim)
             self.load_state(state, learner_meta or {})
+        self._interleave()
+
+    def new_interleaved(self, **fill):
+        """Fresh ``interleaved`` arrays, as columns of one array: each is zero, or ``fill[name]``
+        (init_state uses it, so the arrays are not built apart and copied)."""
+        packed = np.zeros((self.size, len(self.interleaved)))
+        for k, attr in enumerate(self.interleaved):
+            if fill.get(attr, 0.0) != 0.0:
+                packed[:, k] = fill[attr]
+            setattr(self, attr, packed[:, k])
+
+    def _interleave(self):
+        """Copy the ``interleaved`` arrays into the columns of one array (see there), unless
+        they already are."""
+        arrays = [getattr(self, attr) for attr in self.interleaved]
+        if not arrays:
+            return
+        base = arrays[0].base
+        if base is not None and base.shape == (self.size, len(arrays)) and all(
+                a.base is base and np.shares_memory(a, base[:, k]) and a.strides == base[:, k].strides
+                for k, a in enumerate(arrays)):
+            return
+        packed = np.empty((self.size, len(arrays)))
+        for k, attr in enumerate(self.interleaved):
+            packed[:, k] = getattr(self, attr)
+            setattr(self, attr, packed[:, k])   # the old array is freed here, one at a time
 
     def init_state(self):
         """Create the extra state arrays of a fresh model."""
@@ -120,6 +151,7 @@ class Learner(ABC):
             setattr(self, attr, grown)
         self.blocks = blocks
         self.size = self.dim * blocks
+        self._interleave()
         self._g = None   # workspaces sized for the old state
 
     def check_size(self, size, blocks):

@@ -29,9 +29,10 @@ makes Sigma indefinite and the mean diverges. So v stays > 0 for a non-empty exa
 stays finite. The floor changes nothing until a variance is 12 orders of magnitude below its
 start.
 """
+from statistics import NormalDist
+
 import numpy as np
 from numba import njit
-from scipy.special import ndtri
 
 from streamherd.learners.gaussian import (GaussianLearner, check_eta, diag_margin_confidence,
                                           entry_ok, full_reset, full_sigma_x, full_update)
@@ -188,7 +189,9 @@ class ConfidenceWeighted(GaussianLearner):
     def __init__(self, dim, options=None, **kwargs):
         check_eta(kwargs.get("name") or "cw", {**self.hyperparameters, **(options or {})}["eta"])
         super().__init__(dim, options=options, **kwargs)
-        self.phi = float(ndtri(self.options["eta"]))
+        # The standard library's inverse normal CDF (Wichura's AS 241, exact to double
+        # precision) spares every run importing scipy.special (0.2 s, 26 MB).
+        self.phi = NormalDist().inv_cdf(self.options["eta"])
 
     def _run(self, y, importance, indptr, indices, values, margins_out):
         return _cw_diag(y, importance, indptr, indices, values, self.mean, self.variance,

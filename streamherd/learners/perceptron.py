@@ -116,10 +116,11 @@ def _averaged_joint(cls, importance, indptr, indices, values, w, u, seen, D, kno
 class AveragedPerceptron(Learner):
     state_arrays = ("average",)
     live_arrays = ("mean", "_weighted_updates")
+    interleaved = ("mean", "_weighted_updates")
 
     def init_state(self):
         self.examples_seen = 0
-        self._weighted_updates = np.zeros(self.size)
+        self.new_interleaved()
 
     def load_state(self, state, learner_meta):
         # average = w - u/T  =>  u = T (w - average)

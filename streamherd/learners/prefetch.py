@@ -20,7 +20,8 @@ def _prefetch(typingctx, array, index):
     def codegen(context, builder, signature, args):
         array_type = signature.args[0]
         array_value = context.make_array(array_type)(context, builder, args[0])
-        pointer = cgutils.get_item_pointer(context, builder, array_type, array_value, [args[1]],
+        index = context.cast(builder, args[1], signature.args[1], types.intp)
+        pointer = cgutils.get_item_pointer(context, builder, array_type, array_value, [index],
                                            wraparound=False)
         i8_pointer = builder.bitcast(pointer, ir.IntType(8).as_pointer())
         i32 = ir.IntType(32)

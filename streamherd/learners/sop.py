@@ -181,10 +181,10 @@ class SecondOrderPerceptron(Learner):
     hyperparameters = {"a": 1.0}
     state_arrays = ("label_sum", "diagonal")
     live_arrays = ("mean", "label_sum", "diagonal")
+    interleaved = ("label_sum", "diagonal")
 
     def init_state(self):
-        self.label_sum = np.zeros(self.size)
-        self.diagonal = np.full(self.size, self.options["a"])
+        self.new_interleaved(diagonal=self.options["a"])
 
     def load_state(self, state, learner_meta):
         self.label_sum = state["label_sum"]
