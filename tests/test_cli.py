@@ -4,11 +4,15 @@ import gzip
 import importlib.metadata
 import math
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from streamherd.model import load_model
+
+from conftest import REPO
 
 CONSTANT = 11650396
 
@@ -370,3 +374,53 @@ def test_no_arguments_shows_usage_without_traceback(run_cli):
     proc = run_cli()
     assert "Traceback" not in proc.stderr
     assert "Usage" in proc.stdout + proc.stderr
+
+
+def test_option_values_are_converted_as_typer_would(run_cli, tmp_path):
+    """Plain conversion (streamherd/cli_coercion.py) gives the types typer's pydantic path gives:
+    a run with every kind of option (int, float, str, Path, repeated str, bool) trains the model
+    those values ask for."""
+    data = tmp_path / "d.svm"
+    data.write_text("1 1:1 2:0.5\n-1 2:1 3:2\n1 1:0.25\n")
+    model = tmp_path / "m.npz"
+    proc = run_cli("train", "--algo", "nherd-e", "-C", "0.25", "-a", "2", "-b", "7",
+                   "--normalize", "--no-bias", "-f", model, "-d", data, "-d", data, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    meta, arrays = load_model(model)
+    assert (meta["algo"], meta["bits"], meta["bias"], meta["normalize"]) == ("nherd-e", 7,
+                                                                           False, True)
+    assert meta["hyperparameters"] == {"C": 0.25, "a": 2.0}
+    assert meta["examples"] == 6          # -d given twice: both files read
+    assert len(arrays["mean"]) == 128
+
+
+@pytest.mark.parametrize("flag, value, expected", [
+    ("--bits", "2.5", "Input should be a valid integer"),
+    ("-C", "one", "Input should be a valid number"),
+    ("--eta", "", "Input should be a valid number"),
+])
+def test_bad_option_values_name_the_option(run_cli, tmp_path, flag, value, expected):
+    data = tmp_path / "d.svm"
+    data.write_text("1 1:1\n")
+    proc = run_cli("train", flag, value, data)
+    line = one_line_error(proc)
+    assert flag in line and expected in line, line
+
+
+def test_train_start_up_imports_neither_pydantic_nor_scipy(tmp_path):
+    """Start-up weight (issue 6): typer's pydantic conversion and scipy (numba's BLAS probe,
+    scipy.special) were 0.5 s and 45 MB of every run; a plain train or predict loads neither."""
+    data = tmp_path / "d.svm"
+    data.write_text("1 1:1 2:0.5\n-1 2:1 3:2\n")
+    model = tmp_path / "m.npz"
+    probe = ("import sys\nfrom streamherd.cli import run\n"
+             "for argv in (['train', '--algo', 'cw', '-b', '12', '-f', sys.argv[2], sys.argv[1]],\n"
+             "             ['predict', '-m', sys.argv[2], sys.argv[1], '--quiet']):\n"
+             "    try:\n        run(argv)\n    except SystemExit as e:\n"
+             "        assert e.code == 0, e.code\n"
+             "print(sorted(m for m in ('pydantic', 'scipy.linalg', 'scipy.special')"
+             " if m in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", probe, str(data), str(model)],
+                          capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -290,3 +290,37 @@ def test_large_raw_values_stay_finite(name):
         assert np.all(np.isfinite(value))
     if "variance" in learner.state():
         assert np.all(learner.state()["variance"] > 0)
+
+
+@pytest.mark.parametrize("name", ["nherd-p", "arow-d", "cw", "scw2", "sop", "avg-perceptron"])
+def test_per_slot_arrays_sit_side_by_side(name, data, tmp_path):
+    """``interleaved`` (learners/base.py): the arrays a kernel reads for each feature are the
+    columns of one array (one cache line per feature), in a fresh learner, one loaded from a
+    saved model and one grown by a class block, and the values are those of plain arrays."""
+    def assert_side_by_side(learner):
+        arrays = [getattr(learner, attr) for attr in learner.interleaved]
+        assert len(arrays) == 2
+        base = arrays[0].base
+        assert base is not None and base.shape == (learner.size, 2)
+        for k, array in enumerate(arrays):
+            assert array.base is base and array.strides == (16,)
+            assert np.shares_memory(array, base[:, k])
+
+    learner, _, _ = run(name, data, {})
+    assert_side_by_side(learner)
+    path = tmp_path / "m.npz"
+    save_model(path, {"algo": learner.name, "bits": 5, "hyperparameters": learner.options,
+                      "learner": learner.meta()}, learner.state())
+    meta, arrays = load_model(path)
+    loaded = learners.create(name, D, meta["hyperparameters"], arrays, meta["learner"])
+    assert_side_by_side(loaded)
+    for key, value in learner.state().items():
+        np.testing.assert_array_equal(arrays[key], value)
+        np.testing.assert_array_equal(loaded.state()[key], value)
+    before = {key: value.copy() for key, value in loaded.state().items()}
+    loaded.grow(3)
+    assert_side_by_side(loaded)
+    fresh = learners.create(name, D, {})
+    for key, value in loaded.state().items():
+        np.testing.assert_array_equal(value[:D], before[key])
+        np.testing.assert_array_equal(value[D:2 * D], fresh.state()[key])
