@@ -183,6 +183,8 @@ def find_byte(buf, start, end, byte):
 _ASCII_ZEROS = np.uint64(0x3030303030303030)
 _ABOVE_NINE = np.uint64(0x4646464646464646)  # adding it sets the high bit of bytes above '9'
 _HIGH_BITS = np.uint64(0x8080808080808080)
+_LOW_SEVEN_BITS = np.uint64(0x7F7F7F7F7F7F7F7F)
+_ABOVE_SPACE = np.uint64(0x5F5F5F5F5F5F5F5F)  # adding it sets the high bit of bytes above ' '
 # Bytes a SWAR read may touch past the start of a number (two 8-byte words and a '.').
 SWAR_REACH = 17
 
@@ -200,13 +202,18 @@ def load_u64(typingctx, array, index):
 
 @njit(cache=True, inline="always")
 def swar_digits(buf, p):
-    """(k, value): the number of ASCII digits starting at p (0 to 8) and their value.
+    """(k, value): the number of ASCII digits starting at p (0 to 8) and their value."""
+    return swar_digits_of(load_u64(buf, p))
+
+
+@njit(cache=True, inline="always")
+def swar_digits_of(word):
+    """swar_digits for the 8 bytes already loaded in ``word`` (the first byte lowest).
 
     Subtracting '0' from each byte leaves digits as 0..9; a byte below '0' borrows and one
     above '9' overflows when 0x46 is added, so the first non-digit byte has its high bit set.
     Borrows and carries only move towards later bytes, so bytes before it stay exact.
     """
-    word = load_u64(buf, p)
     digits = word - _ASCII_ZEROS
     non_digits = ((word + _ABOVE_NINE) | digits) & _HIGH_BITS
     k = 8 if non_digits == 0 else np.int64(trailing_zeros(non_digits) >> np.uint64(3))
@@ -242,3 +249,14 @@ def fast_decimal(buf, p, n):
                 mantissa = integer * _POW10_INT[k2] + fraction * np.uint64(has_point)
                 return float(mantissa) / _POW10[k2], stop
     return simple_decimal(buf, p, n)
+
+
+@njit(cache=True, inline="always")
+def swar_separators(word):
+    """The high bit of each byte of ``word`` that is a space or a control byte (at most 0x20:
+    blanks, newlines), the bytes that end a token; the other bits are 0.
+
+    Exact for every byte: the low seven bits plus 0x5F stay below 0x100, so no carry crosses
+    into the next byte, and a byte of 0x80 or more is never a separator.
+    """
+    return ~(((word & _LOW_SEVEN_BITS) + _ABOVE_SPACE) | word) & _HIGH_BITS
