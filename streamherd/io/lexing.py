@@ -200,6 +200,16 @@ def load_u64(typingctx, array, index):
     return types.uint64(array, types.intp), codegen
 
 
+@intrinsic
+def load_u8(typingctx, array, index):
+    """``array[index]`` without the code numba adds for negative indices; the caller
+    guarantees 0 <= index < len(array)."""
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        return builder.load(builder.gep(data, [args[1]]))
+    return types.uint8(array, types.intp), codegen
+
+
 @njit(cache=True, inline="always")
 def swar_digits(buf, p):
     """(k, value): the number of ASCII digits starting at p (0 to 8) and their value."""
@@ -229,25 +239,34 @@ def swar_digits_of(word):
 
 
 @njit(cache=True, inline="always")
-def fast_decimal(buf, p, n):
-    """simple_decimal (same values, same stops) for a number starting at p in ``buf[:n]``,
-    with SWAR digit runs when both runs are shorter than 8 digits and the reads stay in the
-    array; otherwise simple_decimal itself.
+def swar_decimal(buf, p):
+    """(ok, value, stop) for ``digits[.digits]`` at p read with SWAR digit runs; reads
+    buf[p:p + SWAR_REACH], and ok is False when a run has 8 digits or more or there is no digit.
+    When ok, value is what simple_decimal gives for the same bytes, and stop where it stops.
 
     Whether there is a fraction is as unpredictable as the number lengths ("1", "0.25"), so it
     is not a branch: the fraction run is always read, and multiplied by 0 when there is no '.'.
     """
+    k, integer = swar_digits(buf, p)
+    point = p + k
+    has_point = np.int64(load_u8(buf, point) == DOT)
+    k2, fraction = swar_digits(buf, point + 1)
+    k2 *= has_point
+    stop = point + has_point * (1 + k2)
+    mantissa = integer * _POW10_INT[k2] + fraction * np.uint64(has_point)
+    return (k < 8) & (k2 < 8) & (k + k2 > 0), float(mantissa) / _POW10[k2], stop
+
+
+@njit(cache=True, inline="always")
+def fast_decimal(buf, p, n):
+    """simple_decimal (same values, same stops) for a number starting at p in ``buf[:n]``,
+    with SWAR digit runs (swar_decimal) when both runs are shorter than 8 digits and the reads
+    stay in the array; otherwise simple_decimal itself.
+    """
     if p + SWAR_REACH <= len(buf):
-        k, integer = swar_digits(buf, p)
-        point = p + k
-        if k < 8 and point < n:
-            has_point = np.int64(buf[point] == DOT)
-            k2, fraction = swar_digits(buf, point + 1)
-            k2 *= has_point
-            stop = point + has_point * (1 + k2)
-            if k2 < 8 and stop <= n and k + k2 > 0:
-                mantissa = integer * _POW10_INT[k2] + fraction * np.uint64(has_point)
-                return float(mantissa) / _POW10[k2], stop
+        ok, value, stop = swar_decimal(buf, p)
+        if ok and stop <= n:
+            return value, stop
     return simple_decimal(buf, p, n)
 
 

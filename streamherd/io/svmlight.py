@@ -1,14 +1,13 @@
 """svmlight/libsvm lines: ``label [qid:N] index:value ... [# comment]``, parsed a block at a time."""
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from streamherd.io import linecodes as codes
 from streamherd.io.csr import append_rising_slot
-from numba.cpython.unsafe.numbers import trailing_zeros
-
-from streamherd.io.lexing import (_POW10, _POW10_INT, COLON, DOT, HASH, LF, MINUS, PLUS, SPACE,
-                                  fast_decimal, find_byte, is_blank, load_u64, parse_float,
-                                  parse_index, simple_decimal, skip_blanks, swar_digits,
+from streamherd.io.lexing import (COLON, HASH, LF, MINUS, PLUS, SPACE, SWAR_REACH, fast_decimal,
+                                  find_byte, is_blank, load_u8, load_u64, parse_float,
+                                  parse_index, simple_decimal, skip_blanks, swar_decimal,
                                   swar_digits_of, swar_separators, token_end)
 
 # What parse_block found on a line (see scan_svmlight_line).
@@ -115,15 +114,16 @@ def _ends_number(buf, p, n):
 
 
 # Bytes _fast_feature reads from a token's first byte: two words to find the token's end, and
-# the value's words, whose second starts at most 16 bytes in.
-FEATURE_REACH = 24
+# swar_decimal's reach from the value's start, at most 9 bytes in (after 8 digits and ':').
+FEATURE_REACH = 9 + SWAR_REACH
 
 
 @njit(cache=True, inline="always")
 def _fast_feature(buf, s):
     """(ok, end, index, value) for the usual feature token at s, ``digits:digits[.digits]`` with
     runs shorter than 8 digits, ending at the first byte up to 0x20 in ``buf[s:s + 16]``; ok is
-    False for anything else (the caller then tries _slow_feature). Reads buf[s:s + 24].
+    False for anything else (the caller then tries _slow_feature). Reads
+    buf[s:s + FEATURE_REACH].
 
     The token's end comes from its separator, found in two words loaded at s: the next token's
     address depends on s through one load and a few instructions only. Walking the digits
@@ -131,30 +131,22 @@ def _fast_feature(buf, s):
     a chain of dependent loads through every feature of the line, which the CPU cannot overlap;
     now the number conversions of successive features run in parallel.
 
-    When ok, the digits, ':' and '.' span exactly buf[s:end]; end is the first separator, or
-    s + 16 when there is none in the two words, and the caller checks the byte at end.
+    When ok, the digits, ':' and '.' span exactly buf[s:end], and end is the first byte up to
+    0x20 (a blank, the newline, or another control byte, which the caller rejects).
     """
     w0 = load_u64(buf, s)
     w1 = load_u64(buf, s + 8)
     m0 = swar_separators(w0)
     # Not a branch on m0: token lengths (8 to 11 bytes in the usual files) straddle the word
-    # boundary at random. trailing_zeros(0) is 64, so this is 8 * length, at most 128.
-    end = s + np.int64((trailing_zeros(m0)
-                        + trailing_zeros(swar_separators(w1)) * np.uint64(m0 == 0)) >> np.uint64(3))
+    # boundary at random. trailing_zeros(0) is 64, so end is s + 16 when the two words hold no
+    # separator (not ok: the token may go on).
+    bits = trailing_zeros(m0) + trailing_zeros(swar_separators(w1)) * np.uint64(m0 == 0)
+    end = s + np.int64(bits >> np.uint64(3))
     k, index = swar_digits_of(w0)
     colon = s + k
-    start = colon + 1
-    # The value as in fast_decimal (same arithmetic, so the same rounding).
-    k1, integer = swar_digits(buf, start)
-    point = start + k1
-    has_point = np.int64(buf[point] == DOT)
-    k2, fraction = swar_digits(buf, point + 1)
-    k2 *= has_point
-    stop = point + has_point * (1 + k2)
-    ok = ((0 < k) & (k < 8) & (buf[colon] == COLON) & (k1 < 8) & (k2 < 8) & (k1 + k2 > 0)
-          & (stop == end) & (end < s + 16))
-    mantissa = integer * _POW10_INT[k2] + fraction * np.uint64(has_point)
-    return ok, end, np.int64(index), float(mantissa) / _POW10[k2]
+    ok, value, stop = swar_decimal(buf, colon + 1)
+    ok &= (0 < k) & (k < 8) & (load_u8(buf, colon) == COLON) & (stop == end) & (end < s + 16)
+    return ok, end, np.int64(index), value
 
 
 @njit(cache=True)
@@ -221,7 +213,7 @@ def scan_svmlight_line(buf, p, n, mask, bias_slot, indices, values, nnz):
             # The usual next feature, after one space: no blank skipping, no checks for the
             # line's end or a comment. Its end is a separator (_fast_feature's ok), which
             # the outer loop checks when the run of usual features stops.
-            if p + 1 + FEATURE_REACH > n or (load_u64(buf, p) & np.uint64(0xFF)) != SPACE:
+            if p + 1 + FEATURE_REACH > n or load_u8(buf, p) != SPACE:
                 break
             ok, end, index, value = _fast_feature(buf, p + 1)
             if not ok:
