@@ -211,8 +211,9 @@ def scan_svmlight_line(buf, p, n, mask, bias_slot, indices, values, nnz):
                 last_slot = slot
             p = end
             # The usual next feature, after one space: no blank skipping, no checks for the
-            # line's end or a comment. Its end is a separator (_fast_feature's ok), which
-            # the outer loop checks when the run of usual features stops.
+            # line's end or a comment. Its end is a byte up to 0x20 (_fast_feature's ok); when
+            # the run stops there, the outer loop skips it if blank, ends the row at a newline,
+            # and a control byte fails as the next token (USE_GENERAL, as _ends_number would).
             if p + 1 + FEATURE_REACH > n or load_u8(buf, p) != SPACE:
                 break
             ok, end, index, value = _fast_feature(buf, p + 1)
