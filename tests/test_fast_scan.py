@@ -94,3 +94,35 @@ def test_scanners_on_the_usual_lines(fmt):
         for i, label in enumerate([b"1", b"-1"] * 500))
     data = np.frombuffer(text, np.uint8)
     assert _parse(data, len(text), fmt, False, False) == _parse(data, len(text), fmt, False, True)
+
+
+# Feature tokens around the scanner's limits: 7 and 8 digit runs, tokens of 15 and 16 bytes and
+# longer (the first separator is looked for in the 16 bytes at a token's start), a '#', a ':' or
+# a control byte right after the value, and blanks other than one space between features.
+EDGE_TOKENS = ["1:1", "1234567:1", "12345678:1", "1:1234567", "1:12345678", "1:1234567.1234567",
+               "1234567:1.123456", "1234567:12.12345", "1234567:123.12345", "1:1234567.123456",
+               "12:1234567.123456", "1:1234567.123456#c", "1:1234567.123456x", "12:1234567.12345#",
+               "1:1.5#c", "1:1.5:2", "1:.5", "1:5.", "1:.", "1:", ":1", "1::1", "1:1.1.1",
+               "999999:0.25\x01", "999999:0.25\x0b", "1:0", "1:0.0", "3:0.1234567", "qid:3"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_svmlight_scanner_token_edges(seed):
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(400):
+        tokens = [rng.choice(["1", "-1", "0.5"])]
+        for _ in range(rng.randrange(0, 8)):
+            tokens.append(rng.choice(["1:1", "23:0.5", "456789:2.5"] * 4 + EDGE_TOKENS))
+        gaps = [rng.choice([" "] * 12 + ["  ", "\t", " \r ", "\r"]) for _ in tokens]
+        line = "".join(g + t for g, t in zip(gaps, tokens))[1:]
+        lines.append(line + rng.choice(["", "", " ", "\r", " # c 1:2"]))
+    text = "\n".join(lines).encode("utf-8")
+    data = np.frombuffer(text + b"1234567890" * 3, np.uint8)
+    # Every cut near the end: the last feature's bytes leave the fast path one by one.
+    for n in range(len(text) - 40, len(text) + 1):
+        for skip_bad in (True, False):
+            assert (_parse(data, n, SVMLIGHT, skip_bad, False)
+                    == _parse(data, n, SVMLIGHT, skip_bad, True))
+    good = _parse(data, len(text), SVMLIGHT, True, False)
+    assert good[0][0] > 100

@@ -183,6 +183,8 @@ def find_byte(buf, start, end, byte):
 _ASCII_ZEROS = np.uint64(0x3030303030303030)
 _ABOVE_NINE = np.uint64(0x4646464646464646)  # adding it sets the high bit of bytes above '9'
 _HIGH_BITS = np.uint64(0x8080808080808080)
+_LOW_SEVEN_BITS = np.uint64(0x7F7F7F7F7F7F7F7F)
+_ABOVE_SPACE = np.uint64(0x5F5F5F5F5F5F5F5F)  # adding it sets the high bit of bytes above ' '
 # Bytes a SWAR read may touch past the start of a number (two 8-byte words and a '.').
 SWAR_REACH = 17
 
@@ -198,15 +200,30 @@ def load_u64(typingctx, array, index):
     return types.uint64(array, types.intp), codegen
 
 
+@intrinsic
+def load_u8(typingctx, array, index):
+    """``array[index]`` without the code numba adds for negative indices; the caller
+    guarantees 0 <= index < len(array)."""
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        return builder.load(builder.gep(data, [args[1]]))
+    return types.uint8(array, types.intp), codegen
+
+
 @njit(cache=True, inline="always")
 def swar_digits(buf, p):
-    """(k, value): the number of ASCII digits starting at p (0 to 8) and their value.
+    """(k, value): the number of ASCII digits starting at p (0 to 8) and their value."""
+    return swar_digits_of(load_u64(buf, p))
+
+
+@njit(cache=True, inline="always")
+def swar_digits_of(word):
+    """swar_digits for the 8 bytes already loaded in ``word`` (the first byte lowest).
 
     Subtracting '0' from each byte leaves digits as 0..9; a byte below '0' borrows and one
     above '9' overflows when 0x46 is added, so the first non-digit byte has its high bit set.
     Borrows and carries only move towards later bytes, so bytes before it stay exact.
     """
-    word = load_u64(buf, p)
     digits = word - _ASCII_ZEROS
     non_digits = ((word + _ABOVE_NINE) | digits) & _HIGH_BITS
     k = 8 if non_digits == 0 else np.int64(trailing_zeros(non_digits) >> np.uint64(3))
@@ -222,23 +239,43 @@ def swar_digits(buf, p):
 
 
 @njit(cache=True, inline="always")
-def fast_decimal(buf, p, n):
-    """simple_decimal (same values, same stops) for a number starting at p in ``buf[:n]``,
-    with SWAR digit runs when both runs are shorter than 8 digits and the reads stay in the
-    array; otherwise simple_decimal itself.
+def swar_decimal(buf, p):
+    """(ok, value, stop) for ``digits[.digits]`` at p read with SWAR digit runs; reads
+    buf[p:p + SWAR_REACH], and ok is False when a run has 8 digits or more or there is no digit.
+    When ok, value is what simple_decimal gives for the same bytes, and stop where it stops.
 
     Whether there is a fraction is as unpredictable as the number lengths ("1", "0.25"), so it
     is not a branch: the fraction run is always read, and multiplied by 0 when there is no '.'.
     """
+    k, integer = swar_digits(buf, p)
+    point = p + k
+    has_point = np.int64(load_u8(buf, point) == DOT)
+    k2, fraction = swar_digits(buf, point + 1)
+    k2 *= has_point
+    stop = point + has_point * (1 + k2)
+    mantissa = integer * _POW10_INT[k2] + fraction * np.uint64(has_point)
+    return (k < 8) & (k2 < 8) & (k + k2 > 0), float(mantissa) / _POW10[k2], stop
+
+
+@njit(cache=True, inline="always")
+def fast_decimal(buf, p, n):
+    """simple_decimal (same values, same stops) for a number starting at p in ``buf[:n]``,
+    with SWAR digit runs (swar_decimal) when both runs are shorter than 8 digits and the reads
+    stay in the array; otherwise simple_decimal itself.
+    """
     if p + SWAR_REACH <= len(buf):
-        k, integer = swar_digits(buf, p)
-        point = p + k
-        if k < 8 and point < n:
-            has_point = np.int64(buf[point] == DOT)
-            k2, fraction = swar_digits(buf, point + 1)
-            k2 *= has_point
-            stop = point + has_point * (1 + k2)
-            if k2 < 8 and stop <= n and k + k2 > 0:
-                mantissa = integer * _POW10_INT[k2] + fraction * np.uint64(has_point)
-                return float(mantissa) / _POW10[k2], stop
+        ok, value, stop = swar_decimal(buf, p)
+        if ok and stop <= n:
+            return value, stop
     return simple_decimal(buf, p, n)
+
+
+@njit(cache=True, inline="always")
+def swar_separators(word):
+    """The high bit of each byte of ``word`` that is a space or a control byte (at most 0x20:
+    blanks, newlines), the bytes that end a token; the other bits are 0.
+
+    Exact for every byte: the low seven bits plus 0x5F stay below 0x100, so no carry crosses
+    into the next byte, and a byte of 0x80 or more is never a separator.
+    """
+    return ~(((word & _LOW_SEVEN_BITS) + _ABOVE_SPACE) | word) & _HIGH_BITS

@@ -1,12 +1,14 @@
 """svmlight/libsvm lines: ``label [qid:N] index:value ... [# comment]``, parsed a block at a time."""
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from streamherd.io import linecodes as codes
 from streamherd.io.csr import append_rising_slot
-from streamherd.io.lexing import (COLON, HASH, LF, MINUS, PLUS, SWAR_REACH, fast_decimal,
-                                  find_byte, is_blank, parse_float, parse_index, simple_decimal,
-                                  skip_blanks, swar_digits, token_end)
+from streamherd.io.lexing import (COLON, HASH, LF, MINUS, PLUS, SPACE, SWAR_REACH, fast_decimal,
+                                  find_byte, is_blank, load_u8, load_u64, parse_float,
+                                  parse_index, simple_decimal, skip_blanks, swar_decimal,
+                                  swar_digits_of, swar_separators, token_end)
 
 # What parse_block found on a line (see scan_svmlight_line).
 ROW = 0          # an example, parsed
@@ -111,6 +113,59 @@ def _ends_number(buf, p, n):
     return p == n or is_blank(buf[p]) or buf[p] == LF
 
 
+# Bytes _fast_feature reads from a token's first byte: two words to find the token's end, and
+# swar_decimal's reach from the value's start, at most 9 bytes in (after 8 digits and ':').
+FEATURE_REACH = 9 + SWAR_REACH
+
+
+@njit(cache=True, inline="always")
+def _fast_feature(buf, s):
+    """(ok, end, index, value) for the usual feature token at s, ``digits:digits[.digits]`` with
+    runs shorter than 8 digits, ending at the first byte up to 0x20 in ``buf[s:s + 16]``; ok is
+    False for anything else (the caller then tries _slow_feature). Reads
+    buf[s:s + FEATURE_REACH].
+
+    The token's end comes from its separator, found in two words loaded at s: the next token's
+    address depends on s through one load and a few instructions only. Walking the digits
+    instead (index, ':', integer part, '.', fraction, each read where the last one ended) makes
+    a chain of dependent loads through every feature of the line, which the CPU cannot overlap;
+    now the number conversions of successive features run in parallel.
+
+    When ok, the digits, ':' and '.' span exactly buf[s:end], and end is the first byte up to
+    0x20 (a blank, the newline, or another control byte, which the caller rejects).
+    """
+    w0 = load_u64(buf, s)
+    w1 = load_u64(buf, s + 8)
+    m0 = swar_separators(w0)
+    # Not a branch on m0: token lengths (8 to 11 bytes in the usual files) straddle the word
+    # boundary at random. trailing_zeros(0) is 64, so end is s + 16 when the two words hold no
+    # separator (not ok: the token may go on).
+    bits = trailing_zeros(m0) + trailing_zeros(swar_separators(w1)) * np.uint64(m0 == 0)
+    end = s + np.int64(bits >> np.uint64(3))
+    k, index = swar_digits_of(w0)
+    colon = s + k
+    ok, value, stop = swar_decimal(buf, colon + 1)
+    ok &= (0 < k) & (k < 8) & (load_u8(buf, colon) == COLON) & (stop == end) & (end < s + 16)
+    return ok, end, np.int64(index), value
+
+
+@njit(cache=True)
+def _slow_feature(buf, s, n):
+    """(ok, end, index, value) for any feature token the scanner takes at s, reading nothing
+    past n: an index of 1 to 18 digits, ':', a value simple_decimal takes; end is where the
+    value stops, and the caller checks the byte there. For the tokens _fast_feature does not
+    take (long numbers, the end of the block) and malformed ones (ok False)."""
+    index = 0
+    p = s
+    while p < n and 48 <= buf[p] <= 57:
+        index = index * 10 + (buf[p] - 48)
+        p += 1
+    if p == s or p - s > 18 or p == n or buf[p] != COLON:
+        return False, p, index, 0.0
+    value, stop = simple_decimal(buf, p + 1, n)
+    return stop >= 0, stop, index, value
+
+
 @njit(cache=True, nogil=True)
 def scan_svmlight_line(buf, p, n, mask, bias_slot, indices, values, nnz):
     """One pass over the usual line, ``label index:value ... [# comment]`` with plain decimals,
@@ -139,28 +194,28 @@ def scan_svmlight_line(buf, p, n, mask, bias_slot, indices, values, nnz):
         p, next_line = next_token(buf, p, n)
         if next_line >= 0:
             return ROW, next_line, nnz, label, label_start, label_end, distinct
-        c = buf[p]
-        if c == HASH:
+        if buf[p] == HASH:
             return ROW, find_byte(buf, p, n, LF) + 1, nnz, label, label_start, label_end, distinct
-        start = p
-        k = 0
-        if p + SWAR_REACH <= n:
-            k, swar_index = swar_digits(buf, p)
-        if 0 < k < 8:
-            index = np.int64(swar_index)
-            p += k
-        else:
-            index = 0
-            while p < n and 48 <= buf[p] <= 57:
-                index = index * 10 + (buf[p] - 48)
-                p += 1
-        if p == start or p - start > 18 or p == n or buf[p] != COLON:
+        ok = False
+        if p + FEATURE_REACH <= n:
+            ok, end, index, value = _fast_feature(buf, p)
+        if not ok:
+            ok, end, index, value = _slow_feature(buf, p, n)
+        if not ok or not _ends_number(buf, end, n):
             return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
-        value, p = fast_decimal(buf, p + 1, n)
-        if p < 0 or not _ends_number(buf, p, n):
-            return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
-        if value != 0.0:  # explicit zeros carry nothing, as in parse_svmlight_line
-            slot = index & mask
-            nnz, distinct = append_rising_slot(indices, values, nnz, slot, value, last_slot,
-                                               distinct, bias_slot)
-            last_slot = slot
+        while True:
+            if value != 0.0:  # explicit zeros carry nothing, as in parse_svmlight_line
+                slot = index & mask
+                nnz, distinct = append_rising_slot(indices, values, nnz, slot, value,
+                                                   last_slot, distinct, bias_slot)
+                last_slot = slot
+            p = end
+            # The usual next feature, after one space: no blank skipping, no checks for the
+            # line's end or a comment. Its end is a byte up to 0x20 (_fast_feature's ok); when
+            # the run stops there, the outer loop skips it if blank, ends the row at a newline,
+            # and a control byte fails as the next token (USE_GENERAL, as _ends_number would).
+            if p + 1 + FEATURE_REACH > n or load_u8(buf, p) != SPACE:
+                break
+            ok, end, index, value = _fast_feature(buf, p + 1)
+            if not ok:
+                break
