@@ -126,3 +126,43 @@ def test_svmlight_scanner_token_edges(seed):
                     == _parse(data, n, SVMLIGHT, skip_bad, True))
     good = _parse(data, len(text), SVMLIGHT, True, False)
     assert good[0][0] > 100
+
+
+# VW feature tokens around the scanner's limits: names of 7, 8 and more digits alone and with
+# values, tokens of 15 and 16 bytes and longer (ending in a byte that is not a separator), a '|', ':' or control byte right after a name or value,
+# names that are not numbers, and the values the general parser decides.
+VW_EDGE_TOKENS = ["1", "1234567", "12345678", "123456789012", "1:1", "1234567:1", "12345678:1",
+                  "1:1234567", "1:12345678", "1:1234567.1234567", "1234567:1.123456",
+                  "1234567:12.12345", "1234567:123.12345", "12:1234567.123456",
+                  "123456789012345", "1234567890123456", "7|", "7:1.5|", "7:1.5|g", "12:0.5|ab",
+                  "7\x01", "7:1.5\x01", "7:2\x0b", "a", "a:2", "12a", "12a:0.5", "a12:1", ":1",
+                  ":", "1:", "1::1", "1:1:2", "1:.", "1:.5", "1:5.", "1:1.1.1", "1:-1", "1:+2",
+                  "1:1e3", "1:0", "1:0.0", "3:0.1234567", "\x1a12", "Ünï:2", "007:3",
+                  "1234567:1234567.x", "1234567:12.12345x", "12345678:1.12345|",
+                  "12345678:123456.1"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_vw_scanner_token_edges(seed):
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(400):
+        parts = [rng.choice(["1 ", "-1 ", "0.5 ", "", "1 'tag ", "2 "])]
+        for _ in range(rng.randrange(1, 4)):
+            parts.append(rng.choice(["|f", "|f", "|", "|ns1", "|12", "| ", "|f:2"]))
+            for _ in range(rng.randrange(0, 8)):
+                token = rng.choice(["1:1", "23:0.5", "456789:2.5", "7", "31"] * 12
+                                   + VW_EDGE_TOKENS)
+                parts.append(rng.choice([" "] * 12 + ["  ", "\t", " \r ", "\r"]) + token)
+            parts.append(rng.choice(["", "", " ", "\t"]))
+        lines.append("".join(parts) + rng.choice(["", "", " ", "\r"]))
+    text = "\n".join(lines).encode("utf-8")
+    data = np.frombuffer(text + b"1234567890" * 3, np.uint8)
+    # Every cut near the end: the last feature's bytes leave the fast path one by one.
+    for n in range(len(text) - 40, len(text) + 1):
+        for skip_bad in (True, False):
+            for bits in (20, 4):
+                assert (_parse(data, n, VW, skip_bad, False, bits)
+                        == _parse(data, n, VW, skip_bad, True, bits))
+    good = _parse(data, len(text), VW, True, False)
+    assert good[0][0] > 100

@@ -1,14 +1,16 @@
 """Vowpal Wabbit text lines: ``label [importance] ['tag]|ns[:scale] feat[:value] ... |ns2 ...``."""
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from streamherd.features.hashing import hashstring, murmur3_32
 from streamherd.io import linecodes as codes
 from streamherd.io.csr import append_wrapping_slot
-from streamherd.io.lexing import (BAR, COLON, LF, MINUS, PLUS, QUOTE, SWAR_REACH, fast_decimal,
-                                  find_byte, is_binary, is_blank, parse_float, simple_decimal,
-                                  skip_blanks, swar_digits)
-from streamherd.io.svmlight import ROW, USE_GENERAL, is_text_label, next_token
+from streamherd.io.lexing import (BAR, COLON, LF, MINUS, PLUS, QUOTE, SPACE, fast_decimal,
+                                  find_byte, is_binary, is_blank, load_u8, load_u64, parse_float,
+                                  simple_decimal, skip_blanks, swar_decimal, swar_digits_of,
+                                  swar_separators)
+from streamherd.io.svmlight import FEATURE_REACH, ROW, USE_GENERAL, is_text_label, next_token
 
 
 @njit(cache=True, inline="always")
@@ -165,14 +167,72 @@ def parse_vw_line(buf, p, end, mask, indices, values, nnz):
 
 
 @njit(cache=True, inline="always")
-def _ends_name(c):
-    """Where scan_vw_line stops a name: a blank, the line end, a control byte, '|' or ':'."""
-    return c <= 32 or c == BAR or c == COLON
+def _ends_vw_token(buf, p, n):
+    return p == n or is_blank(buf[p]) or buf[p] == BAR or buf[p] == LF
 
 
 @njit(cache=True, inline="always")
-def _ends_vw_token(buf, p, n):
-    return p == n or is_blank(buf[p]) or buf[p] == BAR or buf[p] == LF
+def _fast_vw_feature(buf, s):
+    """(ok, end, number, value) for the usual VW feature token at s, a name of 1 to 8 digits
+    alone (value 1) or followed by ``:digits[.digits]`` with runs shorter than 8 digits, ending
+    at the first byte up to 0x20 in ``buf[s:s + 16]``; ok is False for anything else (the
+    caller then tries _slow_vw_feature). Reads buf[s:s + FEATURE_REACH]: the reads of
+    svmlight._fast_feature, with the name in place of the index.
+
+    As there, the token's end comes from the separator bytes of two words loaded at s, so that
+    successive features do not wait for each other's digits. Whether a name has a value is
+    not a branch either (files mix both): the value is always read, and dropped without ':'.
+    When ok, the name and value span exactly buf[s:end], and end is a byte up to 0x20 (a
+    blank, the newline, or another control byte, which the caller rejects).
+    """
+    w0 = load_u64(buf, s)
+    w1 = load_u64(buf, s + 8)
+    m0 = swar_separators(w0)
+    # trailing_zeros(0) is 64: end is s + 16 when the two words hold no separator (not ok).
+    bits = trailing_zeros(m0) + trailing_zeros(swar_separators(w1)) * np.uint64(m0 == 0)
+    end = s + np.int64(bits >> np.uint64(3))
+    k, number = swar_digits_of(w0)
+    name_end = s + k
+    has_value = load_u8(buf, name_end) == COLON
+    value_ok, value, stop = swar_decimal(buf, name_end + 1)
+    # A name of 8 digits may go on, but then its 9th byte, at name_end, is neither ':' nor
+    # the separator at end: not ok. So k needs no upper bound here.
+    ok = ((0 < k) & (end < s + 16)
+          & ((has_value & value_ok & (stop == end)) | (name_end == end)))
+    return ok, end, number, value if has_value else 1.0
+
+
+@njit(cache=True)
+def _slow_vw_feature(buf, s, n, seed):
+    """(ok, end, key, value) for any feature token scan_vw_line takes at s, reading nothing
+    past n: a name of bytes above 0x20 other than '|' and ':', then maybe ':' and a value
+    simple_decimal takes, then a blank, '|', the line end or the block end. key is the slot
+    before the mask: the name's number plus seed when it is all digits (also the empty name),
+    else its murmur3 hash. For the tokens _fast_vw_feature does not take, and malformed ones
+    (ok False: control bytes in the name, junk after the value...)."""
+    number = np.uint64(0)
+    all_digits = True
+    p = s
+    while p < n:
+        c = buf[p]
+        if c <= 32 or c == BAR or c == COLON:
+            break
+        if all_digits and 48 <= c <= 57:
+            number = number * np.uint64(10) + np.uint64(c - 48)
+        else:
+            all_digits = False
+        p += 1
+    name_end = p
+    value = 1.0
+    if p < n and buf[p] == COLON:
+        value, p = simple_decimal(buf, p + 1, n)
+        if p < 0:
+            return False, p, np.uint64(0), value
+    if not _ends_vw_token(buf, p, n):
+        return False, p, np.uint64(0), value
+    if all_digits:
+        return True, p, number + seed, value
+    return True, p, murmur3_32(buf, s, name_end, seed & np.uint64(0xFFFFFFFF)), value
 
 
 @njit(cache=True, nogil=True)
@@ -214,8 +274,7 @@ def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
         p, next_line = next_token(buf, p, n)
         if next_line >= 0:
             return ROW, next_line, nnz, label, label_start, label_end, distinct
-        c = buf[p]
-        if c == BAR:
+        if buf[p] == BAR:
             p += 1
             seed = np.uint64(0)
             if not _ends_vw_token(buf, p, n):
@@ -226,40 +285,29 @@ def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
                     return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
                 seed = hashstring(buf, start, p, np.uint64(0))
             continue
-        start = p
-        k = 0
-        if p + SWAR_REACH <= n:
-            k, number = swar_digits(buf, p)
-        if 0 < k < 8 and _ends_name(buf[p + k]):  # a short number, the usual name in VW files
-            p += k
-            all_digits = True
-        else:
-            number = np.uint64(0)
-            all_digits = True
-            while p < n:
-                c = buf[p]
-                if _ends_name(c):
-                    break
-                if all_digits and 48 <= c <= 57:
-                    number = number * np.uint64(10) + np.uint64(c - 48)
-                else:
-                    all_digits = False
-                p += 1
-        name_end = p
-        value = 1.0
-        if p < n and buf[p] == COLON:
-            value, p = fast_decimal(buf, p + 1, n)
-            if p < 0:
+        ok = False
+        if p + FEATURE_REACH <= n:
+            ok, end, number, value = _fast_vw_feature(buf, p)
+            key = number + seed
+        if not ok:
+            ok, end, key, value = _slow_vw_feature(buf, p, n, seed)
+            if not ok:
                 return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
-        if not _ends_vw_token(buf, p, n):  # control bytes in the name, or junk after the value
-            return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
-        if value != 0.0:
-            if all_digits:
-                slot = np.int64((number + seed) & np.uint64(mask))
-            else:
-                slot = np.int64(murmur3_32(buf, start, name_end, seed & np.uint64(0xFFFFFFFF))
-                                & np.uint64(mask))
-            nnz, distinct, wrapped = append_wrapping_slot(indices, values, row_start, nnz, slot,
-                                                         value, last_slot, distinct, wrapped,
-                                                         bias_slot)
-            last_slot = slot
+        while True:
+            if value != 0.0:
+                slot = np.int64(key & np.uint64(mask))
+                nnz, distinct, wrapped = append_wrapping_slot(indices, values, row_start, nnz,
+                                                             slot, value, last_slot, distinct,
+                                                             wrapped, bias_slot)
+                last_slot = slot
+            p = end
+            # The usual next feature, after one space: no blank skipping, no checks for the
+            # line's end or a '|'. When the run stops at _fast_vw_feature's end byte, the outer
+            # loop skips it if blank, ends the row at a newline, and a control byte fails as
+            # the next token (USE_GENERAL, as _ends_vw_token would).
+            if p + 1 + FEATURE_REACH > n or load_u8(buf, p) != SPACE:
+                break
+            ok, end, number, value = _fast_vw_feature(buf, p + 1)
+            if not ok:
+                break
+            key = number + seed
