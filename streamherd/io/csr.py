@@ -131,22 +131,28 @@ def append_rising_slot(indices, values, nnz, slot, value, last_slot, distinct, b
 
 
 @njit(cache=True, inline="always")
-def append_wrapping_slot(indices, values, row_start, nnz, slot, value, last_slot, distinct,
-                         wrapped, bias_slot):
+def append_wrapping_slot(indices, values, nnz, slot, value, last_slot, falls, bias_seen,
+                         bias_slot):
     """append_rising_slot for VW rows, whose all-digit names plus the namespace seed rise and
-    then wrap around once at the mask; returns (new nnz, distinct, wrapped).
+    then wrap around once at the mask; returns (new nnz, falls, bias_seen), from which
+    wrapping_slots_distinct tells at the row's end whether it needs merge_row.
 
-    Slots that rise, fall once (``wrapped``) and then stay below the row's first slot are
-    still all different: distinct stays True for them.
+    Counting the falls (a slot at or below the one before) and noting the bias slot is less
+    work per feature than keeping a distinct flag up to date, which also needs the row's first
+    slot; and it has no branch (a branch here also kept numba's reference counting of
+    ``indices`` in the scanner's loop).
     """
     indices[nnz] = slot
     values[nnz] = value
-    if slot > last_slot and not wrapped:  # still rising (last_slot is -1 for the first slot)
-        return nnz + 1, distinct and slot != bias_slot, False
-    if slot <= last_slot:
-        distinct = distinct and not wrapped
-        wrapped = True
-    return nnz + 1, distinct and slot < indices[row_start] and slot != bias_slot, wrapped
+    return nnz + 1, falls + (slot <= last_slot), bias_seen | (slot == bias_slot)
+
+
+@njit(cache=True, inline="always")
+def wrapping_slots_distinct(indices, row_start, last_slot, falls, bias_seen):
+    """Whether the slots append_wrapping_slot wrote from row_start are all different and none
+    is the bias slot: they rise strictly (no fall), or rise, fall once and then rise strictly,
+    up to a last slot below the row's first one. (last_slot is -1 for an empty row.)"""
+    return not bias_seen and (falls == 0 or (falls == 1 and last_slot < indices[row_start]))
 
 
 @njit(cache=True, inline="always")

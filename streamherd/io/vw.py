@@ -5,7 +5,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 
 from streamherd.features.hashing import hashstring, murmur3_32
 from streamherd.io import linecodes as codes
-from streamherd.io.csr import append_wrapping_slot
+from streamherd.io.csr import append_wrapping_slot, wrapping_slots_distinct
 from streamherd.io.lexing import (BAR, COLON, LF, MINUS, PLUS, QUOTE, SPACE, fast_decimal,
                                   find_byte, is_binary, is_blank, load_u8, load_u64, parse_float,
                                   simple_decimal, skip_blanks, swar_decimal, swar_digits_of,
@@ -240,7 +240,7 @@ def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
     """One pass over the usual VW line, ``[label] |ns feature[:value] ... |ns2 ...``, finding
     the line end as it goes; the contract of svmlight.scan_svmlight_line (p: the first byte,
     neither blank nor '#'), except that ``distinct`` also holds for slots that wrap around
-    once (csr.append_wrapping_slot).
+    once (csr.wrapping_slots_distinct).
 
     Accepted: a plain decimal label (or none) then the first '|'; namespaces without a scale;
     names of bytes above 0x20 without ':'; plain decimal values. Anything else (importance,
@@ -268,11 +268,12 @@ def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
     seed = np.uint64(0)
     row_start = nnz
     last_slot = -1
-    distinct = True
-    wrapped = False
+    falls = 0
+    bias_seen = False
     while True:
         p, next_line = next_token(buf, p, n)
         if next_line >= 0:
+            distinct = wrapping_slots_distinct(indices, row_start, last_slot, falls, bias_seen)
             return ROW, next_line, nnz, label, label_start, label_end, distinct
         if buf[p] == BAR:
             p += 1
@@ -296,9 +297,9 @@ def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
         while True:
             if value != 0.0:
                 slot = np.int64(key & np.uint64(mask))
-                nnz, distinct, wrapped = append_wrapping_slot(indices, values, row_start, nnz,
-                                                             slot, value, last_slot, distinct,
-                                                             wrapped, bias_slot)
+                nnz, falls, bias_seen = append_wrapping_slot(indices, values, nnz, slot, value,
+                                                            last_slot, falls, bias_seen,
+                                                            bias_slot)
                 last_slot = slot
             p = end
             # The usual next feature, after one space: no blank skipping, no checks for the
