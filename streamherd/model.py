@@ -49,6 +49,13 @@ def _umask():
     return mask
 
 
+def require_arrays(path, arrays, names):
+    """A one-line error when the model at ``path`` lacks one of the arrays ``names``."""
+    for name in names:
+        if name not in arrays:
+            raise StreamherdError(f"{os.fspath(path)} is damaged: it has no '{name}' array")
+
+
 def load_model(path, expected_arrays=None):
     """Returns (meta, arrays). Every way a file can fail to be a model is a one-line error."""
     path = os.fspath(path)
@@ -87,9 +94,7 @@ def load_model(path, expected_arrays=None):
         raise StreamherdError(f"{path} is damaged: its meta has no class list")
     # joint and one-versus-all multiclass models hold one block of 2^bits slots per class
     dim = (1 << bits) * (len(classes) if meta.get("task") == "multiclass" else 1)
-    for name in ["mean", *(expected_arrays or [])]:
-        if name not in arrays:
-            raise StreamherdError(f"{path} is damaged: it has no '{name}' array")
+    require_arrays(path, arrays, ["mean", *(expected_arrays or [])])
     for name, array in arrays.items():
         if array.shape[:1] != (dim,) or array.dtype != np.float64:
             raise StreamherdError(

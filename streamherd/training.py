@@ -10,7 +10,7 @@ from streamherd.io.reader import DEFAULT_BLOCK_SIZE, ChunkReader, numeric_labels
 from streamherd.labels import BinaryLabels, ClassLabels
 from streamherd.learners.base import UnstableUpdate
 from streamherd.learners.sparse import normalize_rows
-from streamherd.model import load_model, save_model
+from streamherd.model import load_model, require_arrays, save_model
 from streamherd.progress import ProgressiveValidation
 
 DEFAULT_BITS = 18
@@ -325,7 +325,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
     meta, arrays = load_model(model_path)
     algo = learners.canonical_name(meta["algo"])
     cls, _ = learners.learner_class(algo)
-    load_model(model_path, expected_arrays=cls.state_arrays)
+    require_arrays(model_path, arrays, cls.state_arrays)   # the learner's own arrays, too
     task = meta.get("task", "binary")
     mode = meta.get("multiclass")
     learner = _create_learner(task, mode, algo, 1 << meta["bits"], meta["hyperparameters"],
