@@ -408,8 +408,9 @@ def test_bad_option_values_name_the_option(run_cli, tmp_path, flag, value, expec
 
 
 def test_train_start_up_imports_neither_pydantic_nor_scipy(tmp_path):
-    """Start-up weight (issue 6): typer's pydantic conversion and scipy (numba's BLAS probe,
-    scipy.special) were 0.5 s and 45 MB of every run; a plain train or predict loads neither."""
+    """Start-up weight (issue 6; its cost is measured in benchmarks/, not here): a plain train
+    or predict loads neither typer's pydantic conversion nor scipy (numba's BLAS probe,
+    scipy.special)."""
     data = tmp_path / "d.svm"
     data.write_text("1 1:1 2:0.5\n-1 2:1 3:2\n")
     model = tmp_path / "m.npz"

@@ -62,7 +62,7 @@ class Learner(ABC):
             self.size = len(self.mean)
             self.blocks = max(1, self.size // dim)
             self.load_state(state, learner_meta or {})
-        self._interleave()
+            self._interleave()   # a fresh model's init_state made them so (new_interleaved)
 
     def new_interleaved(self, **fill):
         """Fresh ``interleaved`` arrays, as columns of one array: each is zero, or ``fill[name]``
@@ -74,17 +74,11 @@ class Learner(ABC):
             setattr(self, attr, packed[:, k])
 
     def _interleave(self):
-        """Copy the ``interleaved`` arrays into the columns of one array (see there), unless
-        they already are."""
-        arrays = [getattr(self, attr) for attr in self.interleaved]
-        if not arrays:
+        """Copy the ``interleaved`` arrays (loaded or grown apart) into the columns of one array
+        (see there)."""
+        if not self.interleaved:
             return
-        base = arrays[0].base
-        if base is not None and base.shape == (self.size, len(arrays)) and all(
-                a.base is base and np.shares_memory(a, base[:, k]) and a.strides == base[:, k].strides
-                for k, a in enumerate(arrays)):
-            return
-        packed = np.empty((self.size, len(arrays)))
+        packed = np.empty((self.size, len(self.interleaved)))
         for k, attr in enumerate(self.interleaved):
             packed[:, k] = getattr(self, attr)
             setattr(self, attr, packed[:, k])   # the old array is freed here, one at a time
