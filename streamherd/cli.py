@@ -142,10 +142,14 @@ def _end_start_up():
     While the target loads, numba imports scipy.linalg.cython_blas only to learn whether BLAS
     is there (numba.np.arraymath): 0.27 s and 16 MB, for np.correlate and np.convolve, which no
     streamherd kernel calls. Hiding the module for that moment skips the import; jitted code
-    that needs BLAS (np.dot) still gets it, as numba imports it again when compiling such code."""
+    that needs BLAS (np.dot) still gets it, as numba imports it again when compiling such code.
+    numba's runtime functions come from a cache (streamherd.numba_runtime) instead of LLVM."""
     import numpy as np
 
+    from streamherd import numba_runtime
     from streamherd.io.block import count_newlines
+
+    numba_runtime.install()
 
     blas = "scipy.linalg.cython_blas"
     hide = blas not in sys.modules
