@@ -4,8 +4,8 @@
         [--algos pa2,perceptron,...] [--repeat 3] [--file PATH] [--write-readme]
 
 Every figure is the wall time of a whole command (interpreter start, imports, numba cache load,
-reading, parsing, learning, writing) run as a subprocess: one warm-up run, then the median of
-``--repeat`` runs. Peak RSS comes from ``os.wait4`` on that child. Progress output stays on
+reading, parsing, learning, writing) run as a subprocess: a warm-up round, then ``--repeat``
+rounds that each run every command once; a row gives the median of its runs. Peak RSS comes from ``os.wait4`` on that child. Progress output stays on
 (stderr goes to a file, not a terminal, as in a batch job); predictions go to /dev/null.
 
 By default the input is a generated, cached data set (see ``make_data.py``): an svmlight file,
@@ -169,30 +169,46 @@ def run_once(cmd, cold_numba_cache=False):
     return float(fields[0]), int(fields[1]), int(fields[2]), text, float(fields[3])
 
 
-def measure(case, repeat, log):
-    log(f"  {case.name}: {' '.join(shlex.quote(str(c)) for c in case.cmd)}")
-    if case.warmup:
-        seconds, rss, rc, text, cpu = run_once(case.warmup_cmd or case.cmd)
-        if rc != 0:
-            case.error = f"exit {rc}: {text.strip()[-2000:]}"
-            log(f"    FAILED ({case.error})")
-            return
-    for _ in range(case.repeat or repeat):
-        seconds, rss, rc, text, cpu = run_once(case.cmd, case.cold_numba_cache)
-        if rc != 0:
-            case.error = f"exit {rc}: {text.strip()[-2000:]}"
-            log(f"    FAILED ({case.error})")
-            return
-        case.times.append(seconds)
-        case.rss_kb.append(rss)
-        case.cpu.append(cpu)
-    case.summary = summarise(text)
-    case.load = os.getloadavg()[0]
-    log(f"    median {case.seconds:.2f}s  ({', '.join(f'{t:.2f}' for t in case.times)})  "
-        f"cpu {case.cpu_seconds:.2f}s  load {os.getloadavg()[0]:.1f}  "
-        f"{case.examples / case.seconds:,.0f} ex/s  peak {case.peak_rss_mb:.0f} MB"
-        + (f" (budget {case.budget_mb:.0f})" if case.budget_mb else "")
-        + (f"  [{case.summary}]" if case.summary else ""))
+def measure_all(cases, repeat, log):
+    """A warm-up round (every case once, in the given order: some warm-ups write the models
+    later cases read), then ``repeat`` timed rounds, each running every case once. A case's runs
+    thus spread over the whole benchmark, as do VW's: a slow minute of this (shared, virtual)
+    machine weighs on every row alike instead of on the rows that happened to run then."""
+    for case in filter(lambda case: case.warmup, cases):
+        log(f"  warm-up {case.name}: {display_cmd(case.warmup_cmd or case.cmd)}")
+        _, _, rc, text, _ = run_once(case.warmup_cmd or case.cmd)
+        _fail_on(case, rc, text, log)
+    rounds = max((case.repeat or repeat) for case in cases) if cases else 0
+    for round_index in range(rounds):
+        log(f"  round {round_index + 1} of {rounds}")
+        for case in cases:
+            if case.error or len(case.times) >= (case.repeat or repeat):
+                continue
+            seconds, rss, rc, text, cpu = run_once(case.cmd, case.cold_numba_cache)
+            if _fail_on(case, rc, text, log):
+                continue
+            case.times.append(seconds)
+            case.rss_kb.append(rss)
+            case.cpu.append(cpu)
+            case.summary = summarise(text)
+            case.load = os.getloadavg()[0]
+    for case in cases:
+        if not case.error:
+            log(f"  {case.name}: median {case.seconds:.2f}s  "
+                f"({', '.join(f'{t:.2f}' for t in case.times)})  cpu {case.cpu_seconds:.2f}s  "
+                f"load {case.load:.1f}  {case.examples / case.seconds:,.0f} ex/s  "
+                f"peak {case.peak_rss_mb:.0f} MB"
+                + (f" (budget {case.budget_mb:.0f})" if case.budget_mb else "")
+                + (f"  [{case.summary}]" if case.summary else ""))
+
+
+def _fail_on(case, rc, text, log):
+    """Records a failed run (the case gets no more runs); True when it failed."""
+    if rc == 0:
+        return False
+    case.error = f"exit {rc}: {text.strip()[-2000:]}"
+    log(f"    {case.name} FAILED ({case.error})")
+    return True
 
 
 def summarise(stderr_text):
@@ -606,7 +622,9 @@ def write_readme(cases, args, mach, data_desc, command, full_cov):
         f"Input: {data_desc}",
         "",
         f"Each row is one whole command run as a subprocess (Python start-up, imports and the "
-        f"numba cache load included): the median of {args.repeat} runs after one warm-up run; "
+        f"numba cache load included): the median of {args.repeat} runs; the commands run in rounds "
+        f"(a warm-up round, then {args.repeat} timed rounds of every command once), so that the "
+        f"machine's slow and fast minutes spread over all rows, VW's included; "
         f"CPU s is the median user+system time (above the wall time when the parser thread and the "
         f"learner overlap); peak RSS from `os.wait4` in a small launcher process. Load average "
         f"during the run: {load_desc(cases)}. Progress output on, to a file; predictions to /dev/null. "
@@ -717,9 +735,8 @@ def main(argv=None):
     print(f"data: {data_desc}")
 
     cases = build_cases(args, svm, vw, svm_gz, vw_gz, examples, algos, log)
-    log(f"running {len(cases)} commands, 1 warm-up + {args.repeat} timed runs each")
-    for case in cases:
-        measure(case, args.repeat, log)
+    log(f"running {len(cases)} commands: a warm-up round and {args.repeat} timed rounds")
+    measure_all(cases, args.repeat, log)
     full_cov = measure_full_covariance(args, log) if args.full_cov else []
 
     print_table(cases)

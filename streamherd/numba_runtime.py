@@ -4,9 +4,10 @@ At every start-up numba builds its runtime's reference-counting functions (NRT_i
 NRT_decref, ...) as LLVM IR and runs LLVM's optimizer and code generator on them, even when
 every kernel then comes from the cache: 0.03 s, and 27 MB of LLVM's optimizer and code
 generator paged in that nothing else in a streamherd run touches (measured: 141 MB resident
-after start-up without this cache, 122 MB with it; loading object code pages in 9 MB). ``install`` makes numba load that library from object code
-compiled once, as it loads cached kernels. The cache file is keyed by the exact IR, the numba
-and llvmlite versions and the CPU numba compiles for; anything unexpected (another numba, an
+after start-up without this cache, 122 MB with it, as loading object code pages in 9 MB).
+``install`` makes numba load that library from object code compiled once, as it loads cached
+kernels. The cache file is keyed by the exact IR, the numba and llvmlite versions, the
+optimisation level and the CPU numba compiles for; anything unexpected (another numba, an
 unreadable or stale file, a read-only directory) falls back to numba's own compilation.
 
 Loading a cached kernel, numba first "refreshes" its compiler: it imports and registers the
@@ -88,11 +89,13 @@ def loaded_from_cache():
 def _cached_library(ctx, create_nrt_module):
     import llvmlite
     import numba
+    from numba.core import config
 
     ir_module, library = create_nrt_module(ctx)
     codegen = ctx.codegen()
     key = hashlib.sha256(repr((numba.__version__, llvmlite.__version__, sys.version_info[:2],
-                               codegen.magic_tuple(), str(ir_module))).encode()).hexdigest()
+                               config.OPT, codegen.magic_tuple(), str(ir_module))
+                              ).encode()).hexdigest()
     path = _cache_path(key)
     if path is not None:
         state = _read(path, key)
