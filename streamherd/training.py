@@ -6,7 +6,8 @@ import numpy as np
 
 from streamherd import learners
 from streamherd.errors import StreamherdError
-from streamherd.io.reader import DEFAULT_BLOCK_SIZE, ChunkReader, numeric_labels_only
+from streamherd.io.reader import (DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader,
+                                  numeric_labels_only)
 from streamherd.labels import BinaryLabels, ClassLabels
 from streamherd.learners.base import UnstableUpdate
 from streamherd.learners.sparse import normalize_rows
@@ -240,7 +241,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     learner = _create_learner(task or "multiclass", multiclass, algo, dim, options, state,
                               learner_meta, len(labels) if labels is not None else 0)
     reader = ChunkReader(paths, fmt=fmt, bits=bits, bias=bias, skip_bad=skip_bad,
-                         block_size=block_size, text_labels=task in (None, "multiclass"))
+                         block_size=block_size, workers=TRAINING_WORKERS,
+                         text_labels=task in (None, "multiclass"))
     progress = ProgressiveValidation(quiet=quiet, total_bytes=reader.total_bytes)
     runner = None
     for chunk in reader:

@@ -20,8 +20,15 @@ from streamherd.io.sources import Source, read_into
 # 9 MB lower than 2 MiB ones (161 against 170 MB) at the same speed (1.42 s against 1.41 s wall;
 # 1.96 s against 1.99 s CPU); earlier, 4 MiB blocks peaked 30 MB higher still.
 DEFAULT_BLOCK_SIZE = 1 << 20
-# Parser threads: with two cores, two parsers and the learner keep both busy.
+# Parser threads when the consumer does little per chunk (predict, whose margins are computed on
+# these threads; parse-only loops): with two cores, two parsers keep both busy.
 DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
+# Parser threads under training: the learner is the one sequential step, so it keeps a core of
+# its own, and the parsers take the others (up to two). On two cores a second parser took CPU
+# from the learner: nherd-p on the 1M-line benchmark, medians of 10 alternating runs, 1.47 s
+# with two parsers, 1.27 s with one; perceptron and pa2 (svmlight, VW, .gz) as fast or faster
+# with one. predict with one parser: 1.50 s instead of 1.17 s.
+TRAINING_WORKERS = max(1, min(2, (os.cpu_count() or 1) - 1))
 FORMATS = ("auto", "svmlight", "vw")
 _END = object()
 _CARRY_ROOM = 1 << 16
