@@ -66,8 +66,7 @@ def _arow_diag(y, importance, indptr, indices, values, mu, sigma, r, drop, margi
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row(mu, indptr, indices, i)
-        prefetch_next_row(sigma, indptr, indices, i)
+        prefetch_next_row(mu, indptr, indices, i)  # and sigma: same rows (interleaved)
         margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:

@@ -67,8 +67,7 @@ def _averaged_chunk(y, importance, indptr, indices, values, w, u, seen, margins_
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row(w, indptr, indices, i)
-        prefetch_next_row(u, indptr, indices, i)
+        prefetch_next_row(w, indptr, indices, i)  # and u: same rows (interleaved)
         wx = dot(w, indices, values, start, end)
         if seen > 0:
             margins_out[i] = wx - dot(u, indices, values, start, end) / seen
@@ -94,8 +93,7 @@ def _averaged_joint(cls, importance, indptr, indices, values, w, u, seen, D, kno
     average = np.zeros(len(scores))
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row_blocks(w, D, known, indptr, indices, i)
-        prefetch_next_row_blocks(u, D, known, indptr, indices, i)
+        prefetch_next_row_blocks(w, D, known, indptr, indices, i)  # and u (interleaved)
         visible = visible_classes(known, cls[i])
         class_scores(u, D, visible, indices, values, start, end, average)
         class_scores(w, D, visible, indices, values, start, end, scores)

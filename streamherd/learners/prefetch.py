@@ -3,7 +3,9 @@
 While the parser threads stream input through the shared cache, the learner's weight arrays
 (8 MiB and more at -b 20) are evicted, and every feature of an example becomes a wait on main
 memory. Asking for the next row's slots while the current row is being computed hides that
-latency: the kernels call ``prefetch_row`` for row i+1 before working on row i.
+latency: the kernels call ``prefetch_row`` for row i+1 before working on row i. Learners with
+two per-slot arrays keep them as the two columns of one array (``Learner.interleaved``): slot j
+of both lies in one 16-byte pair, in one cache line, so one prefetch serves both.
 """
 from llvmlite import ir
 from numba import njit, types

@@ -74,8 +74,7 @@ def _sop_diag(y, importance, indptr, indices, values, label_sum, diagonal, margi
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row(label_sum, indptr, indices, i)
-        prefetch_next_row(diagonal, indptr, indices, i)
+        prefetch_next_row(label_sum, indptr, indices, i)  # and diagonal (interleaved)
         margin = _sop_diag_margin(label_sum, diagonal, indices, values, start, end)
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
@@ -106,8 +105,7 @@ def _sop_diag_joint(cls, importance, indptr, indices, values, label_sum, diagona
     updates = 0
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row_blocks(label_sum, D, known, indptr, indices, i)
-        prefetch_next_row_blocks(diagonal, D, known, indptr, indices, i)
+        prefetch_next_row_blocks(label_sum, D, known, indptr, indices, i)  # and diagonal
         _sop_class_scores(label_sum, diagonal, D, visible_classes(known, cls[i]), indices, values,
                           start, end, work[0])
         predicted_out[i], known, n = joint_prepare(work[0], known, cls, importance, indices,
