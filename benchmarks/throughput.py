@@ -5,8 +5,9 @@
 
 Every figure is the wall time of a whole command (interpreter start, imports, numba cache load,
 reading, parsing, learning, writing) run as a subprocess: a warm-up round, then ``--repeat``
-rounds that each run every command once; a row gives the median of its runs. Peak RSS comes from ``os.wait4`` on that child. Progress output stays on
-(stderr goes to a file, not a terminal, as in a batch job); predictions go to /dev/null.
+rounds that each run every command once; a row gives the median of its runs. Peak RSS comes
+from ``os.wait4`` on that child. Progress output stays on (stderr goes to a file, not a
+terminal, as in a batch job); predictions go to /dev/null.
 
 By default the input is a generated, cached data set (see ``make_data.py``): an svmlight file,
 its VW-format twin, and gzipped copies of both. VW (``python -m vowpalwabbit``) runs with its

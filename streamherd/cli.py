@@ -143,7 +143,8 @@ def _end_start_up():
     is there (numba.np.arraymath): 0.27 s and 16 MB, for np.correlate and np.convolve, which no
     streamherd kernel calls. Hiding the module for that moment skips the import; jitted code
     that needs BLAS (np.dot) still gets it, as numba imports it again when compiling such code.
-    numba's runtime functions come from a cache (streamherd.numba_runtime) instead of LLVM."""
+    numba_runtime.install: numba's runtime functions come from an object-code cache instead of
+    LLVM, and streamherd's cached kernels load without numba's compiler registries."""
     import numpy as np
 
     from streamherd import numba_runtime
