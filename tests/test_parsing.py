@@ -451,6 +451,76 @@ def test_error_line_number_in_a_later_block(tmp_path):
     assert sum(c.bad_lines for c in rows) == 1
 
 
+# ---------------------------------------------------------------- the consumer parses while it waits
+
+def _recording_parse(started=None, release=None):
+    """A parse function that records which thread parsed each block; block 0 sets ``started``
+    and then waits for ``release``."""
+    import threading
+
+    parsed_by = {}
+
+    def parse(block):
+        if block == 0 and release is not None:
+            started.set()
+            release.wait(10)
+        if block == "bad":
+            raise StreamherdError("bad block")
+        parsed_by[block] = threading.current_thread().name
+        return f"chunk {block}"
+    return parse, parsed_by
+
+
+def test_consumer_parses_every_block_itself_without_workers():
+    from streamherd.io.reader import _ParseJobs
+
+    parse, parsed_by = _recording_parse()
+    jobs = _ParseJobs(parse, workers=0)
+    for block in range(3):
+        jobs.submit(block)
+    jobs.finish("end")
+    got = [jobs.result(jobs.next_in_order()) for _ in range(3)]
+    assert got == ["chunk 0", "chunk 1", "chunk 2"] and jobs.next_in_order() == "end"
+    assert set(parsed_by.values()) == {"MainThread"}
+    jobs.shutdown()
+
+
+def test_consumer_waiting_for_a_block_parses_the_next_ones_and_keeps_the_order():
+    import threading
+
+    from streamherd.io.reader import _ParseJobs
+
+    started, release = threading.Event(), threading.Event()
+    parse, parsed_by = _recording_parse(started, release)
+    jobs = _ParseJobs(parse, workers=1)
+    jobs.submit(0)
+    assert started.wait(10)   # the worker has taken block 0 and waits in it
+    for block in (1, 2):
+        jobs.submit(block)
+    threading.Timer(0.2, release.set).start()
+    first = jobs.next_in_order()
+    assert jobs.result(first) == "chunk 0"   # blocks 1 and 2 were parsed meanwhile, here
+    assert parsed_by[0].startswith("streamherd-parse")
+    assert parsed_by[1] == parsed_by[2] == "MainThread"
+    assert [jobs.result(jobs.next_in_order()) for _ in range(2)] == ["chunk 1", "chunk 2"]
+    jobs.shutdown()
+
+
+def test_a_parse_error_is_raised_in_input_order():
+    from streamherd.io.reader import _ParseJobs
+
+    parse, _ = _recording_parse()
+    jobs = _ParseJobs(parse, workers=0)
+    for block in (0, "bad", 2):
+        jobs.submit(block)
+    later = [jobs.next_in_order() for _ in range(3)]
+    assert jobs.result(later[2]) == "chunk 2"   # parsed first, while waiting for it
+    assert jobs.result(later[0]) == "chunk 0"
+    with pytest.raises(StreamherdError, match="bad block"):
+        jobs.result(later[1])
+    jobs.shutdown()
+
+
 def test_nul_byte_in_vw_tag_is_rejected(tmp_path):
     # A NUL byte never occurs in a text line (lexing.is_binary); the tag is echoed to the
     # predictions, so binary bytes there must be reported like anywhere else in the line.

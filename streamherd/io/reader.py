@@ -91,7 +91,8 @@ class ChunkReader:
     def __iter__(self):
         """Chunks in input order. One thread reads (and decompresses) blocks and numbers their
         lines; ``workers`` threads parse them (the kernels release the GIL); the caller gets them
-        back in order, while it works on the previous one.
+        back in order, while it works on the previous one. A caller that would wait for its next
+        chunk parses a waiting block itself (see _ParseJobs).
 
         A chunk's arrays live in buffers that are reused: they hold that chunk until the caller
         asks for the next one (copy what must outlive the loop body).
@@ -99,46 +100,43 @@ class ChunkReader:
         if self.workers < 1:
             yield from self.chunks()
             return
-        from concurrent.futures import ThreadPoolExecutor
-
-        # One slot for the chunk the caller holds, one per parser, one being read.
+        # One slot for the chunk the caller holds, one per parser, one the caller may be
+        # parsing, one being read.
         free_slots = queue.Queue()
-        for _ in range(self.workers + 2):
+        for _ in range(self.workers + 3):
             free_slots.put(_Slot())
-        pool = ThreadPoolExecutor(self.workers, thread_name_prefix="streamherd-parse")
-        pending = queue.Queue()
-        thread = threading.Thread(target=self._submit_all, args=(pool, free_slots, pending),
+        jobs = _ParseJobs(self._parse, self.workers)
+        thread = threading.Thread(target=self._submit_all, args=(jobs, free_slots),
                                   daemon=True, name="streamherd-read")
         thread.start()
         held = None
         try:
             while True:
-                item = pending.get()
-                if item is _END:
+                job = jobs.next_in_order()
+                if job is _END:
                     break
-                if isinstance(item, BaseException):
-                    raise item
-                future, slot = item
-                chunk = future.result()
+                if isinstance(job, BaseException):
+                    raise job
+                chunk = jobs.result(job)
                 if held is not None:
                     free_slots.put(held)
-                held = slot
+                held = job.block.slot
                 self.bad_lines += chunk.bad_lines
                 yield chunk
         finally:
             self._stop.set()
             thread.join()
-            pool.shutdown(wait=True, cancel_futures=True)
+            jobs.shutdown()
 
-    def _submit_all(self, pool, free_slots, pending):
+    def _submit_all(self, jobs, free_slots):
         try:
             for block in self._blocks(lambda: self._take(free_slots)):
-                pending.put((pool.submit(self._parse, block), block.slot))
-            pending.put(_END)
+                jobs.submit(block)
+            jobs.finish(_END)
         except _Stopped:
             pass
         except BaseException as e:  # handed to the consumer, which raises it
-            pending.put(e)
+            jobs.finish(e)
 
     def _take(self, free_slots):
         """A free slot; waits for the consumer to hand one back (the bound on memory)."""
@@ -242,6 +240,96 @@ class ChunkReader:
         if self.process is not None:
             chunk.derived = self.process(chunk)
         return chunk
+
+
+class _ParseJob:
+    """One block to parse; ``done`` is set when ``chunk`` (or ``error``) is there."""
+
+    __slots__ = ("block", "chunk", "error", "done")
+
+    def __init__(self, block):
+        self.block = block
+        self.chunk = None
+        self.error = None
+        self.done = threading.Event()
+
+    def run(self, parse):
+        try:
+            self.chunk = parse(self.block)
+        except BaseException as e:  # raised in the consumer, in input order
+            self.error = e
+        self.done.set()
+
+
+class _ParseJobs:
+    """Blocks parsed by worker threads and, when it would otherwise wait, by the consumer.
+
+    Every block is queued twice: in input order for the consumer, and in a queue of blocks no
+    thread has taken yet. When the consumer's next chunk is not parsed yet, it takes the
+    oldest untaken block (its own next one, or a later one) and parses it itself instead of
+    waiting: the parse kernels release the GIL, so this is a second parser exactly when the
+    consumer has nothing else to do. Training on two cores, the learner and one parser thread
+    each take a core and the parser is the slower: about a sixth of the blocks are then parsed
+    by the learner's thread. nherd-p on the 1M-line benchmark, medians of 10 alternating runs:
+    1.37 s instead of 1.46 s on svmlight, 1.54 s instead of 1.57 s on VW format.
+    """
+
+    def __init__(self, parse, workers):
+        self._parse = parse
+        self._in_order = queue.Queue()
+        self._untaken = queue.Queue()
+        self._threads = [threading.Thread(target=self._work, daemon=True,
+                                          name=f"streamherd-parse-{i}") for i in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def _work(self):
+        while True:
+            job = self._untaken.get()
+            if job is None:
+                return
+            job.run(self._parse)
+
+    def submit(self, block):
+        job = _ParseJob(block)
+        self._in_order.put(job)
+        self._untaken.put(job)
+
+    def finish(self, item):
+        """The end of the input (_END) or the reader's exception, after the last block."""
+        self._in_order.put(item)
+
+    def next_in_order(self):
+        return self._in_order.get()
+
+    def result(self, job):
+        """The job's chunk; while it is not parsed, parse untaken blocks in this thread."""
+        while not job.done.is_set():
+            try:
+                other = self._untaken.get_nowait()
+            except queue.Empty:
+                job.done.wait()
+                break
+            if other is None:  # shutting down (not while the consumer waits; kept for safety)
+                self._untaken.put(None)
+                job.done.wait()
+                break
+            other.run(self._parse)
+        if job.error is not None:
+            raise job.error
+        return job.chunk
+
+    def shutdown(self):
+        """Stop the workers once they finish their block; untaken blocks are dropped."""
+        while True:
+            try:
+                self._untaken.get_nowait()
+            except queue.Empty:
+                break
+        for _ in self._threads:
+            self._untaken.put(None)
+        for thread in self._threads:
+            thread.join()
 
 
 class _Stopped(Exception):
