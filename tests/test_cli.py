@@ -411,8 +411,9 @@ def test_train_start_up_imports_neither_pydantic_nor_scipy_nor_numba_compiler(tm
     """Start-up weight (issue 6; its cost is measured in benchmarks/, not here): a plain train
     or predict loads neither typer's pydantic conversion nor scipy (numba's BLAS probe,
     scipy.special) nor, with its kernels cached, what only numba's compiler needs (its
-    registries, here the typed dict's). The first run may compile (a cold cache); the second
-    must not."""
+    registries, here the typed dict's) nor numba's array module (which loading a kernel that
+    allocates or sorts imports). The first run may compile (a cold cache); the second must
+    not."""
     data = tmp_path / "d.svm"
     data.write_text("1 1:1 2:0.5\n-1 2:1 3:2\n")
     model = tmp_path / "m.npz"
@@ -422,7 +423,7 @@ def test_train_start_up_imports_neither_pydantic_nor_scipy_nor_numba_compiler(tm
              "    try:\n        run(argv)\n    except SystemExit as e:\n"
              "        assert e.code == 0, e.code\n"
              "print(sorted(m for m in ('pydantic', 'scipy.linalg', 'scipy.special',"
-             " 'numba.typed.dictimpl') if m in sys.modules))\n")
+             " 'numba.typed.dictimpl', 'numba.np.arrayobj') if m in sys.modules))\n")
     for _ in range(2):
         proc = subprocess.run([sys.executable, "-c", probe, str(data), str(model)],
                               capture_output=True, text=True, cwd=REPO, timeout=600)

@@ -64,6 +64,26 @@ def test_svmlight_features_bias_qid_order_repeats_zeros(parse):
                         {0: 5.0, 1: 2.0, b: 1.0}]
 
 
+@pytest.mark.parametrize("block_size", [64, 4 << 20])
+def test_repeats_summed_in_line_order_in_rows_longer_than_the_merge_table(parse, block_size):
+    # Rows of more than 2048 features are merged by sorting instead of the merge table; each
+    # slot's values are summed in their order in the line, as Python sums them here.
+    rng = random.Random(7)
+    lines = []
+    expected = []
+    for n in (2049, 5000, 3):
+        features = [(rng.randrange(1, 700), rng.choice([0.1, 0.7, 1e-3, 3.3, 1e16, -2.5]))
+                    for _ in range(n)]
+        lines.append(b"1 " + b" ".join(b"%d:%r" % (i, v) for i, v in features))
+        sums = {}
+        for i, v in features:
+            sums[i] = sums.get(i, 0.0) + v
+        expected.append(sums)
+    rows = parse(b"\n".join(lines) + b"\n", fmt="svmlight", bias=False, block_size=block_size)
+    assert [r["x"] for r in rows] == expected
+    assert list(rows[1]["x"]) == sorted(rows[1]["x"])   # the long rows come out sorted
+
+
 def test_svmlight_values_and_exponents(parse):
     rows = parse(b"1 1:.5 2:5. 3:-1.25e2 4:1E-3 5:+7 6:0.1 7:123456789012345678901234\n",
                  fmt="svmlight", bias=False)

@@ -117,12 +117,27 @@ def parse_float(buf, start, end):
         # Outside the fast path: split the scaling so neither factor overflows early.
         value = float(mantissa)
         if exponent > 0:
-            value = value * 10.0 ** exponent
+            value = value * _power_of_ten(exponent)
         else:
-            value = value / 10.0 ** (-exponent // 2) / 10.0 ** (-exponent - (-exponent // 2))
+            value = value / _power_of_ten(-exponent // 2) / _power_of_ten(-exponent - (-exponent // 2))
     if not np.isfinite(value):
         return 0.0, False
     return (-value if negative else value), True
+
+
+@njit(cache=True, inline="always")
+def _power_of_ten(exponent):
+    """10.0 ** exponent for 0 <= exponent, by squaring, as numba computes ``10.0 ** n`` (the same
+    products in the same order, so the same values): numba's own implementation would bring its
+    numbers module into every process that loads the parse kernel."""
+    result = 1.0
+    base = 10.0
+    while exponent != 0:
+        if exponent & 1:
+            result *= base
+        exponent >>= 1
+        base *= base
+    return result
 
 
 @njit(cache=True, inline="always")
