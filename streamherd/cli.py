@@ -86,6 +86,7 @@ def train(
     skip_bad: bool = SkipBad,
 ):
     """Train a model, one online update per line, reporting progressive validation loss."""
+    _import_numba()
     from streamherd.training import train as run_train
 
     _end_start_up()
@@ -117,6 +118,7 @@ def predict(
     skip_bad: bool = SkipBad,
 ):
     """Predict one line per example (label, or margin with --raw; VW tags follow the value)."""
+    _import_numba()
     from streamherd.training import predict as run_predict
 
     _end_start_up()
@@ -133,6 +135,25 @@ def _begin_start_up():
     asks for them). Together about 0.4 s of CPU on a one-line input."""
     gc.disable()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def _import_numba():
+    """numba's import also imports pyyaml, to read a .numba_config.yaml in the current folder,
+    and scipy, only to check its version: 15 to 20 ms of start-up. Both are hidden while numba
+    imports (pyyaml only when there is no such file); what needs scipy later imports it."""
+    if "numba" in sys.modules:
+        return
+    config_file = os.path.exists(".numba_config.yaml")
+    hidden = [name for name in ("scipy", "yaml")
+              if name not in sys.modules and not (name == "yaml" and config_file)]
+    for name in hidden:
+        sys.modules[name] = None  # None in sys.modules: "import" raises ImportError at once
+    try:
+        import numba  # noqa: F401
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
 
 
 def _end_start_up():
