@@ -1,3 +1,3 @@
-from streamherd.cli import run
+from streamherd.cli import main
 
-run()
+main()

@@ -294,3 +294,24 @@ def run(argv=None):
     finally:
         gc.enable()  # for a caller that runs the CLI in its own process and catches the exit
     sys.exit(0)
+
+
+def main():
+    """The ``streamherd`` command (its console script and ``python -m streamherd``): run, then
+    end the process at once. Output is flushed and every file written is closed by then; what
+    is skipped is the interpreter's teardown (about 1,500 modules unloaded one by one, numba's
+    and LLVM's exit handlers), which took 30 ms of a one-second training run."""
+    try:
+        run()
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    if code is not None and not isinstance(code, int):  # sys.exit("message")
+        print(code, file=sys.stderr)
+        code = 1
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader of our stdout went away, as in run
+        os._exit(141)
+    sys.stderr.flush()
+    os._exit(code or 0)
