@@ -310,10 +310,6 @@ class _ParseJobs:
             except queue.Empty:
                 job.done.wait()
                 break
-            if other is None:  # shutting down (not while the consumer waits; kept for safety)
-                self._untaken.put(None)
-                job.done.wait()
-                break
             other.run(self._parse)
         if job.error is not None:
             raise job.error
