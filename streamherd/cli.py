@@ -3,6 +3,7 @@
 Nothing heavy is imported at module level, so ``--help`` and ``--version`` answer without
 importing numpy or numba; each command imports what it needs.
 """
+import contextlib
 import gc
 import os
 import sys
@@ -144,12 +145,19 @@ def _import_numba():
     if "numba" in sys.modules:
         return
     config_file = os.path.exists(".numba_config.yaml")
-    hidden = [name for name in ("scipy", "yaml")
-              if name not in sys.modules and not (name == "yaml" and config_file)]
-    for name in hidden:
-        sys.modules[name] = None  # None in sys.modules: "import" raises ImportError at once
-    try:
+    with _hidden_modules("scipy", *(() if config_file else ("yaml",))):
         import numba  # noqa: F401
+
+
+@contextlib.contextmanager
+def _hidden_modules(*names):
+    """While inside, importing one of ``names`` that is not imported yet fails at once (None
+    in sys.modules makes "import" raise ImportError); afterwards it imports normally."""
+    hidden = [name for name in names if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None
+    try:
+        yield
     finally:
         for name in hidden:
             if sys.modules.get(name, 0) is None:
@@ -173,15 +181,8 @@ def _end_start_up():
 
     numba_runtime.install()
 
-    blas = "scipy.linalg.cython_blas"
-    hide = blas not in sys.modules
-    if hide:
-        sys.modules[blas] = None  # None in sys.modules: "import" raises ImportError at once
-    try:
+    with _hidden_modules("scipy.linalg.cython_blas"):
         count_newlines(np.zeros(1, np.uint8), 1)
-    finally:
-        if hide and sys.modules.get(blas, 0) is None:
-            del sys.modules[blas]
     gc.freeze()
     gc.enable()
 

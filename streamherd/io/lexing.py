@@ -294,3 +294,20 @@ def swar_separators(word):
     into the next byte, and a byte of 0x80 or more is never a separator.
     """
     return ~(((word & _LOW_SEVEN_BITS) + _ABOVE_SPACE) | word) & _HIGH_BITS
+
+
+@njit(cache=True, inline="always")
+def swar_token_end(buf, s):
+    """(end, w0): the first byte up to 0x20 (swar_separators) in ``buf[s:s + 16]``, or s + 16
+    when there is none, found in two words loaded at s; w0 is the first word, from which the
+    caller reads the token's leading digits. Reads buf[s:s + 16].
+
+    Not a branch on the first word: token lengths (8 to 11 bytes in the usual files) straddle
+    the word boundary at random. trailing_zeros(0) is 64, which makes end s + 16 when neither
+    word holds a separator (the token may go on).
+    """
+    w0 = load_u64(buf, s)
+    m0 = swar_separators(w0)
+    bits = (trailing_zeros(m0)
+            + trailing_zeros(swar_separators(load_u64(buf, s + 8))) * np.uint64(m0 == 0))
+    return s + np.int64(bits >> np.uint64(3)), w0

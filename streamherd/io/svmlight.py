@@ -1,14 +1,13 @@
 """svmlight/libsvm lines: ``label [qid:N] index:value ... [# comment]``, parsed a block at a time."""
 import numpy as np
 from numba import njit
-from numba.cpython.unsafe.numbers import trailing_zeros
 
 from streamherd.io import linecodes as codes
 from streamherd.io.csr import append_rising_slot
 from streamherd.io.lexing import (COLON, HASH, LF, MINUS, PLUS, SPACE, SWAR_REACH, fast_decimal,
-                                  find_byte, is_blank, load_u8, load_u64, parse_float,
-                                  parse_index, simple_decimal, skip_blanks, swar_decimal,
-                                  swar_digits_of, swar_separators, token_end)
+                                  find_byte, is_blank, load_u8, parse_float, parse_index,
+                                  simple_decimal, skip_blanks, swar_decimal, swar_digits_of,
+                                  swar_token_end, token_end)
 
 # What parse_block found on a line (see scan_svmlight_line).
 ROW = 0          # an example, parsed
@@ -134,14 +133,7 @@ def _fast_feature(buf, s):
     When ok, the digits, ':' and '.' span exactly buf[s:end], and end is the first byte up to
     0x20 (a blank, the newline, or another control byte, which the caller rejects).
     """
-    w0 = load_u64(buf, s)
-    w1 = load_u64(buf, s + 8)
-    m0 = swar_separators(w0)
-    # Not a branch on m0: token lengths (8 to 11 bytes in the usual files) straddle the word
-    # boundary at random. trailing_zeros(0) is 64, so end is s + 16 when the two words hold no
-    # separator (not ok: the token may go on).
-    bits = trailing_zeros(m0) + trailing_zeros(swar_separators(w1)) * np.uint64(m0 == 0)
-    end = s + np.int64(bits >> np.uint64(3))
+    end, w0 = swar_token_end(buf, s)  # s + 16 without a separator: not ok
     k, index = swar_digits_of(w0)
     colon = s + k
     ok, value, stop = swar_decimal(buf, colon + 1)

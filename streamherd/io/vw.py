@@ -1,15 +1,14 @@
 """Vowpal Wabbit text lines: ``label [importance] ['tag]|ns[:scale] feat[:value] ... |ns2 ...``."""
 import numpy as np
 from numba import njit
-from numba.cpython.unsafe.numbers import trailing_zeros
 
 from streamherd.features.hashing import hashstring, murmur3_32
 from streamherd.io import linecodes as codes
 from streamherd.io.csr import append_wrapping_slot, wrapping_slots_distinct
 from streamherd.io.lexing import (BAR, COLON, LF, MINUS, PLUS, QUOTE, SPACE, fast_decimal,
-                                  find_byte, is_binary, is_blank, load_u8, load_u64, parse_float,
+                                  find_byte, is_binary, is_blank, load_u8, parse_float,
                                   simple_decimal, skip_blanks, swar_decimal, swar_digits_of,
-                                  swar_separators)
+                                  swar_token_end)
 from streamherd.io.svmlight import FEATURE_REACH, ROW, USE_GENERAL, is_text_label, next_token
 
 
@@ -185,12 +184,7 @@ def _fast_vw_feature(buf, s):
     When ok, the name and value span exactly buf[s:end], and end is a byte up to 0x20 (a
     blank, the newline, or another control byte, which the caller rejects).
     """
-    w0 = load_u64(buf, s)
-    w1 = load_u64(buf, s + 8)
-    m0 = swar_separators(w0)
-    # trailing_zeros(0) is 64: end is s + 16 when the two words hold no separator (not ok).
-    bits = trailing_zeros(m0) + trailing_zeros(swar_separators(w1)) * np.uint64(m0 == 0)
-    end = s + np.int64(bits >> np.uint64(3))
+    end, w0 = swar_token_end(buf, s)  # s + 16 without a separator: not ok
     k, number = swar_digits_of(w0)
     name_end = s + k
     has_value = load_u8(buf, name_end) == COLON
