@@ -639,9 +639,10 @@ def write_readme(cases, args, mach, data_desc, command, full_cov):
         f"byte-compiled before the runs, as in an installed package (this machine sets "
         f"PYTHONDONTWRITEBYTECODE, so no run would write them).",
         "",
-        "Regenerate with:",
+        "Regenerate with (the `bench` extra brings VW, scikit-learn and river):",
         "",
         "```",
+        'pip install -e ".[bench]"',
         command,
         "```",
         "",

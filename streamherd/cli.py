@@ -4,6 +4,7 @@ Nothing heavy is imported at module level, so ``--help`` and ``--version`` answe
 importing numpy or numba; each command imports what it needs.
 """
 import contextlib
+import functools
 import gc
 import os
 import sys
@@ -26,6 +27,23 @@ Files = typer.Argument(None, show_default=False, metavar="[FILES]...",
                        help="Input files (.gz, .bz2, .xz detected by content); '-' or none: stdin.")
 Data = typer.Option(None, "-d", "--data", show_default=False, help="An input file (repeatable).")
 Format = typer.Option("auto", "--format", help="auto, svmlight or vw (auto: a line with '|' is VW).")
+
+
+class _OutputClosed(Exception):
+    """The reader of our output went away (``| head``), told to ``run`` past click, whose own
+    handling of a BrokenPipeError is exit status 1."""
+
+
+def _ends_quietly_on_closed_output(command):
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except BrokenPipeError as e:
+            raise _OutputClosed() from e
+    return wrapper
+
+
 Quiet = typer.Option(False, "--quiet", help="No progress table or summary on stderr.")
 SkipBad = typer.Option(False, "--skip-bad", help="Skip malformed lines (counted in the summary) "
                        "instead of stopping at the first one.")
@@ -44,6 +62,7 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
 
 
 @app.command()
+@_ends_quietly_on_closed_output
 def train(
     files: Optional[List[str]] = Files,
     data: Optional[List[str]] = Data,
@@ -101,6 +120,7 @@ def train(
 
 
 @app.command()
+@_ends_quietly_on_closed_output
 def predict(
     files: Optional[List[str]] = Files,
     data: Optional[List[str]] = Data,
@@ -190,6 +210,7 @@ def _end_start_up():
 # ---------------------------------------------------------------- experiment (issue 5)
 
 @app.command()
+@_ends_quietly_on_closed_output
 def experiment(
     datasets: Optional[List[str]] = typer.Argument(
         None, show_default=False, metavar="DATASETS...",
@@ -284,8 +305,9 @@ def run(argv=None):
     except KeyboardInterrupt:
         print("streamherd: interrupted; no model was written", file=sys.stderr)
         sys.exit(130)
-    except BrokenPipeError:
-        # The reader of our stdout went away (e.g. '| head'): stop quietly, as cat does.
+    except (BrokenPipeError, _OutputClosed):
+        # The reader of our stdout went away (e.g. '| head'): stop quietly with the status
+        # of a process ended by SIGPIPE (128 + 13), as cat and vw do.
         sys.stderr.close()
         os._exit(141)
     except Exception as e:

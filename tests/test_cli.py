@@ -259,6 +259,25 @@ def test_vw_tags_follow_the_prediction(run_cli, tmp_path):
         assert raw_parts[1:] == parts[1:]
 
 
+def test_closed_output_ends_quietly_with_the_sigpipe_status(run_cli, tmp_path):
+    """``streamherd predict ... | head -1``: when the reader of the predictions goes away, the
+    run stops with status 141 (128 + SIGPIPE), as cat and vw do, and prints nothing more."""
+    sample = REPO / "samples" / "sample.svm"
+    data = tmp_path / "big.svm"
+    data.write_bytes(sample.read_bytes() * 25)  # 50,000 predictions: more than a pipe holds
+    model = tmp_path / "m.npz"
+    assert run_cli("train", "--algo", "pa2", "-f", model, sample).returncode == 0
+    with open(tmp_path / "stderr", "w+b") as errors:
+        proc = subprocess.Popen([sys.executable, "-m", "streamherd", "predict", "-m", str(model),
+                                 str(data)], cwd=REPO, stdout=subprocess.PIPE, stderr=errors)
+        first = proc.stdout.readline()
+        proc.stdout.close()
+        assert proc.wait(timeout=300) == 141
+        errors.seek(0)
+        assert errors.read() == b""
+    assert first.strip() in (b"1", b"-1")
+
+
 # ---------------------------------------------------------------- --version, --help
 
 def test_version(run_cli):
