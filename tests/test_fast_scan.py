@@ -103,7 +103,11 @@ EDGE_TOKENS = ["1:1", "1234567:1", "12345678:1", "1:1234567", "1:12345678", "1:1
                "1234567:1.123456", "1234567:12.12345", "1234567:123.12345", "1:1234567.123456",
                "12:1234567.123456", "1:1234567.123456#c", "1:1234567.123456x", "12:1234567.12345#",
                "1:1.5#c", "1:1.5:2", "1:.5", "1:5.", "1:.", "1:", ":1", "1::1", "1:1.1.1",
-               "999999:0.25\x01", "999999:0.25\x0b", "1:0", "1:0.0", "3:0.1234567", "qid:3"]
+               "999999:0.25\x01", "999999:0.25\x0b", "1:0", "1:0.0", "3:0.1234567", "qid:3",
+               # the 16-byte vector reading: 8-digit numbers, tokens of 15 and 16 bytes, a '.'
+               # in the index, bytes above 0x7f
+               "12345678:12345.6", "1:12345.678", "1:123456.789", "123:1234.5678",
+               "12345678:12.4567", "1234567:1234.567", "1.5:2", "1:2\x80", "\xc3\xa9:1"]
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -139,7 +143,8 @@ VW_EDGE_TOKENS = ["1", "1234567", "12345678", "123456789012", "1:1", "1234567:1"
                   ":", "1:", "1::1", "1:1:2", "1:.", "1:.5", "1:5.", "1:1.1.1", "1:-1", "1:+2",
                   "1:1e3", "1:0", "1:0.0", "3:0.1234567", "\x1a12", "Ünï:2", "007:3",
                   "1234567:1234567.x", "1234567:12.12345x", "12345678:1.12345|",
-                  "12345678:123456.1"]
+                  "12345678:123456.1", "12345678", "123456789", "12345678:12345.6",
+                  "1:12345.678", "1.5", "1.5:2", "7\x80", "12345678:12.4567"]
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -166,3 +171,70 @@ def test_vw_scanner_token_edges(seed):
                         == _parse(data, n, VW, skip_bad, True, bits))
     good = _parse(data, len(text), VW, True, False)
     assert good[0][0] > 100
+
+
+# The two readings of the usual token, 16-byte vectors (io/simd.py, where the CPU has them) and
+# 8-byte words (lexing.swar_*, everywhere), against the byte-by-byte reading on random tokens.
+TOKEN_BYTES = "0123456789" * 4 + "::..a|\x01\x80 "
+
+
+def _random_token(rng):
+    parts = ["".join(rng.choice("0123456789") for _ in range(rng.randrange(0, 10)))]
+    if rng.random() < 0.85:
+        parts.append(":")
+        parts.append("".join(rng.choice("0123456789") for _ in range(rng.randrange(0, 9))))
+        if rng.random() < 0.6:
+            parts.append(".")
+            parts.append("".join(rng.choice("0123456789") for _ in range(rng.randrange(0, 9))))
+    token = "".join(parts)
+    if rng.random() < 0.15:  # a byte anywhere that is not part of the usual shape
+        at = rng.randrange(0, len(token) + 1)
+        token = token[:at] + rng.choice(TOKEN_BYTES) + token[at:]
+    return token.encode("latin-1") + rng.choice([b" ", b"\n", b"\t", b"\r", b"\x01", b"|"])
+
+
+@pytest.mark.parametrize("fmt", ["svmlight", "vw"])
+def test_vector_and_word_readers_agree_with_the_byte_reader(fmt):
+    from numba import njit
+
+    from streamherd.io import simd, svmlight, vw
+
+    if fmt == "svmlight":
+        vector, words, slow = svmlight._vector_feature, svmlight._swar_feature, svmlight._slow_feature
+    else:
+        vector, words = vw._vector_vw_feature, vw._swar_vw_feature
+
+        @njit
+        def slow(buf, s, n):
+            return vw._slow_vw_feature(buf, s, n, np.uint64(0))
+
+    @njit
+    def read(buf, s, n, use_vector):
+        if use_vector:
+            return vector(buf, s)
+        return words(buf, s)
+
+    @njit
+    def read_slowly(buf, s, n):
+        return slow(buf, s, n)
+
+    rng = random.Random(11)
+    readers = [False] + ([True] if simd.AVAILABLE else [])
+    taken = {r: 0 for r in readers}
+    for _ in range(4000):
+        token = _random_token(rng)
+        buf = np.frombuffer(token + b"9876543210" * 4, np.uint8)
+        # the token's end; without a separator ('|' last, then digits) no reading takes it
+        n = next((i for i, byte in enumerate(token) if byte <= 0x20), None)
+        for use_vector in readers:
+            ok, end, number, value = read(buf, 0, len(buf), use_vector)
+            if not ok:
+                continue
+            assert n is not None, token
+            taken[use_vector] += 1
+            slow_ok, slow_end, slow_number, slow_value = read_slowly(buf, 0, n)
+            assert slow_ok and (end, int(number), value) == (slow_end, int(slow_number),
+                                                            slow_value), token
+            assert end == n, token
+    # about a third of the random tokens have the usual shape: both readings take them
+    assert all(count > 1000 for count in taken.values()), taken

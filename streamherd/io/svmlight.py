@@ -3,6 +3,7 @@ import numpy as np
 from numba import njit
 
 from streamherd.io import linecodes as codes
+from streamherd.io import simd
 from streamherd.io.csr import append_rising_slot
 from streamherd.io.lexing import (COLON, HASH, LF, MINUS, PLUS, SPACE, SWAR_REACH, fast_decimal,
                                   find_byte, is_blank, load_u8, parse_float, parse_index,
@@ -113,12 +114,21 @@ def _ends_number(buf, p, n):
 
 
 # Bytes _fast_feature reads from a token's first byte: two words to find the token's end, and
-# swar_decimal's reach from the value's start, at most 9 bytes in (after 8 digits and ':').
-FEATURE_REACH = 9 + SWAR_REACH
+# swar_decimal's reach from the value's start, at most 9 bytes in (after 8 digits and ':');
+# the vector reading takes 16.
+FEATURE_REACH = max(9 + SWAR_REACH, simd.TOKEN_REACH)
 
 
 @njit(cache=True, inline="always")
-def _fast_feature(buf, s):
+def _vector_feature(buf, s):
+    """_swar_feature by 16-byte vector instructions (io/simd.py), with 1 to 8 digits in the
+    index and in the value: the same (ok, end, index, value) for every token both take."""
+    ok, end, index, has_value, value = simd.digits_token(buf, s)
+    return ok & (has_value == 1), end, index, value
+
+
+@njit(cache=True, inline="always")
+def _swar_feature(buf, s):
     """(ok, end, index, value) for the usual feature token at s, ``digits:digits[.digits]`` with
     runs shorter than 8 digits, ending at the first byte up to 0x20 in ``buf[s:s + 16]``; ok is
     False for anything else (the caller then tries _slow_feature). Reads
@@ -139,6 +149,9 @@ def _fast_feature(buf, s):
     ok, value, stop = swar_decimal(buf, colon + 1)
     ok &= (0 < k) & (k < 8) & (load_u8(buf, colon) == COLON) & (stop == end) & (end < s + 16)
     return ok, end, np.int64(index), value
+
+
+_fast_feature = _vector_feature if simd.AVAILABLE else _swar_feature
 
 
 @njit(cache=True)

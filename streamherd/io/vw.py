@@ -4,6 +4,7 @@ from numba import njit
 
 from streamherd.features.hashing import hashstring, murmur3_32
 from streamherd.io import linecodes as codes
+from streamherd.io import simd
 from streamherd.io.csr import append_wrapping_slot, wrapping_slots_distinct
 from streamherd.io.lexing import (BAR, COLON, LF, MINUS, PLUS, QUOTE, SPACE, fast_decimal,
                                   find_byte, is_binary, is_blank, load_u8, parse_float,
@@ -171,12 +172,21 @@ def _ends_vw_token(buf, p, n):
 
 
 @njit(cache=True, inline="always")
-def _fast_vw_feature(buf, s):
+def _vector_vw_feature(buf, s):
+    """_swar_vw_feature by 16-byte vector instructions (io/simd.py), with values of 1 to 8
+    digits: the same (ok, end, number, value) for every token both take."""
+    ok, end, number, has_value, value = simd.digits_token(buf, s)
+    # no branch on has_value (files mix both): without ':' the value read is 0, and 1 is added
+    return ok, end, np.uint64(number), value + np.float64(1 - has_value)
+
+
+@njit(cache=True, inline="always")
+def _swar_vw_feature(buf, s):
     """(ok, end, number, value) for the usual VW feature token at s, a name of 1 to 8 digits
     alone (value 1) or followed by ``:digits[.digits]`` with runs shorter than 8 digits, ending
     at the first byte up to 0x20 in ``buf[s:s + 16]``; ok is False for anything else (the
     caller then tries _slow_vw_feature). Reads buf[s:s + FEATURE_REACH]: the reads of
-    svmlight._fast_feature, with the name in place of the index.
+    svmlight._swar_feature, with the name in place of the index.
 
     As there, the token's end comes from the separator bytes of two words loaded at s, so that
     successive features do not wait for each other's digits. Whether a name has a value is
@@ -194,6 +204,9 @@ def _fast_vw_feature(buf, s):
     ok = ((0 < k) & (end < s + 16)
           & ((has_value & value_ok & (stop == end)) | (name_end == end)))
     return ok, end, number, value if has_value else 1.0
+
+
+_fast_vw_feature = _vector_vw_feature if simd.AVAILABLE else _swar_vw_feature
 
 
 @njit(cache=True)
