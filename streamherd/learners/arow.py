@@ -21,7 +21,7 @@ from streamherd.learners.gaussian import (GaussianLearner, diag_margin_confidenc
                                           full_sigma_x, full_update)
 from streamherd.learners.multiclass import joint_row
 from streamherd.learners.sparse import dot
-from streamherd.learners.prefetch import prefetch_next_row
+from streamherd.learners.prefetch import prefetch_ahead
 
 
 @njit(cache=True, inline="always")
@@ -66,7 +66,7 @@ def _arow_diag(y, importance, indptr, indices, values, mu, sigma, r, drop, margi
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row(mu, indptr, indices, i)  # and sigma: same rows (interleaved)
+        prefetch_ahead(mu, indptr, indices, i)  # and sigma: same rows (interleaved)
         margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:

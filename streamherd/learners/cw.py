@@ -38,7 +38,7 @@ from streamherd.learners.gaussian import (GaussianLearner, check_eta, diag_margi
                                           entry_ok, full_reset, full_sigma_x, full_update)
 from streamherd.learners.multiclass import joint_row
 from streamherd.learners.sparse import dot, squared_norm
-from streamherd.learners.prefetch import prefetch_next_row
+from streamherd.learners.prefetch import prefetch_ahead
 
 VARIANCE_FLOOR = 1e-12
 
@@ -115,7 +115,7 @@ def _cw_diag(y, importance, indptr, indices, values, mu, sigma, phi, floor, marg
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row(mu, indptr, indices, i)  # and sigma: same rows (interleaved)
+        prefetch_ahead(mu, indptr, indices, i)  # and sigma: same rows (interleaved)
         margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:

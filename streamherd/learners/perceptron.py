@@ -16,7 +16,7 @@ from streamherd.learners.base import Learner
 from streamherd.learners.multiclass import (class_scores, joint_prepare, joint_row,
                                             prefetch_next_row_blocks, visible_classes)
 from streamherd.learners.sparse import axpy, dot
-from streamherd.learners.prefetch import prefetch_next_row
+from streamherd.learners.prefetch import prefetch_ahead
 
 
 @njit(cache=True, nogil=True)
@@ -24,7 +24,7 @@ def _perceptron_chunk(y, importance, indptr, indices, values, w, margins_out):
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row(w, indptr, indices, i)
+        prefetch_ahead(w, indptr, indices, i)
         m = dot(w, indices, values, start, end)
         margins_out[i] = m
         if np.isnan(y[i]) or importance[i] <= 0.0:
@@ -67,7 +67,7 @@ def _averaged_chunk(y, importance, indptr, indices, values, w, u, seen, margins_
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row(w, indptr, indices, i)  # and u: same rows (interleaved)
+        prefetch_ahead(w, indptr, indices, i)  # and u: same rows (interleaved)
         wx = dot(w, indices, values, start, end)
         if seen > 0:
             margins_out[i] = wx - dot(u, indices, values, start, end) / seen

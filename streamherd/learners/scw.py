@@ -22,7 +22,7 @@ from streamherd.learners.cw import (VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha
 from streamherd.learners.gaussian import diag_margin_confidence, entry_ok, full_sigma_x
 from streamherd.learners.multiclass import joint_row
 from streamherd.learners.sparse import dot, squared_norm
-from streamherd.learners.prefetch import prefetch_next_row
+from streamherd.learners.prefetch import prefetch_ahead
 
 
 @njit(cache=True, inline="always")
@@ -75,7 +75,7 @@ def _scw_diag(y, importance, indptr, indices, values, mu, sigma, phi, C, variant
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row(mu, indptr, indices, i)  # and sigma: same rows (interleaved)
+        prefetch_ahead(mu, indptr, indices, i)  # and sigma: same rows (interleaved)
         margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:

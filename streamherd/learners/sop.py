@@ -27,7 +27,7 @@ from streamherd.learners.gaussian import (check_full_fits, full_confidences, ful
 from streamherd.learners.multiclass import (joint_prepare, joint_row, prefetch_next_row_blocks,
                                             visible_classes)
 from streamherd.learners.sparse import dot
-from streamherd.learners.prefetch import prefetch_next_row
+from streamherd.learners.prefetch import prefetch_ahead
 
 
 @njit(cache=True, inline="always")
@@ -74,7 +74,7 @@ def _sop_diag(y, importance, indptr, indices, values, label_sum, diagonal, margi
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row(label_sum, indptr, indices, i)  # and diagonal (interleaved)
+        prefetch_ahead(label_sum, indptr, indices, i)  # and diagonal (interleaved)
         margin = _sop_diag_margin(label_sum, diagonal, indices, values, start, end)
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
