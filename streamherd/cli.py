@@ -35,6 +35,8 @@ class _OutputClosed(Exception):
 
 
 def _ends_quietly_on_closed_output(command):
+    """``command`` with its BrokenPipeError raised as _OutputClosed (run applies it to every
+    command's callback)."""
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
@@ -62,7 +64,6 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
 
 
 @app.command()
-@_ends_quietly_on_closed_output
 def train(
     files: Optional[List[str]] = Files,
     data: Optional[List[str]] = Data,
@@ -120,7 +121,6 @@ def train(
 
 
 @app.command()
-@_ends_quietly_on_closed_output
 def predict(
     files: Optional[List[str]] = Files,
     data: Optional[List[str]] = Data,
@@ -210,7 +210,6 @@ def _end_start_up():
 # ---------------------------------------------------------------- experiment (issue 5)
 
 @app.command()
-@_ends_quietly_on_closed_output
 def experiment(
     datasets: Optional[List[str]] = typer.Argument(
         None, show_default=False, metavar="DATASETS...",
@@ -297,6 +296,8 @@ def run(argv=None):
     _begin_start_up()
     cli_coercion.install()
     command = typer.main.get_command(app)
+    for subcommand in command.commands.values():
+        subcommand.callback = _ends_quietly_on_closed_output(subcommand.callback)
     try:
         command.main(args=argv, prog_name="streamherd", standalone_mode=False)
     except StreamherdError as e:
