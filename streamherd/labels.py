@@ -14,6 +14,23 @@ def label_text(value):
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
+@njit(cache=True, nogil=True)
+def _signed_labels(labels, negative, positive, y):
+    """y = +1 where the label is ``positive``, -1 where it is ``negative``, NaN where there is
+    none; returns whether every label was one of these (else y is not to be used). Without
+    branches (label - label is 0, or NaN for no label): the labels' order is random."""
+    known = True
+    for i in range(len(labels)):
+        label = labels[i]
+        y[i] = (label > 0.0) * 2.0 - 1.0 + (label - label)
+        known &= (label == positive) | (label == negative) | (label != label)
+    return known
+
+
+def _or_nan(value):
+    return np.nan if value is None else float(value)
+
+
 class BinaryLabels:
     """Discovers the two label values of a stream and converts labels to +1/-1.
 
@@ -37,10 +54,13 @@ class BinaryLabels:
     def observe(self, chunk):
         """y in {+1, -1} for the chunk (NaN where a line has no label); learns the label values."""
         labels = chunk.labels
+        y = np.empty(len(labels))
+        if _signed_labels(labels, _or_nan(self.negative), _or_nan(self.positive), y):
+            return y   # every label one of the two known values: the usual chunk, one pass
         labeled = labels[~np.isnan(labels)]
-        if labeled.size:
-            for value in np.unique(labeled):
-                self._add(float(value), chunk)
+        values, first = np.unique(labeled, return_index=True)
+        for value in values[np.argsort(first)]:   # in line order: an error names the first line
+            self._add(float(value), chunk)
         return np.where(labels > 0, 1.0, np.where(np.isnan(labels), np.nan, -1.0))
 
     def _add(self, value, chunk):

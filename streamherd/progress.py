@@ -1,13 +1,15 @@
 """Progressive validation: the loss of each prediction made before its update, and VW's table.
 
 Rows are printed when the weighted count of labeled examples reaches 1, 2, 4, 8, ... exactly as
-VW does (one row at most per example), found per chunk with a cumulative sum and a binary search,
-so there is no Python work per example.
+VW does (one row at most per example). One numba pass per chunk (``_account_chunk``) sums the
+weights and losses and finds those rows: the accounting runs on the learner's thread, between two
+learner kernels, so it is one call rather than a dozen numpy passes over the chunk.
 """
 import sys
 import time
 
 import numpy as np
+from numba import njit
 
 HEADER = ("average  since         example        example        current        current  current\n"
           "loss     last          counter         weight          label        predict features")
@@ -16,6 +18,53 @@ HEADER = ("average  since         example        example        current        c
 def format_row(average, since, counter, weight, label, predict, features):
     return (f"{average:<8.6f} {since:<8.6f} {counter:>12d} {weight:>14.1f} "
             f"{label:>14} {predict:>14} {features:>8d}")
+
+
+@njit(cache=True, nogil=True)
+def _account_chunk(importance, loss, weighted, loss_sum, next_row, find_rows, rows, row_weights,
+                   row_losses):
+    """Sums of one chunk, given the totals before it (weighted, loss_sum).
+
+    Labeled rows (loss not NaN) add their importance to the weight and loss x importance to the
+    loss. With find_rows, each row i where the running weight reaches next_row goes to rows (with
+    the running weight and loss there) and next_row doubles. The running sums are the totals
+    before the chunk plus the chunk's own running sums, as the offset cumulative sums that this
+    replaced computed them. Returns (rows found, chunk weight, chunk loss, labeled, nonzero
+    losses, next_row).
+    """
+    chunk_weight = 0.0
+    chunk_loss = 0.0
+    labeled = 0
+    nonzero = 0
+    found = 0
+    for i in range(len(loss)):
+        if not np.isnan(loss[i]):
+            chunk_weight += importance[i]
+            chunk_loss += loss[i] * importance[i]
+            labeled += 1
+            nonzero += loss[i] > 0.0
+        if find_rows and weighted + chunk_weight >= next_row:
+            rows[found] = i
+            row_weights[found] = weighted + chunk_weight
+            row_losses[found] = loss_sum + chunk_loss
+            found += 1
+            next_row *= 2.0
+    return found, chunk_weight, chunk_loss, labeled, nonzero, next_row
+
+
+@njit(cache=True, nogil=True)
+def _zero_one_loss(y, margins, loss):
+    # without branches (y - y is 0, or NaN for no label): mistakes come in no predictable order
+    for i in range(len(y)):
+        loss[i] = ((margins[i] > 0.0) != (y[i] > 0.0)) * 1.0 + (y[i] - y[i])
+
+
+def zero_one_loss(y, margins):
+    """Binary progressive loss: 1 where the sign of the margin (> 0: positive) is not y's, NaN
+    where there is no label (y NaN)."""
+    loss = np.empty(len(y))
+    _zero_one_loss(y, margins, loss)
+    return loss
 
 
 class ProgressiveValidation:
@@ -59,34 +108,31 @@ class ProgressiveValidation:
         else:
             print(text, file=self.stream)
 
-    def add_chunk(self, importance, loss, n_features, describe, updates=0, bad_lines=0,
+    def add_chunk(self, importance, loss, indptr, describe, updates=0, bad_lines=0,
                   bytes_done=None):
         """Account one chunk.
 
-        loss: the progressive loss of each example (NaN for an unlabeled line); describe(i):
-        the (label, prediction) texts of example i, called only for the rows printed.
+        loss: the progressive loss of each example (NaN for an unlabeled line); indptr: the
+        chunk's row pointers (features per row); describe(i): the (label, prediction) texts of
+        example i, called only for the rows printed.
         """
         n = len(loss)
-        labeled = ~np.isnan(loss)
-        weights = np.where(labeled, importance, 0.0)
-        weighted_loss = np.where(labeled, loss * importance, 0.0)
-        cumulative_weight = self.weighted + np.cumsum(weights)
-        cumulative_loss = self.loss_sum + np.cumsum(weighted_loss)
-        if not self.quiet:
-            start = 0
-            while start < n:
-                i = start + int(np.searchsorted(cumulative_weight[start:], self._next_row))
-                if i >= n:
-                    break
-                self._row(i, cumulative_weight[i], cumulative_loss[i], n_features[i], describe)
-                start = i + 1
-        if n:
-            self.weighted = float(cumulative_weight[-1])
-            self.loss_sum = float(cumulative_loss[-1])
+        rows = np.empty(n, np.int64)   # at most one row per example
+        row_weights = np.empty(n)
+        row_losses = np.empty(n)
+        found, chunk_weight, chunk_loss, labeled, nonzero, self._next_row = _account_chunk(
+            importance, loss, self.weighted, self.loss_sum, self._next_row, not self.quiet, rows,
+            row_weights, row_losses)
+        for k in range(found):
+            i = int(rows[k])
+            self._row(i, float(row_weights[k]), float(row_losses[k]),
+                      int(indptr[i + 1] - indptr[i]), describe)
+        self.weighted += chunk_weight
+        self.loss_sum += chunk_loss
         self.examples += n
-        self.labeled += int(labeled.sum())
-        self.mistakes += int(np.count_nonzero(loss[labeled] > 0))
-        self.features += int(n_features.sum())
+        self.labeled += labeled
+        self.mistakes += nonzero
+        self.features += int(indptr[n] - indptr[0])
         self.updates += updates
         self.bad_lines += bad_lines
         if self._bar is not None and bytes_done is not None:
@@ -101,9 +147,8 @@ class ProgressiveValidation:
         label, predict = describe(i)
         since = (loss - self._row_loss) / max(weight - self._row_weight, 1e-300)
         self._print(format_row(loss / weight, since, self.examples + i + 1, weight, label, predict,
-                               int(features)))
+                               features))
         self._row_loss, self._row_weight = loss, weight
-        self._next_row *= 2.0
 
     @property
     def average_loss(self):

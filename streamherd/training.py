@@ -12,7 +12,7 @@ from streamherd.labels import BinaryLabels, ClassLabels
 from streamherd.learners.base import UnstableUpdate
 from streamherd.learners.sparse import normalize_rows
 from streamherd.model import load_model, require_arrays, save_model
-from streamherd.progress import ProgressiveValidation
+from streamherd.progress import ProgressiveValidation, zero_one_loss
 
 DEFAULT_BITS = 18
 MAX_BITS = 30
@@ -51,11 +51,10 @@ class _Binary:
         margins = np.empty(chunk.n_examples)
         updates = self.learner.learn(y, chunk.importance, chunk.indptr, chunk.indices,
                                      chunk.values, margins)
-        predicted_positive = margins > 0
-        loss = np.where(np.isnan(y), np.nan, (predicted_positive != (y > 0)).astype(np.float64))
+        loss = zero_one_loss(y, margins)
 
         def describe(i):
-            return _label_token(chunk, i), self.labels.text(bool(predicted_positive[i]))
+            return _label_token(chunk, i), self.labels.text(bool(margins[i] > 0))
 
         return chunk, loss, describe, updates
 
@@ -265,7 +264,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
             raise StreamherdError(
                 f"{chunk.source}:{int(runner.chunk.line_numbers[e.index])}: {e.what}; scale the "
                 f"features (--normalize) or lower -C / raise -r") from None
-        progress.add_chunk(chunk.importance, loss, np.diff(chunk.indptr), describe,
+        progress.add_chunk(chunk.importance, loss, chunk.indptr, describe,
                            updates=updates, bad_lines=chunk.bad_lines, bytes_done=reader.bytes_done)
     if task is None:   # no input at all
         task = "binary"

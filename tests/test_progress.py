@@ -1,0 +1,132 @@
+"""Progressive validation and binary labels against per-example Python: the table's rows, the
+summary, and y / 0-1 loss, however the stream is cut into chunks."""
+import io
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamherd.errors import StreamherdError
+from streamherd.labels import BinaryLabels
+from streamherd.progress import ProgressiveValidation, format_row, zero_one_loss
+
+
+def reference_table(importance, loss, lengths):
+    """VW's rule, one example at a time: a row where the weighted labeled count reaches 1, 2, 4,
+    ...; returns (printed rows, weight, loss sum, labeled, nonzero losses)."""
+    rows, weight, loss_sum, labeled, nonzero, next_row = [], 0.0, 0.0, 0, 0, 1.0
+    last_weight = last_loss = 0.0
+    for i, (s, l) in enumerate(zip(importance, loss)):
+        if not math.isnan(l):
+            weight += s
+            loss_sum += l * s
+            labeled += 1
+            nonzero += l > 0
+        if weight >= next_row:
+            since = (loss_sum - last_loss) / max(weight - last_weight, 1e-300)
+            rows.append(format_row(loss_sum / weight, since, i + 1, weight, f"l{i}", f"p{i}",
+                                   int(lengths[i])))
+            last_weight, last_loss = weight, loss_sum
+            next_row *= 2.0
+    return rows, weight, loss_sum, labeled, nonzero
+
+
+def run_table(importance, loss, lengths, cuts, quiet=False):
+    stream = io.StringIO()
+    progress = ProgressiveValidation(quiet=quiet, stream=stream)
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    for start, end in zip(cuts[:-1], cuts[1:]):
+        progress.add_chunk(importance[start:end], loss[start:end], indptr[start:end + 1],
+                           lambda i, start=start: (f"l{start + i}", f"p{start + i}"))
+    summary = progress.finish()
+    printed = stream.getvalue().split("\n")
+    return progress, summary, printed
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 400), st.integers(0, 2 ** 32 - 1), st.sampled_from(["ones", "weights"]))
+def test_table_and_sums_match_one_example_at_a_time(n, seed, kind):
+    rng = np.random.default_rng(seed)
+    # 0/1 and squared losses, unlabeled lines (NaN), importance 0 and fractional or large ones
+    loss = np.where(rng.random(n) < 0.5, rng.integers(0, 2, n).astype(float), rng.random(n) * 3)
+    loss[rng.random(n) < 0.15] = np.nan
+    importance = (np.ones(n) if kind == "ones" else
+                  np.choose(rng.integers(0, 4, n), [0.0, 0.25, 1.0, 7.5]) * rng.random(n) * 4)
+    lengths = rng.integers(0, 50, n)
+    # repeated cuts make empty chunks (a block of blank lines)
+    cuts = np.sort(np.concatenate([[0, n], rng.integers(0, n + 1, rng.integers(0, 12))]))
+    rows, weight, loss_sum, labeled, nonzero = reference_table(importance, loss, lengths)
+
+    progress, summary, printed = run_table(importance, loss, lengths, cuts)
+    table = [line for line in printed if line and line[0].isdigit()]
+    assert table == rows
+    assert summary["number of examples"] == n
+    assert summary["weighted example sum"] == pytest.approx(weight, rel=1e-12)
+    assert progress.loss_sum == pytest.approx(loss_sum, rel=1e-12, abs=1e-12)
+    assert progress.labeled == labeled
+    assert summary["mistakes"] == nonzero
+    assert summary["total feature number"] == int(lengths.sum())
+
+    quiet, quiet_summary, quiet_printed = run_table(importance, loss, lengths, cuts, quiet=True)
+    assert quiet_printed == [""]
+    untimed = {k: v for k, v in summary.items() if "second" not in k}
+    assert {k: v for k, v in quiet_summary.items() if "second" not in k} == \
+        pytest.approx(untimed, nan_ok=True)
+
+
+def test_one_heavy_example_prints_a_row_for_each_threshold_it_passes_on_later_examples():
+    # weight 5 at once: a row at example 1 (threshold 1), then one per later example for the
+    # thresholds 2 and 4 it has passed too (as VW: at most one row per example); 7 < 8 at the end
+    importance = np.array([5.0, 1.0, 1.0, 1.0])
+    loss = np.array([1.0, 0.0, np.nan, 0.0])
+    _, _, printed = run_table(importance, loss, np.ones(4, np.int64), [0, 1, 4])
+    counters = [int(line.split()[2]) for line in printed if line and line[0].isdigit()]
+    assert counters == [1, 2, 3]
+
+
+def chunk_of(labels):
+    labels = np.asarray(labels, float)
+    return SimpleNamespace(labels=labels, line_numbers=np.arange(1, len(labels) + 1),
+                           source="data.svm")
+
+
+def test_binary_labels_learn_the_two_values_then_map_every_chunk():
+    labels = BinaryLabels()
+    chunks = [[np.nan, np.nan], [1.0, np.nan, 1.0], [0.0, 1.0, np.nan, 0.0], [1.0, 0.0, 0.0, 1.0]]
+    for values in chunks:
+        y = labels.observe(chunk_of(values))
+        expected = np.where(np.isnan(values), np.nan, np.where(np.array(values) > 0, 1.0, -1.0))
+        np.testing.assert_array_equal(y, expected)
+    assert (labels.negative, labels.positive) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("second, message", [
+    ([1.0, 2.0], "data.svm:2: label 2 is a third label value after 0 and 1"),
+    ([3.0, -1.0], "data.svm:1: label 3 is a third label value after 0 and 1"),
+    ([-2.0], "data.svm:1: label -2 is a third label value after 0 and 1"),
+])
+def test_binary_labels_name_the_line_of_a_third_value(second, message):
+    labels = BinaryLabels()
+    labels.observe(chunk_of([0.0, 1.0]))
+    with pytest.raises(StreamherdError, match=message):
+        labels.observe(chunk_of(second))
+
+
+def test_binary_labels_reject_two_values_on_one_side():
+    labels = BinaryLabels()
+    labels.observe(chunk_of([1.0]))
+    with pytest.raises(StreamherdError, match=r"data.svm:3: label 2 is positive like the earlier "
+                                              r"label 1"):
+        labels.observe(chunk_of([np.nan, 1.0, 2.0]))
+
+
+def test_zero_one_loss_against_numpy():
+    rng = np.random.default_rng(3)
+    y = rng.choice([1.0, -1.0, np.nan], 1000)
+    margins = rng.normal(size=1000)
+    margins[:50] = 0.0   # a zero margin predicts the negative class
+    expected = np.where(np.isnan(y), np.nan, ((margins > 0) != (y > 0)).astype(float))
+    np.testing.assert_array_equal(zero_one_loss(y, margins), expected)
