@@ -17,11 +17,12 @@ beta = 1 / (r + v).
 import numpy as np
 from numba import njit
 
-from streamherd.learners.gaussian import (GaussianLearner, diag_margin_confidence, entry_ok,
-                                          full_sigma_x, full_update)
+from streamherd.learners.gaussian import (GaussianLearner, diag_margin_confidence,
+                                          diag_margin_confidence_ahead, entry_ok, full_sigma_x,
+                                          full_update)
 from streamherd.learners.multiclass import joint_row
 from streamherd.learners.sparse import dot
-from streamherd.learners.prefetch import prefetch_ahead
+from streamherd.learners.prefetch import row_ahead
 
 
 @njit(cache=True, inline="always")
@@ -66,8 +67,8 @@ def _arow_diag(y, importance, indptr, indices, values, mu, sigma, r, drop, margi
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_ahead(mu, indptr, indices, i)  # and sigma: same rows (interleaved)
-        margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
+        margin, v = diag_margin_confidence_ahead(mu, sigma, indices, values, start, end,
+                                                 row_ahead(indptr, i))
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue

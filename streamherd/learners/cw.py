@@ -35,10 +35,11 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.gaussian import (GaussianLearner, check_eta, diag_margin_confidence,
-                                          entry_ok, full_reset, full_sigma_x, full_update)
+                                          diag_margin_confidence_ahead, entry_ok, full_reset,
+                                          full_sigma_x, full_update)
 from streamherd.learners.multiclass import joint_row
 from streamherd.learners.sparse import dot, squared_norm
-from streamherd.learners.prefetch import prefetch_ahead
+from streamherd.learners.prefetch import row_ahead
 
 VARIANCE_FLOOR = 1e-12
 
@@ -115,8 +116,8 @@ def _cw_diag(y, importance, indptr, indices, values, mu, sigma, phi, floor, marg
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_ahead(mu, indptr, indices, i)  # and sigma: same rows (interleaved)
-        margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
+        margin, v = diag_margin_confidence_ahead(mu, sigma, indices, values, start, end,
+                                                 row_ahead(indptr, i))
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue

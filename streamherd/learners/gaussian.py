@@ -28,6 +28,7 @@ from numba import njit
 
 from streamherd.errors import StreamherdError
 from streamherd.learners.base import Learner, UnstableUpdate
+from streamherd.learners.prefetch import NO_ROW, prefetch, prefetch_rest
 
 
 # ---------------------------------------------------------------- diagonal helpers
@@ -43,16 +44,26 @@ def diag_confidence(sigma, indices, values, start, end):
 
 
 @njit(cache=True, inline="always")
-def diag_margin_confidence(mu, sigma, indices, values, start, end):
-    """(mu.x, x' diag(sigma) x) in one pass over the row (one pass of random reads, not two)."""
+def diag_margin_confidence_ahead(mu, sigma, indices, values, start, end, ahead):
+    """(mu.x, x' diag(sigma) x) in one pass over the row (one pass of random reads, not two),
+    asking the cache for the slots of the row ``ahead`` (prefetch.row_ahead) in the same loop;
+    sigma is interleaved with mu (Learner.interleaved), so the same lines hold it."""
     margin = 0.0
     v = 0.0
     for k in range(start, end):
+        if ahead[0] + k - start < ahead[1]:   # the slot of the same rank in the row ahead
+            prefetch(mu, indices[ahead[0] + k - start])
         j = indices[k]
         x = values[k]
         margin += mu[j] * x
         v += sigma[j] * x * x
+    prefetch_rest(mu, indices, ahead, end - start)
     return margin, v
+
+
+@njit(cache=True, inline="always")
+def diag_margin_confidence(mu, sigma, indices, values, start, end):
+    return diag_margin_confidence_ahead(mu, sigma, indices, values, start, end, NO_ROW)
 
 
 @njit(cache=True, inline="always")

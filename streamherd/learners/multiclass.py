@@ -18,7 +18,7 @@ With a fixed class set (``--classes``) every class is known from the start.
 import numpy as np
 from numba import njit
 
-from streamherd.learners.prefetch import _prefetch
+from streamherd.learners.prefetch import prefetch
 
 
 @njit(cache=True, inline="always")
@@ -47,7 +47,7 @@ def prefetch_next_row_blocks(w, D, K, indptr, indices, i):
         for k in range(indptr[i + 1], indptr[i + 2]):
             j = indices[k]
             for z in range(K):
-                _prefetch(w, z * D + j)
+                prefetch(w, z * D + j)
 
 
 @njit(cache=True, inline="always")

@@ -16,11 +16,12 @@ example mu += (y - mu.x) Sigma x / (v + 1/C), with the same covariance updates.
 import numpy as np
 from numba import njit
 
-from streamherd.learners.gaussian import (GaussianLearner, diag_margin_confidence, entry_ok,
-                                          full_sigma_x, full_update)
+from streamherd.learners.gaussian import (GaussianLearner, diag_margin_confidence,
+                                          diag_margin_confidence_ahead, entry_ok, full_sigma_x,
+                                          full_update)
 from streamherd.learners.multiclass import joint_row
 from streamherd.learners.sparse import dot
-from streamherd.learners.prefetch import prefetch_ahead
+from streamherd.learners.prefetch import row_ahead
 
 EXACT, PROJECT, DROP = 0, 1, 2
 
@@ -77,8 +78,8 @@ def _nherd_diag(y, importance, indptr, indices, values, mu, sigma, C, variant, m
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_ahead(mu, indptr, indices, i)  # and sigma: same rows (interleaved)
-        margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
+        margin, v = diag_margin_confidence_ahead(mu, sigma, indices, values, start, end,
+                                                 row_ahead(indptr, i))
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue

@@ -18,8 +18,8 @@ from numba import njit
 
 from streamherd.learners.base import Learner
 from streamherd.learners.multiclass import joint_row
-from streamherd.learners.prefetch import prefetch_ahead
-from streamherd.learners.sparse import axpy, dot, squared_norm
+from streamherd.learners.prefetch import row_ahead
+from streamherd.learners.sparse import axpy, dot, dot_ahead, squared_norm
 
 
 @njit(cache=True, inline="always")
@@ -48,8 +48,7 @@ def _pa_chunk(y, importance, indptr, indices, values, w, variant, C, margins_out
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_ahead(w, indptr, indices, i)
-        m = dot(w, indices, values, start, end)
+        m = dot_ahead(w, indices, values, start, end, row_ahead(indptr, i))
         margins_out[i] = m
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue

@@ -15,8 +15,8 @@ from numba import njit
 from streamherd.learners.base import Learner
 from streamherd.learners.multiclass import (class_scores, joint_prepare, joint_row,
                                             prefetch_next_row_blocks, visible_classes)
-from streamherd.learners.sparse import axpy, dot
-from streamherd.learners.prefetch import prefetch_ahead
+from streamherd.learners.sparse import axpy, dot, dot_ahead
+from streamherd.learners.prefetch import row_ahead
 
 
 @njit(cache=True, nogil=True)
@@ -24,8 +24,7 @@ def _perceptron_chunk(y, importance, indptr, indices, values, w, margins_out):
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_ahead(w, indptr, indices, i)
-        m = dot(w, indices, values, start, end)
+        m = dot_ahead(w, indices, values, start, end, row_ahead(indptr, i))
         margins_out[i] = m
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
@@ -67,8 +66,7 @@ def _averaged_chunk(y, importance, indptr, indices, values, w, u, seen, margins_
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_ahead(w, indptr, indices, i)  # and u: same rows (interleaved)
-        wx = dot(w, indices, values, start, end)
+        wx = dot_ahead(w, indices, values, start, end, row_ahead(indptr, i))  # and u (interleaved)
         if seen > 0:
             margins_out[i] = wx - dot(u, indices, values, start, end) / seen
         else:

@@ -19,10 +19,11 @@ from numba import njit
 
 from streamherd.learners.cw import (VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha, cw_full_apply,
                                     cw_sqrt_u_beta)
-from streamherd.learners.gaussian import diag_margin_confidence, entry_ok, full_sigma_x
+from streamherd.learners.gaussian import (diag_margin_confidence, diag_margin_confidence_ahead,
+                                          entry_ok, full_sigma_x)
 from streamherd.learners.multiclass import joint_row
 from streamherd.learners.sparse import dot, squared_norm
-from streamherd.learners.prefetch import prefetch_ahead
+from streamherd.learners.prefetch import row_ahead
 
 
 @njit(cache=True, inline="always")
@@ -75,8 +76,8 @@ def _scw_diag(y, importance, indptr, indices, values, mu, sigma, phi, C, variant
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_ahead(mu, indptr, indices, i)  # and sigma: same rows (interleaved)
-        margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
+        margin, v = diag_margin_confidence_ahead(mu, sigma, indices, values, start, end,
+                                                 row_ahead(indptr, i))
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue

@@ -27,17 +27,27 @@ from streamherd.learners.gaussian import (check_full_fits, full_confidences, ful
 from streamherd.learners.multiclass import (joint_prepare, joint_row, prefetch_next_row_blocks,
                                             visible_classes)
 from streamherd.learners.sparse import dot
-from streamherd.learners.prefetch import prefetch_ahead
+from streamherd.learners.prefetch import NO_ROW, prefetch, prefetch_rest, row_ahead
+
+
+@njit(cache=True, inline="always")
+def _sop_diag_margin_ahead(label_sum, diagonal, indices, values, start, end, ahead):
+    """The margin, asking the cache for the slots of the row ``ahead`` (prefetch.row_ahead) in
+    the same loop (diagonal is interleaved with label_sum: the same lines)."""
+    total = 0.0
+    for k in range(start, end):
+        if ahead[0] + k - start < ahead[1]:   # the slot of the same rank in the row ahead
+            prefetch(label_sum, indices[ahead[0] + k - start])
+        j = indices[k]
+        x = values[k]
+        total += label_sum[j] * x / (diagonal[j] + x * x)
+    prefetch_rest(label_sum, indices, ahead, end - start)
+    return total
 
 
 @njit(cache=True, inline="always")
 def _sop_diag_margin(label_sum, diagonal, indices, values, start, end):
-    total = 0.0
-    for k in range(start, end):
-        j = indices[k]
-        x = values[k]
-        total += label_sum[j] * x / (diagonal[j] + x * x)
-    return total
+    return _sop_diag_margin_ahead(label_sum, diagonal, indices, values, start, end, NO_ROW)
 
 
 @njit(cache=True, inline="always")
@@ -74,8 +84,8 @@ def _sop_diag(y, importance, indptr, indices, values, label_sum, diagonal, margi
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_ahead(label_sum, indptr, indices, i)  # and diagonal (interleaved)
-        margin = _sop_diag_margin(label_sum, diagonal, indices, values, start, end)
+        margin = _sop_diag_margin_ahead(label_sum, diagonal, indices, values, start, end,
+                                        row_ahead(indptr, i))
         margins_out[i] = margin
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue

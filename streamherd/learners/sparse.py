@@ -2,15 +2,25 @@
 import numpy as np
 from numba import njit
 
-from streamherd.learners.prefetch import prefetch_ahead
+from streamherd.learners.prefetch import NO_ROW, prefetch, prefetch_rest, row_ahead
+
+
+@njit(cache=True, inline="always")
+def dot_ahead(w, indices, values, start, end, ahead):
+    """w . x for the row [start, end), asking the cache for w at the slots of the row ``ahead``
+    (prefetch.row_ahead) in the same loop."""
+    total = 0.0
+    for k in range(start, end):
+        if ahead[0] + k - start < ahead[1]:   # the slot of the same rank in the row ahead
+            prefetch(w, indices[ahead[0] + k - start])
+        total += w[indices[k]] * values[k]
+    prefetch_rest(w, indices, ahead, end - start)
+    return total
 
 
 @njit(cache=True, inline="always")
 def dot(w, indices, values, start, end):
-    total = 0.0
-    for k in range(start, end):
-        total += w[indices[k]] * values[k]
-    return total
+    return dot_ahead(w, indices, values, start, end, NO_ROW)
 
 
 @njit(cache=True, inline="always")
@@ -33,8 +43,7 @@ def margins(w, indptr, indices, values, out):
     """out[i] = w . x_i for every row: prediction with a fixed weight vector (predict's hot loop:
     the slots of the row two ahead are prefetched, see prefetch.py)."""
     for i in range(len(indptr) - 1):
-        prefetch_ahead(w, indptr, indices, i)
-        out[i] = dot(w, indices, values, indptr[i], indptr[i + 1])
+        out[i] = dot_ahead(w, indices, values, indptr[i], indptr[i + 1], row_ahead(indptr, i))
 
 
 @njit(cache=True, nogil=True)
