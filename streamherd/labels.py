@@ -18,12 +18,14 @@ def label_text(value):
 def _signed_labels(labels, negative, positive, y):
     """y = +1 where the label is ``positive``, -1 where it is ``negative``, NaN where there is
     none; returns whether every label was one of these (else y is not to be used). Without
-    branches (label - label is 0, or NaN for no label): the labels' order is random."""
+    branches (label - label is 0, or NaN for no label): the labels' order is random. An infinite
+    label (label - label is NaN too) counts as unknown, so that observe's general path maps it."""
     known = True
     for i in range(len(labels)):
         label = labels[i]
         y[i] = (label > 0.0) * 2.0 - 1.0 + (label - label)
-        known &= (label == positive) | (label == negative) | (label != label)
+        known &= (((label == positive) | (label == negative)) & (label - label == 0.0)) | \
+            (label != label)
     return known
 
 

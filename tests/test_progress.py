@@ -103,6 +103,13 @@ def test_binary_labels_learn_the_two_values_then_map_every_chunk():
     assert (labels.negative, labels.positive) == (0.0, 1.0)
 
 
+def test_binary_labels_map_an_infinite_label_by_its_sign():
+    labels = BinaryLabels()
+    np.testing.assert_array_equal(labels.observe(chunk_of([np.inf, -1.0])), [1.0, -1.0])
+    np.testing.assert_array_equal(labels.observe(chunk_of([-1.0, np.inf, np.nan])),
+                                  [-1.0, 1.0, np.nan])
+
+
 @pytest.mark.parametrize("second, message", [
     ([1.0, 2.0], "data.svm:2: label 2 is a third label value after 0 and 1"),
     ([3.0, -1.0], "data.svm:1: label 3 is a third label value after 0 and 1"),
