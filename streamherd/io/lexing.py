@@ -5,9 +5,9 @@ from numba import njit, types
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
-# Exact powers of ten: a mantissa below 2**53 times or divided by one of these is
-# correctly rounded (Clinger's fast path), which covers every value in practice.
-_POW10 = np.array([10.0 ** i for i in range(23)])
+# Exact powers of ten (shared with io/simd.py): a mantissa below 2**53 times or divided by one
+# of these is correctly rounded (Clinger's fast path), which covers every value in practice.
+POW10 = np.array([10.0 ** i for i in range(23)])
 _MAX_EXACT_MANTISSA = 2 ** 53
 _POW10_INT = np.array([10 ** i for i in range(9)], np.uint64)
 
@@ -106,9 +106,9 @@ def parse_float(buf, start, end):
         value = 0.0
     elif mantissa < _MAX_EXACT_MANTISSA and -22 <= exponent <= 22:
         if exponent >= 0:
-            value = mantissa * _POW10[exponent]
+            value = mantissa * POW10[exponent]
         else:
-            value = mantissa / _POW10[-exponent]
+            value = mantissa / POW10[-exponent]
     elif exponent < -330:
         value = 0.0
     elif exponent > 330:
@@ -166,7 +166,7 @@ def simple_decimal(buf, p, end):
         return 0.0, -1
     if fraction == 0:
         return float(mantissa), p
-    return mantissa / _POW10[fraction], p
+    return mantissa / POW10[fraction], p
 
 
 @njit(cache=True)
@@ -269,7 +269,7 @@ def swar_decimal(buf, p):
     k2 *= has_point
     stop = point + has_point * (1 + k2)
     mantissa = integer * _POW10_INT[k2] + fraction * np.uint64(has_point)
-    return (k < 8) & (k2 < 8) & (k + k2 > 0), float(mantissa) / _POW10[k2], stop
+    return (k < 8) & (k2 < 8) & (k + k2 > 0), float(mantissa) / POW10[k2], stop
 
 
 @njit(cache=True, inline="always")

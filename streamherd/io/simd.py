@@ -23,7 +23,7 @@ from numba.core import cgutils, config
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
-from streamherd.io.lexing import _POW10
+from streamherd.io.lexing import POW10
 
 
 def _host_can():
@@ -172,5 +172,5 @@ def digits_token(buf, s):
     ok = ((end < 16) & (0 < name_end) & (name_end <= 8) & ((known & token) == token)
           & ((has_value == 0) | ((0 < value_digits) & (value_digits <= 8))))
     name, mantissa = _two_numbers(buf, s, name_end, dot, end)
-    value = float(mantissa) / _POW10[has_dot * (end - 1 - found)]
+    value = float(mantissa) / POW10[has_dot * (end - 1 - found)]
     return ok, s + end, name, has_value, value
