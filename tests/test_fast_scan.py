@@ -49,19 +49,20 @@ def _vw_line(rng):
     return "".join(parts)
 
 
-def _parse(data, n, fmt, skip_bad, general_only, bits=20):
+def _parse(data, n, fmt, skip_bad, general_only, bits=20, strict_format=False):
     mask = (1 << bits) - 1
     outputs = allocate_outputs(n, count_newlines(data, n))
     result = parse_block(data, n, fmt, mask, True, 11650396 & mask, skip_bad, 1, *outputs,
-                         *new_merge_table(), general_only)
+                         *new_merge_table(), general_only, strict_format)
     rows, nnz = result[0], result[1]
     (labels, importance, line_numbers, indptr, indices, values,
-     tag_start, tag_end, label_start, label_end) = outputs
+     tag_start, tag_end, label_start, label_end, bad_line_numbers) = outputs
     labels = [repr(label) for label in labels[:rows].tolist()]  # repr: so that NaN == NaN
     return (result, labels, importance[:rows].tolist(),
             line_numbers[:rows].tolist(), indptr[:rows + 1].tolist(), indices[:nnz].tolist(),
             values[:nnz].tolist(), tag_start[:rows].tolist(), tag_end[:rows].tolist(),
-            label_start[:rows].tolist(), label_end[:rows].tolist())
+            label_start[:rows].tolist(), label_end[:rows].tolist(),
+            bad_line_numbers[:result[3]].tolist())
 
 
 @pytest.mark.parametrize("fmt", [SVMLIGHT, VW], ids=["svmlight", "vw"])
@@ -84,6 +85,28 @@ def test_scanners_agree_with_the_general_parsers(fmt, seed):
     # Well-formed lines only: nothing stops early, every row is compared.
     good = _parse(data, len(text), fmt, True, general_only=False)
     assert good[0][0] > 750
+
+
+@pytest.mark.parametrize("fmt", [SVMLIGHT, VW], ids=["svmlight", "vw"])
+@pytest.mark.parametrize("seed", range(3))
+def test_scanners_agree_on_lines_of_the_other_format(fmt, seed):
+    # svmlight lines among VW ones and VW lines among svmlight ones (linecodes.OTHER_FORMAT),
+    # skipped as bad lines or stopping the block (strict_format): the same either way, with the
+    # same bad line numbers
+    rng = random.Random(100 + seed)
+    lines = []
+    for _ in range(2000):
+        own = rng.random() < 0.9
+        make = _svmlight_line if (fmt == SVMLIGHT) == own else _vw_line
+        lines.append(make(rng))
+    text = "\n".join(lines).encode("utf-8") + b"\n"
+    data = np.frombuffer(text + b"1234567890" * 3, np.uint8)
+    for skip_bad in (True, False):
+        for strict in (True, False):
+            fast = _parse(data, len(text), fmt, skip_bad, False, strict_format=strict)
+            assert fast == _parse(data, len(text), fmt, skip_bad, True, strict_format=strict)
+    skipped = _parse(data, len(text), fmt, True, False)
+    assert skipped[0][3] == len(skipped[-1]) > 100  # bad lines counted and numbered
 
 
 @pytest.mark.parametrize("fmt", [SVMLIGHT, VW], ids=["svmlight", "vw"])

@@ -1,7 +1,7 @@
 """The chunk of examples every parser produces and every learner consumes, and the
 per-line slot merge that makes each row a proper sparse vector."""
 import mmap
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numba import njit
@@ -21,6 +21,10 @@ class Chunk:
     weight (1 for svmlight); line_numbers: 1-based line of each example in its file; indptr,
     indices (hashed slots, int32), values: the rows; tag_start/tag_end and label_start/label_end:
     byte offsets into ``block`` (-1 when absent); n_lines: lines consumed, blank and skipped included.
+    bad_lines: the malformed lines skipped (--skip-bad) among them, and bad_line_numbers (int64,
+    rising, ``bad_lines`` of them): their 1-based lines in the file, so that output can keep one
+    line per input line (select adds the rows it drops as bad). Blank and comment lines are in
+    neither.
 
     ChunkReader reuses the buffers behind these arrays for later blocks: a chunk's arrays hold
     its data until the next chunk is requested (copy what must outlive that).
@@ -42,6 +46,7 @@ class Chunk:
     bad_lines: int
     n_bytes: int
     derived: object = None  # what ChunkReader's ``process`` returned for this chunk
+    bad_line_numbers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def n_examples(self):
@@ -61,12 +66,16 @@ class Chunk:
         indptr = np.zeros(int(keep.sum()) + 1, np.int64)
         np.cumsum(lengths[keep], out=indptr[1:])
         entries = np.repeat(keep, lengths)
+        bad_line_numbers = self.bad_line_numbers
+        if dropped_as_bad and not keep.all():  # both rise and differ: one sort merges them
+            bad_line_numbers = np.sort(np.concatenate([bad_line_numbers,
+                                                       self.line_numbers[~keep]]))
         return replace(
             self, labels=self.labels[keep], importance=self.importance[keep],
             line_numbers=self.line_numbers[keep], indptr=indptr, indices=self.indices[entries],
             values=self.values[entries], tag_start=self.tag_start[keep],
             tag_end=self.tag_end[keep], label_start=self.label_start[keep],
-            label_end=self.label_end[keep],
+            label_end=self.label_end[keep], bad_line_numbers=bad_line_numbers,
             bad_lines=self.bad_lines + (int((~keep).sum()) if dropped_as_bad else 0))
 
     def text_label_rows(self):
@@ -95,7 +104,8 @@ def untouched_array(length, dtype):
 
 
 def allocate_outputs(n_bytes, n_newlines):
-    """Output arrays large enough for any block of ``n_bytes`` with ``n_newlines`` line ends.
+    """Output arrays large enough for any block of ``n_bytes`` with ``n_newlines`` line ends,
+    in the order of parse_block's parameters (labels ... label_end, bad line numbers).
 
     Every feature takes at least two bytes ("1 " or "a "), plus one bias feature per line; the
     feature arrays have as much room again, the scratch of merge_row for a long row (untouched,
@@ -114,6 +124,7 @@ def allocate_outputs(n_bytes, n_newlines):
         np.empty(max_lines, np.int64),     # tag end
         np.empty(max_lines, np.int64),     # label start
         np.empty(max_lines, np.int64),     # label end
+        np.empty(max_lines, np.int64),     # line numbers of the bad lines skipped
     )
 
 
@@ -169,7 +180,8 @@ def slots_ordered(indices, start, end, bias_slot):
 
 @njit(cache=True)
 def merge_row(indices, values, start, end, keys, stamps, positions, stamp):
-    """Sum repeated slots of one row in place, keeping first-seen order; returns the new end.
+    """Sum repeated slots of one row in place, keeping first-seen order; returns the new end,
+    or -1 when a sum overflows to infinity (a malformed line: values must stay finite).
 
     Repeated svmlight indices and hash collisions both produce repeated slots; the learners
     need x as a vector (|x|^2 and the per-slot variance updates are not linear in the entries).
@@ -198,7 +210,10 @@ def merge_row(indices, values, start, end, keys, stamps, positions, stamp):
                 out += 1
                 break
             if keys[h] == slot:
-                values[positions[h]] += values[k]
+                total = values[positions[h]] + values[k]
+                if np.isinf(total):  # finite values: only a sum can overflow, here
+                    return -1
+                values[positions[h]] = total
                 break
             h = (h + 1) & _MERGE_TABLE_MASK
     return out
@@ -238,7 +253,10 @@ def _merge_row_sorted(indices, values, start, end):
     for k in range(n):
         slot = indices[src + k]
         if out > start and indices[out - 1] == slot:
-            values[out - 1] += values[src + k]
+            total = values[out - 1] + values[src + k]
+            if np.isinf(total):
+                return -1
+            values[out - 1] = total
         else:
             indices[out] = slot
             values[out] = values[src + k]

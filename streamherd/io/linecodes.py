@@ -11,6 +11,15 @@ BAD_IMPORTANCE = 7
 EXTRA_TOKEN = 8
 BAD_SCALE = 9
 MISSING_LABEL = 10
+# Finite values whose product (VW's namespace scale times value) or sum (repeated features
+# of a line) is not.
+VALUE_OVERFLOW = 11
+# A line of the other format: svmlight input with a '|' before any '#' that the svmlight parser
+# does not take; VW input with no '|' before a '#' (or at all) and index:value tokens. Under
+# --format auto they stop the run even with --skip-bad (see reader.ChunkReader._parse).
+VW_LINE = 12
+SVMLIGHT_LINE = 13
+OTHER_FORMAT = (VW_LINE, SVMLIGHT_LINE)
 
 # code -> (what is wrong, what was expected)
 MESSAGES = {
@@ -24,4 +33,9 @@ MESSAGES = {
     EXTRA_TOKEN: ("unexpected token before the first '|'", "label [importance] ['tag]|namespace features"),
     BAD_SCALE: ("bad namespace scale", "|namespace:scale with a finite number"),
     MISSING_LABEL: ("line has no label", "a label before the features (train needs labels)"),
+    VALUE_OVERFLOW: ("feature value out of range",
+                     "values whose products with their namespace scale and sums over repeated "
+                     "features stay finite (below 1.8e308)"),
+    VW_LINE: ("line in VW format (a '|' before any '#')", "svmlight lines"),
+    SVMLIGHT_LINE: ("line in svmlight format (index:value features, no '|')", "VW lines"),
 }

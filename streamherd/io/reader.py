@@ -14,7 +14,7 @@ from streamherd.errors import StreamherdError
 from streamherd.features.hashing import VW_CONSTANT_HASH
 from streamherd.io import linecodes
 from streamherd.io.csr import Chunk, allocate_outputs, new_merge_table
-from streamherd.io.sources import Source, read_into
+from streamherd.io.sources import Source
 
 # Measured on the 1M-line benchmark (nherd-p, medians of 8 alternating runs): 1 MiB blocks peak
 # 9 MB lower than 2 MiB ones (161 against 170 MB) at the same speed (1.42 s against 1.41 s wall;
@@ -32,16 +32,46 @@ TRAINING_WORKERS = max(1, min(2, (os.cpu_count() or 1) - 1))
 FORMATS = ("auto", "svmlight", "vw")
 _END = object()
 _CARRY_ROOM = 1 << 16
+# --format auto reads this many lines that tell a format (line_format), at most, from the start
+# of the first block of each input, and takes the format of most of them.
+DETECT_LINES = 1000
+_DETECT_BYTES = 1 << 18
+# Bytes read at a time when the rest of a compressed input is decompressed to check it.
+_CHECK_READ = 1 << 20
+
+
+def line_format(line: bytes):
+    """'vw' for a line with a '|' before any '#' (an svmlight line may end with a comment that
+    holds a '|'); 'svmlight' for one with a ':' in a token after the first, before any '#', and
+    no such '|'; None for a line that tells neither (blank, comment, label only)."""
+    text = line.split(b"#", 1)[0]
+    if b"|" in text:
+        return "vw"
+    label_and_rest = text.split(None, 1)
+    if len(label_and_rest) == 2 and b":" in label_and_rest[1]:
+        return "svmlight"
+    return None
 
 
 def detect_format(head: bytes) -> str:
-    """auto: the first line that is neither blank nor a comment decides: a '|' before any '#'
-    makes it VW (an svmlight line may end with a comment that holds a '|')."""
-    for line in head.split(b"\n")[:-1] or [head]:
-        text = line.strip()
-        if text and not text.startswith(b"#"):
-            return "vw" if b"|" in text.split(b"#", 1)[0] else "svmlight"
-    return "svmlight"
+    """auto: the format of most of the first DETECT_LINES lines of ``head`` that tell one
+    (line_format), the first of them on a tie, svmlight when none does. One odd line at the
+    start (a '|' in an svmlight line) does not decide the format of a file; a line of the
+    other format is an error that names it (see ChunkReader._parse). The last line of ``head``
+    is read only when it is the only one (it may be cut)."""
+    lines = head.split(b"\n", 4 * DETECT_LINES)
+    votes = {"vw": 0, "svmlight": 0}
+    first = None
+    for line in lines[:-1] or lines:
+        kind = line_format(line)
+        if kind is not None:
+            votes[kind] += 1
+            first = first or kind
+            if votes["vw"] + votes["svmlight"] == DETECT_LINES:
+                break
+    if votes["vw"] != votes["svmlight"]:
+        return max(votes, key=votes.get)
+    return first or "svmlight"
 
 
 def describe_token(token: bytes) -> str:
@@ -76,6 +106,8 @@ class ChunkReader:
         self.text_labels = text_labels
         self.process = process
         self._stop = threading.Event()
+        self._check_source = None  # the source the consumer wants checked (see _line_error)
+        self._check_requested = threading.Event()
         self._local = threading.local()
 
     @property
@@ -117,7 +149,10 @@ class ChunkReader:
                     break
                 if isinstance(job, BaseException):
                     raise job
-                chunk = jobs.result(job)
+                try:
+                    chunk = jobs.result(job)
+                except StreamherdError as e:
+                    raise self._line_error(job.block.origin, e, thread) from None
                 if held is not None:
                     free_slots.put(held)
                 held = job.block.slot
@@ -146,19 +181,60 @@ class ChunkReader:
             except queue.Empty:
                 if self._stop.is_set():
                     raise _Stopped from None
+                if self._check_requested.is_set():
+                    raise _CheckRequested from None
 
     def chunks(self):
         """The same chunks, read and parsed in the calling thread (one slot, reused)."""
         slot = _Slot()
         for block in self._blocks(lambda: slot):
-            chunk = self._parse(block)
+            try:
+                chunk = self._parse(block)
+            except StreamherdError as e:
+                raise self._line_error(block.origin, e) from None
             self.bad_lines += chunk.bad_lines
             yield chunk
+
+    def _line_error(self, source, error, reader_thread=None):
+        """The error to raise for a malformed line (``error``) of ``source``: for a compressed
+        source whose data turns out damaged, that damage instead.
+
+        A flipped byte in a gzip body yields garbage text, and gzip only says so at the end of
+        its member (the CRC): the garbage reaches the parser first. So before a line error of a
+        compressed source, the rest of it is decompressed (not parsed), unless the reader has
+        already read it all. That is done where the stream is read: here without a reader
+        thread, else by the reader thread on request (_blocks), the consumer waiting. Malformed
+        lines skipped with --skip-bad need no check here: the reader reads on to the end of the
+        source, and damage found there stops the run with its error, in input order.
+        """
+        if not source.compressed:
+            return error
+        if not source.checked.is_set():
+            if reader_thread is None:
+                self._check_rest(source)
+            else:
+                self._check_source = source
+                self._check_requested.set()
+                while not source.checked.wait(0.1):
+                    if not reader_thread.is_alive():  # ended by some other error first
+                        break
+        return source.read_error or error
+
+    def _check_rest(self, source):
+        """Decompress the rest of ``source`` (discarded), keeping its error in read_error; stops
+        early when the consumer has gone (an interrupt while it waited)."""
+        scratch = np.empty(_CHECK_READ, np.uint8)
+        try:
+            while (not self._stop.is_set()
+                   and source.read_into(memoryview(scratch)) == len(scratch)):
+                pass
+        except StreamherdError:  # kept in source.read_error, and checked is set
+            pass
 
     def _blocks(self, take_slot):
         """Blocks of complete lines, in order, with the file line number each starts at, each
         read into a slot from ``take_slot()``."""
-        from streamherd.io.block import count_newlines, end_of_last_line
+        from streamherd.io.block import complete_lines
 
         finished = 0
         slot = None  # taken for the next block; kept while it holds no block
@@ -169,31 +245,38 @@ class ChunkReader:
                 next_line = 1
                 fmt = None
                 while not self._stop.is_set():
-                    if slot is None:
-                        slot = take_slot()
+                    try:
+                        if self._check_requested.is_set():
+                            raise _CheckRequested
+                        if slot is None:
+                            slot = take_slot()
+                    except _CheckRequested:
+                        # the consumer has a line error and waits for this check: read no more
+                        if self._check_source is source:
+                            self._check_rest(source)
+                        raise _Stopped from None
                     buf = slot.read_buffer(self.block_size + len(carry))
                     buf[:len(carry)] = np.frombuffer(carry, np.uint8)
-                    got = read_into(source.stream,
-                                    memoryview(buf)[len(carry):len(carry) + self.block_size],
-                                    source.name)
+                    got = source.read_into(
+                        memoryview(buf)[len(carry):len(carry) + self.block_size])
                     n = len(carry) + got
                     at_end = got < self.block_size
                     if n == 0:
                         break
-                    complete = n if at_end else end_of_last_line(buf, n)
+                    # (lone CRs become LFs here: a CR-only file has lines too)
+                    complete, newlines = complete_lines(buf, n, at_end)
                     if complete == 0:  # one line longer than the block: read on before parsing
                         carry = buf[:n].tobytes()
                         continue
                     if fmt is None:
                         fmt = self._detect(buf, complete)
-                    newlines = count_newlines(buf, complete)
                     position = source.raw_position()
                     if position is not None:
                         self.bytes_done = finished + position
                     # The partial last line moves to the next block; copy it before this block
                     # goes to a parser (the slot is not touched again until it comes back).
                     carry = buf[complete:n].tobytes()
-                    yield _Block(source.name, slot, complete, fmt, next_line, newlines)
+                    yield _Block(source.name, slot, complete, fmt, next_line, newlines, source)
                     slot = None
                     # A last line without a newline still counts as a line.
                     next_line += newlines + (1 if at_end and buf[complete - 1] != 10 else 0)
@@ -207,7 +290,8 @@ class ChunkReader:
     def _detect(self, buf, complete):
         from streamherd.io.block import SVMLIGHT, VW
 
-        name = self.fmt if self.fmt != "auto" else detect_format(buf[:min(complete, 1 << 16)].tobytes())
+        name = (self.fmt if self.fmt != "auto"
+                else detect_format(buf[:min(complete, _DETECT_BYTES)].tobytes()))
         self.formats_seen.add(name)
         return VW if name == "vw" else SVMLIGHT
 
@@ -222,24 +306,40 @@ class ChunkReader:
         outputs = slot.outputs_for(complete, block.newlines)
         rows, nnz, lines, bad, code, err_line, err_start, err_end = parse_block(
             buf, complete, block.fmt, self.mask, self.bias, self.bias_slot, self.skip_bad,
-            block.first_line, *outputs, *merge_table)
+            block.first_line, *outputs, *merge_table, False, self.fmt == "auto")
         if code != linecodes.OK:
             what, expected = linecodes.MESSAGES[code]
             token = describe_token(buf[err_start:err_end].tobytes())
+            where = f"{block.source}:{err_line}: {what} '{token}'"
+            if code in linecodes.OTHER_FORMAT:
+                raise StreamherdError(f"{where}; {self._format_advice(block.fmt)}")
             raise StreamherdError(
-                f"{block.source}:{err_line}: {what} '{token}'; expected {expected}. "
-                f"Fix the line, or pass --skip-bad to skip such lines")
+                f"{where}; expected {expected}. Fix the line, or pass --skip-bad to skip such "
+                f"lines")
         (labels, importance, line_numbers, indptr, indices, values,
-         tag_start, tag_end, label_start, label_end) = outputs
+         tag_start, tag_end, label_start, label_end, bad_line_numbers) = outputs
         chunk = Chunk(block.source, buf[:complete], labels[:rows], importance[:rows],
                       line_numbers[:rows], indptr[:rows + 1], indices[:nnz], values[:nnz],
                       tag_start[:rows], tag_end[:rows], label_start[:rows], label_end[:rows],
-                      lines, bad, complete)
+                      lines, bad, complete, bad_line_numbers=bad_line_numbers[:bad])
         if not self.text_labels:
             chunk = numeric_labels_only(chunk, self.skip_bad)
         if self.process is not None:
             chunk.derived = self.process(chunk)
         return chunk
+
+    def _format_advice(self, fmt):
+        """How to fix a line of the other format in input read as ``fmt`` (block.SVMLIGHT/VW)."""
+        from streamherd.io.block import VW
+
+        name, other = ("VW", "svmlight") if fmt == VW else ("svmlight", "VW")
+        if self.fmt == "auto":
+            return (f"the input is read as {name}, the format of most of its first lines: fix "
+                    f"the line, or pass --format {other.lower()} if the input is {other} (split "
+                    f"a file of mixed formats)")
+        return (f"the input is read as {name} (--format {self.fmt}): pass --format "
+                f"{other.lower()} if it is {other}, or fix the line, or pass --skip-bad to skip "
+                f"such lines")
 
 
 class _ParseJob:
@@ -332,6 +432,10 @@ class _Stopped(Exception):
     """The consumer stopped iterating: the reader thread ends quietly."""
 
 
+class _CheckRequested(Exception):
+    """The consumer asks the reader thread to check the current compressed source, then stop."""
+
+
 class _Slot:
     """A read buffer and the parser's output arrays, reused block after block (no allocation
     and no page faults per block). They only grow: for a line longer than a block, or a block
@@ -385,3 +489,4 @@ class _Block:
     fmt: int
     first_line: int
     newlines: int
+    origin: Source  # the input, for the integrity check of a compressed one

@@ -4,6 +4,7 @@ import io
 import lzma
 import os
 import sys
+import threading
 
 from streamherd.errors import StreamherdError
 
@@ -14,10 +15,14 @@ except ImportError:  # pragma: no cover - isal is a declared dependency
 
 _MAGIC = {
     b"\x1f\x8b": "gzip",
-    b"BZh": "bzip2",
     b"\xfd7zXZ\x00": "xz",
     b"\x28\xb5\x2f\xfd": "zstd",
 }
+# bzip2: "BZh", the block size ('1' to '9'), then the magic of a first block (pi) or of the end
+# of the stream (sqrt(pi), an empty file). "BZh" alone starts text too ("BZh 1:1" is not bzip2).
+_BZIP2_BLOCK_MAGICS = (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90")
+_HEAD_BYTES = 10
+_TEST_COMMAND = {"gzip": "gzip -t", "bzip2": "bzip2 -t", "xz": "xz -t"}
 
 
 class _Prefixed(io.RawIOBase):
@@ -43,6 +48,9 @@ def _detect_compression(head):
     for magic, kind in _MAGIC.items():
         if head.startswith(magic):
             return kind
+    if (head[:3] == b"BZh" and head[3:4] in b"123456789" and len(head) >= 10
+            and head[4:10] in _BZIP2_BLOCK_MAGICS):
+        return "bzip2"
     return None
 
 
@@ -55,8 +63,16 @@ class Source:
         self.size = None
         self._raw = None
         self.stream = None
+        self.compression = None  # "gzip", "bzip2", "xz" or None
+        self.compressed = False
+        # Set once the stream has been read to its end (for a compressed one: its checksums
+        # verified) or has failed, with that error in read_error: see reader.ChunkReader.
+        self.checked = threading.Event()
+        self.read_error = None
 
     def open(self):
+        self.checked = threading.Event()
+        self.read_error = None
         if self.path == "-":
             raw = sys.stdin.buffer
         else:
@@ -68,7 +84,7 @@ class Source:
             if os.path.isfile(self.path):
                 self.size = os.path.getsize(self.path)
         self._raw = raw
-        head = _read_exactly(raw, 6)
+        head = _read_exactly(raw, _HEAD_BYTES)
         kind = _detect_compression(head)
         stream = _Prefixed(head, raw)
         if kind == "gzip":
@@ -81,8 +97,22 @@ class Source:
             raise StreamherdError(f"{self.name} is zstd-compressed, which streamherd does not read; "
                                   f"decompress it first (zstd -dc {self.name} | streamherd ...)")
         self.stream = stream
+        self.compression = kind
         self.compressed = kind is not None
         return self
+
+    def read_into(self, view):
+        """read_into(self.stream, view), with the errors of this source's decompressor; notes
+        the end of the stream, or its error, in ``checked`` and ``read_error``."""
+        try:
+            got = read_into(self.stream, view, self.name, self.compression)
+        except StreamherdError as e:
+            self.read_error = e
+            self.checked.set()
+            raise
+        if got < len(view):
+            self.checked.set()
+        return got
 
     def raw_position(self):
         """Bytes consumed from the underlying file (compressed bytes for a compressed file)."""
@@ -106,18 +136,41 @@ def _read_exactly(raw, n):
     return data
 
 
-def read_into(stream, view, name):
-    """Fill ``view`` as far as the stream allows; returns the byte count (less only at the end)."""
+def read_into(stream, view, name, compression=None):
+    """Fill ``view`` as far as the stream allows; returns the byte count (less only at the end).
+
+    ``compression`` ("gzip", "bzip2", "xz" or None) names the decompressor behind the stream:
+    every error it raises (zlib.error, lzma.LZMAError, isal's IsalError, gzip's BadGzipFile,
+    bz2's OSError, EOFError for a truncated stream...) means damaged data, reported as such; an
+    OSError with an errno is the file system's, whatever the stream.
+    """
     total = 0
     size = len(view)
     while total < size:
         try:
             n = stream.readinto(view[total:])
-        except EOFError as e:  # a truncated gzip member
-            raise StreamherdError(f"{name}: compressed input ends early ({e}); the file is truncated") from None
         except OSError as e:
-            raise StreamherdError(f"{name}: cannot read or decompress: {e}") from None
+            if e.errno is not None or compression is None:
+                raise StreamherdError(f"cannot read {name}: {e.strerror or e}; check the file "
+                                      f"and the device") from None
+            raise corrupt_data(name, compression, e) from None
+        except (MemoryError, RecursionError):
+            raise
+        except Exception as e:  # the decompressor's own error types
+            if compression is None:
+                raise
+            raise corrupt_data(name, compression, e) from None
         if not n:
             break
         total += n
     return total
+
+
+def corrupt_data(name, compression, error):
+    """The one-line error for damaged compressed input."""
+    detail = " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, EOFError):
+        detail = f"it ends early: {detail}"
+    return StreamherdError(
+        f"{name}: corrupt {compression} data ({detail}); the file is damaged or truncated: "
+        f"get an intact copy ({_TEST_COMMAND[compression]} checks one)")

@@ -5,10 +5,10 @@ from numba import njit
 from streamherd.io import linecodes as codes
 from streamherd.io import simd
 from streamherd.io.csr import append_rising_slot
-from streamherd.io.lexing import (COLON, HASH, LF, MINUS, PLUS, SPACE, SWAR_REACH, fast_decimal,
-                                  find_byte, is_blank, load_u8, parse_float, parse_index,
-                                  simple_decimal, skip_blanks, swar_decimal, swar_digits_of,
-                                  swar_token_end, token_end)
+from streamherd.io.lexing import (BAR, COLON, HASH, LF, MINUS, PLUS, SPACE, SWAR_REACH,
+                                  fast_decimal, find_byte, is_blank, load_u8, parse_float,
+                                  parse_index, simple_decimal, skip_blanks, swar_decimal,
+                                  swar_digits_of, swar_token_end, token_end)
 
 # What parse_block found on a line (see scan_svmlight_line).
 ROW = 0          # an example, parsed
@@ -33,6 +33,18 @@ def is_text_label(buf, start, end):
         if buf[k] == COLON or buf[k] == 0:
             return False
     return end > start
+
+
+@njit(cache=True)
+def vw_shaped(buf, p, end):
+    """Whether ``buf[p:end]`` has a '|' before any '#': a VW line, which the svmlight parser
+    does not take (it stops at the '|'). Asked only of lines it rejected."""
+    for k in range(p, end):
+        if buf[k] == BAR:
+            return True
+        if buf[k] == HASH:
+            return False
+    return False
 
 
 @njit(cache=True)

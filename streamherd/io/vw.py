@@ -6,10 +6,10 @@ from streamherd.features.hashing import hashstring, murmur3_32
 from streamherd.io import linecodes as codes
 from streamherd.io import simd
 from streamherd.io.csr import append_wrapping_slot, wrapping_slots_distinct
-from streamherd.io.lexing import (BAR, COLON, LF, MINUS, PLUS, QUOTE, SPACE, fast_decimal,
+from streamherd.io.lexing import (BAR, COLON, HASH, LF, MINUS, PLUS, QUOTE, SPACE, fast_decimal,
                                   find_byte, is_binary, is_blank, load_u8, parse_float,
                                   simple_decimal, skip_blanks, swar_decimal, swar_digits_of,
-                                  swar_token_end)
+                                  swar_token_end, token_end)
 from streamherd.io.svmlight import FEATURE_REACH, ROW, USE_GENERAL, is_text_label, next_token
 
 
@@ -140,7 +140,10 @@ def _parse_features(buf, p, end, mask, indices, values, nnz):
                 value, ok = parse_float(buf, name_end + 1, te)
                 if not ok:
                     return codes.BAD_VALUE, nnz, q, te
-        value *= scale
+        if scale != 1.0:
+            value *= scale
+            if np.isinf(value):  # both finite, the product not
+                return codes.VALUE_OVERFLOW, nnz, q, te
         if value != 0.0:
             if name_end > q and (buf[q] <= 32 or buf[name_end - 1] <= 32):
                 slot = hashstring(buf, q, name_end, seed) & np.uint64(mask)  # VW trims these
@@ -156,9 +159,31 @@ def _parse_features(buf, p, end, mask, indices, values, nnz):
 
 
 @njit(cache=True)
+def svmlight_shaped(buf, p, bar, end):
+    """Whether the line from p (its first non-blank byte) to end, whose first '|' is at bar
+    (end: none), is an svmlight line: no '|' before a '#' (or none at all), and a token after
+    the first, before any '#', that holds ':' and is not a tag ('...). A VW line without
+    features (a label, an importance, a tag) has no such token."""
+    hash_at = find_byte(buf, p, bar, HASH)
+    if bar < end and hash_at == bar:
+        return False  # a '|' before any '#': VW
+    q = token_end(buf, p, hash_at)  # past the first token
+    while q < hash_at:
+        q = skip_blanks(buf, q, hash_at)
+        te = token_end(buf, q, hash_at)
+        if q < te and buf[q] != QUOTE and find_byte(buf, q, te, COLON) < te:
+            return True
+        q = te
+    return False
+
+
+@njit(cache=True)
 def parse_vw_line(buf, p, end, mask, indices, values, nnz):
-    """Parse one non-blank line; same contract as svmlight.parse_svmlight_line."""
+    """Parse one non-blank line; same contract as svmlight.parse_svmlight_line. A line of
+    svmlight features (svmlight_shaped) is SVMLIGHT_LINE, whatever the rest of it."""
     bar = find_byte(buf, p, end, BAR)
+    if bar > p and svmlight_shaped(buf, p, bar, end):  # (a line starting with '|' is VW)
+        return codes.SVMLIGHT_LINE, nnz, p, end, np.nan, 1.0, -1, -1, -1, -1
     code, ts, te, label, weight, ls, le, tgs, tge = _parse_header(buf, p, bar)
     if code != codes.OK:
         return code, nnz, ts, te, label, weight, ls, le, tgs, tge
