@@ -21,13 +21,17 @@ from streamherd.learners.gaussian import (GaussianLearner, diag_margin_confidenc
                                           diag_margin_confidence_ahead, entry_ok, full_sigma_x,
                                           full_update)
 from streamherd.learners.multiclass import joint_row
-from streamherd.learners.sparse import dot
+from streamherd.learners.sparse import dot, finite
 from streamherd.learners.prefetch import row_ahead
 
 
 @njit(cache=True, inline="always")
-def arow_diag_apply(mu, sigma, indices, values, start, end, scale, beta, rs, drop):
-    """mu += scale Sigma x and the diagonal rule (old sigma_r in both); returns ok."""
+def arow_diag_apply(mu, sigma, indices, values, start, end, v, scale, beta, rs, drop):
+    """mu += scale Sigma x and the diagonal rule (old sigma_r in both); returns ok: False when
+    the confidence v or the step (scale, beta) is not finite (v = inf makes beta 0: an update
+    that learns nothing), or an entry written is not (gaussian.entry_ok)."""
+    if not finite(v, scale, beta):
+        return False
     ok = True
     for k in range(start, end):
         j = indices[k]
@@ -45,21 +49,26 @@ def arow_diag_apply(mu, sigma, indices, values, start, end, scale, beta, rs, dro
 @njit(cache=True, inline="always")
 def arow_diag_step(mu, sigma, indices, values, start, end, m, v, y, rs, drop):
     """The classification update (Fig. 1) with signed margin m; returns (updated, ok)."""
+    if not finite(m):
+        return False, False
     if m >= 1.0:
         return False, True
     beta = 1.0 / (v + rs)
     alpha = (1.0 - m) * beta
-    return True, arow_diag_apply(mu, sigma, indices, values, start, end, alpha * y, beta, rs, drop)
+    return True, arow_diag_apply(mu, sigma, indices, values, start, end, v, alpha * y, beta, rs,
+                                 drop)
 
 
 @njit(cache=True, inline="always")
 def arow_full_step(mu, Sigma, indices, values, start, end, m, y, rs, g, active):
+    if not finite(m):
+        return False, False
     if m >= 1.0:
         return False, True
     v, n = full_sigma_x(Sigma, indices, values, start, end, g, active)
     beta = 1.0 / (v + rs)
     alpha = (1.0 - m) * beta
-    return True, full_update(mu, Sigma, g, active, n, alpha * y, beta, 0.0)   # Eq. 9
+    return True, full_update(mu, Sigma, g, active, n, v, alpha * y, beta, 0.0)   # Eq. 9
 
 
 @njit(cache=True, nogil=True)
@@ -70,6 +79,8 @@ def _arow_diag(y, importance, indptr, indices, values, mu, sigma, r, drop, margi
         margin, v = diag_margin_confidence_ahead(mu, sigma, indices, values, start, end,
                                                  row_ahead(indptr, i))
         margins_out[i] = margin
+        if not finite(margin):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
         updated, ok = arow_diag_step(mu, sigma, indices, values, start, end, y[i] * margin, v,
@@ -87,6 +98,8 @@ def _arow_diag_joint(cls, importance, indptr, indices, values, mu, sigma, D, kno
     for i in range(len(cls)):
         predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
                                                values, i, work)
+        if n < 0:
+            return updates, i, known
         if n == 0:
             continue
         margin, v = diag_margin_confidence(mu, sigma, work[1], work[2], 0, n)
@@ -105,12 +118,14 @@ def _arow_diag_regression(y, importance, indptr, indices, values, mu, sigma, r, 
         start, end = indptr[i], indptr[i + 1]
         margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
         margins_out[i] = margin
+        if not finite(margin):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
         rs = r / importance[i]
         beta = 1.0 / (v + rs)                                   # recursive least squares
         updates += 1
-        if not arow_diag_apply(mu, sigma, indices, values, start, end, (y[i] - margin) * beta,
+        if not arow_diag_apply(mu, sigma, indices, values, start, end, v, (y[i] - margin) * beta,
                                beta, rs, drop):
             return updates, i
     return updates, -1
@@ -123,6 +138,8 @@ def _arow_full(y, importance, indptr, indices, values, mu, Sigma, r, g, active, 
         start, end = indptr[i], indptr[i + 1]
         margin = dot(mu, indices, values, start, end)
         margins_out[i] = margin
+        if not finite(margin):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
         updated, ok = arow_full_step(mu, Sigma, indices, values, start, end, y[i] * margin, y[i],
@@ -140,6 +157,8 @@ def _arow_full_joint(cls, importance, indptr, indices, values, mu, Sigma, D, kno
     for i in range(len(cls)):
         predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
                                                values, i, work)
+        if n < 0:
+            return updates, i, known
         if n == 0:
             continue
         margin = dot(mu, work[1], work[2], 0, n)
@@ -159,12 +178,14 @@ def _arow_full_regression(y, importance, indptr, indices, values, mu, Sigma, r, 
         start, end = indptr[i], indptr[i + 1]
         margin = dot(mu, indices, values, start, end)
         margins_out[i] = margin
+        if not finite(margin):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
         v, n = full_sigma_x(Sigma, indices, values, start, end, g, active)
         beta = 1.0 / (v + r / importance[i])                    # recursive least squares
         updates += 1
-        if not full_update(mu, Sigma, g, active, n, (y[i] - margin) * beta, beta, 0.0):
+        if not full_update(mu, Sigma, g, active, n, v, (y[i] - margin) * beta, beta, 0.0):
             return updates, i
     return updates, -1
 

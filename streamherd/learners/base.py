@@ -1,9 +1,14 @@
 """What every learner is: hyperparameters, named state arrays, and a kernel over CSR chunks."""
+import os
 from abc import ABC, abstractmethod
 
 import numpy as np
 
 from streamherd.errors import StreamherdError
+
+# Class blocks grow into spare capacity, this factor larger than the last (Learner.grow), so
+# that discovering K classes one chunk at a time copies O(K) blocks, not O(K^2).
+GROWTH = 1.5
 
 
 class UnstableUpdate(Exception):
@@ -14,6 +19,48 @@ class UnstableUpdate(Exception):
         super().__init__(what)
         self.index = index
         self.what = what
+
+
+# ---------------------------------------------------------------- memory
+
+def available_memory():
+    """Bytes of memory available now (MemAvailable), else physical memory, else None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory_text(size):
+    return f"{size:,} bytes ({size / 2 ** 30:.1f} GiB)"
+
+
+def check_blocks_fit(what, slot_bytes, dim, blocks, held=0):
+    """Refuse, in one line, a state of ``blocks`` class blocks of ``dim`` slots (2^bits) of
+    ``slot_bytes`` bytes each when the part of it not ``held`` already (allocated) is more than
+    the available memory; the error says which -b, or how many classes, would fit."""
+    need = slot_bytes * dim * blocks
+    available = available_memory()
+    if available is None or need - held <= available:
+        return
+    bits = dim.bit_length() - 1
+    room = available + held
+    fit_bits = int(np.floor(np.log2(room / (slot_bytes * blocks)))) if room >= slot_bytes * blocks \
+        else -1
+    fit_classes = room // (slot_bytes * dim)
+    smaller = f"a smaller -b (-b {fit_bits} fits {blocks:,} classes) or " if fit_bits >= 1 else ""
+    raise StreamherdError(
+        f"{what} with -b {bits} and {blocks:,} classes needs {memory_text(need)} for its state"
+        f"{f' ({memory_text(need - held)} more than it holds)' if held else ''}, more than the "
+        f"{memory_text(available)} of available memory; use {smaller}fewer classes (-b {bits} "
+        f"fits {fit_classes:,}; are the labels classes? real-valued ones want --loss squared)")
 
 
 class Learner(ABC):
@@ -55,6 +102,7 @@ class Learner(ABC):
         if state is None:
             self.blocks = blocks
             self.size = dim * blocks
+            self.check_size(self.size, self.blocks)
             self.mean = np.zeros(self.size)
             self.init_state()
         else:
@@ -63,6 +111,10 @@ class Learner(ABC):
             self.blocks = max(1, self.size // dim)
             self.load_state(state, learner_meta or {})
             self._interleave()   # a fresh model's init_state made them so (new_interleaved)
+        # class blocks allocated (grow); the 1-d live arrays are then views of the first
+        # ``blocks`` of the arrays in _whole (none until a grow reallocates)
+        self.capacity = self.blocks
+        self._whole = {}
 
     def new_interleaved(self, **fill):
         """Fresh ``interleaved`` arrays, as columns of one array: each is zero, or ``fill[name]``
@@ -101,6 +153,17 @@ class Learner(ABC):
     def learn(self, y, importance, indptr, indices, values, margins_out):
         """Predict-then-update over one chunk; returns the number of updates."""
 
+    # what ``checked`` says failed (GaussianLearner adds its variances)
+    failure = "its margin, its step or the weights it wrote are not finite"
+
+    def checked(self, updates, bad, *rest):
+        """A kernel's result (updates, bad[, more]) without ``bad``: the index of the example
+        whose margin or update was not finite (learners/sparse.py), or -1. Raises UnstableUpdate
+        for a bad example."""
+        if bad >= 0:
+            raise UnstableUpdate(int(bad), f"the {self.name} update failed: {self.failure}")
+        return (updates, *rest) if rest else updates
+
     def predict_margins(self, indptr, indices, values, out):
         """Margins of the trained model (no update)."""
         from streamherd.learners.sparse import margins
@@ -112,11 +175,8 @@ class Learner(ABC):
     def learn_regression(self, y, importance, indptr, indices, values, margins_out):
         """``--loss squared``: predict mu.x (written to margins_out), then the learner's
         squared-loss update; y real (NaN: unlabeled). Returns the number of updates."""
-        updates, bad = self._run_regression(y, importance, indptr, indices, values, margins_out)
-        if bad >= 0:
-            raise UnstableUpdate(int(bad), f"the {self.name} regression update made the state "
-                                           f"non-finite or a variance not positive")
-        return updates
+        return self.checked(*self._run_regression(y, importance, indptr, indices, values,
+                                                  margins_out))
 
     def _run_regression(self, y, importance, indptr, indices, values, margins_out):
         # Reached only by a learner without a regression form, which training refuses first
@@ -128,28 +188,67 @@ class Learner(ABC):
 
     def grow(self, blocks):
         """Extend the state to ``blocks`` class blocks: a new block starts as a fresh model (zero
-        mean, the prior's variances, no covariance with the other blocks)."""
+        mean, the prior's variances, no covariance with the other blocks).
+
+        The 1-d live arrays grow into spare capacity: when they run out they are reallocated
+        for max(blocks, GROWTH x capacity) blocks (spare blocks already fresh) if that fits in
+        memory, and are views of the first ``blocks`` blocks; so a stream that brings its
+        classes one chunk at a time copies O(K) blocks, not O(K^2). Full matrices grow exactly
+        (one copy per grow: they are 2^b x 2^b per class, for small -b only)."""
         if blocks <= self.blocks:
             return
         self.check_size(self.dim * blocks, blocks)
-        fresh = type(self)(self.dim, options=self.options, name=self.name,
-                           blocks=blocks - self.blocks)
-        for attr in self.live_arrays:
-            old, new = getattr(self, attr), getattr(fresh, attr)
-            if old.ndim == 1:
-                grown = np.concatenate([old, new])
-            else:   # a full matrix over all slots: block-diagonal, old then new
-                grown = np.zeros((len(old) + len(new),) * 2)
-                grown[:len(old), :len(old)] = old
-                grown[len(old):, len(old):] = new
-            setattr(self, attr, grown)
+        if blocks > self.capacity:
+            self._reallocate(blocks)
         self.blocks = blocks
         self.size = self.dim * blocks
-        self._interleave()
+        for attr, whole in self._whole.items():
+            setattr(self, attr, whole[:self.size])
         self._g = None   # workspaces sized for the old state
 
+    def _reallocate(self, blocks):
+        """New live arrays for ``blocks`` (or more, see grow) blocks: the old blocks, then fresh
+        ones (those of a fresh one-block model: a fresh model's blocks are all alike). The old
+        arrays are freed once the new ones are written, so the peak is old + new."""
+        fresh = type(self)(self.dim, options=self.options, name=self.name)
+        matrices = any(getattr(fresh, attr).ndim == 2 for attr in self.live_arrays)
+        capacity = max(blocks, int(self.capacity * GROWTH))
+        if matrices or not self._fits(capacity):
+            capacity = blocks
+        old_size, total, dim = self.size, self.dim * capacity, self.dim
+        packed = np.empty((total, len(self.interleaved))) if self.interleaved else None
+        for attr in self.live_arrays:
+            old, new = getattr(self, attr), getattr(fresh, attr)
+            if old.ndim == 2:   # a full matrix over all slots: block-diagonal, old then new
+                grown = np.zeros((total, total))
+                grown[:old_size, :old_size] = old
+                for z in range(self.blocks, capacity):
+                    grown[z * dim:(z + 1) * dim, z * dim:(z + 1) * dim] = new
+                setattr(self, attr, grown)
+                continue
+            grown = (packed[:, self.interleaved.index(attr)] if attr in self.interleaved
+                     else np.empty(total))
+            grown[:old_size] = old
+            for z in range(self.blocks, capacity):
+                grown[z * dim:(z + 1) * dim] = new
+            self._whole[attr] = grown
+        self.capacity = capacity
+
+    def state_bytes_per_slot(self):
+        """Bytes of the live 1-d arrays per slot (the full matrices count apart: check_size)."""
+        return 8 * len(self.live_arrays)
+
+    def _fits(self, blocks):
+        available = available_memory()
+        return available is None or \
+            self.state_bytes_per_slot() * self.dim * blocks <= available
+
     def check_size(self, size, blocks):
-        """Refuse a state that would not fit in memory (the full-matrix learners)."""
+        """Refuse, in one line, a state of ``size`` slots over ``blocks`` class blocks that would
+        not fit in memory (the full-matrix learners override it: their matrix is what counts).
+        A one-block (binary) state is not checked: its zero pages are allocated as written."""
+        if blocks > 1:
+            check_blocks_fit(self.name, self.state_bytes_per_slot(), self.dim, blocks)
 
     def learn_joint(self, cls, importance, indptr, indices, values, known, predicted_out):
         """Joint multiclass predict-then-update over one chunk (see learners/multiclass.py).
@@ -161,12 +260,8 @@ class Learner(ABC):
         from streamherd.learners.multiclass import joint_workspace
 
         nnz_max = int(np.max(np.diff(indptr))) if len(indptr) > 1 else 0
-        updates, bad, known = self._run_joint(cls, importance, indptr, indices, values, known,
-                                              predicted_out, joint_workspace(self, nnz_max))
-        if bad >= 0:
-            raise UnstableUpdate(int(bad), f"the {self.name} update made the state non-finite "
-                                           f"or a variance not positive")
-        return updates, known
+        return self.checked(*self._run_joint(cls, importance, indptr, indices, values, known,
+                                             predicted_out, joint_workspace(self, nnz_max)))
 
     @abstractmethod
     def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):

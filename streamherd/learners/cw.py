@@ -38,7 +38,7 @@ from streamherd.learners.gaussian import (GaussianLearner, check_eta, diag_margi
                                           diag_margin_confidence_ahead, entry_ok, full_reset,
                                           full_sigma_x, full_update)
 from streamherd.learners.multiclass import joint_row
-from streamherd.learners.sparse import dot, squared_norm
+from streamherd.learners.sparse import dot, finite, squared_norm
 from streamherd.learners.prefetch import row_ahead
 
 VARIANCE_FLOOR = 1e-12
@@ -66,25 +66,29 @@ def floored_beta(beta, v, v_min):
 
 
 @njit(cache=True, inline="always")
-def cw_full_apply(mu, Sigma, g, active, n, alpha, y, v, v_min, phi, floor):
+def cw_full_apply(mu, Sigma, g, active, n, m, alpha, y, v, v_min, phi, floor):
     """The CW/SCW full-covariance update once alpha is known: mu += alpha y g, Sigma -= beta g g'
-    with beta capped by the floor; returns (updated, ok). alpha <= 0 only resets g."""
-    if not alpha > 0.0:
+    with beta capped by the floor; returns (updated, ok). alpha <= 0 only resets g; the margin m,
+    the confidence v or alpha not finite is a failure (ok False)."""
+    ok = finite(m, v, alpha)
+    if not (ok and alpha > 0.0):
         full_reset(g, active, n)   # leave the workspace zero
-        return False, True
+        return False, ok
     sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
-    return True, full_update(mu, Sigma, g, active, n, alpha * y, floored_beta(beta, v, v_min),
-                             floor)
+    return True, full_update(mu, Sigma, g, active, n, v, alpha * y,
+                             floored_beta(beta, v, v_min), floor)
 
 
 @njit(cache=True, inline="always")
 def cw_diag_step(mu, sigma, indices, values, start, end, m, v, y, phi, floor):
-    """The cw update on row x with signed margin m; returns (updated, ok)."""
-    if not v > 0.0:
-        return False, True
+    """The cw update on row x with signed margin m; returns (updated, ok): ok is False when m,
+    the confidence v or alpha is not finite (v = inf makes alpha 0/0), or an entry written is not
+    (gaussian.entry_ok). v = 0 (an empty example) is no update."""
     psi = 1.0 + phi * phi / 2.0
     xi = 1.0 + phi * phi
-    alpha = cw_alpha(m, v, phi, psi, xi)
+    alpha = cw_alpha(m, v, phi, psi, xi) if v > 0.0 else 0.0
+    if not finite(m, v, alpha):
+        return False, False
     if not alpha > 0.0:
         return False, True
     sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
@@ -108,7 +112,7 @@ def cw_full_step(mu, Sigma, indices, values, start, end, m, y, phi, floor, g, ac
     alpha = 0.0
     if v > v_min:
         alpha = cw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi)
-    return cw_full_apply(mu, Sigma, g, active, n, alpha, y, v, v_min, phi, floor)
+    return cw_full_apply(mu, Sigma, g, active, n, m, alpha, y, v, v_min, phi, floor)
 
 
 @njit(cache=True, nogil=True)
@@ -119,6 +123,8 @@ def _cw_diag(y, importance, indptr, indices, values, mu, sigma, phi, floor, marg
         margin, v = diag_margin_confidence_ahead(mu, sigma, indices, values, start, end,
                                                  row_ahead(indptr, i))
         margins_out[i] = margin
+        if not finite(margin):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
         updated, ok = cw_diag_step(mu, sigma, indices, values, start, end, y[i] * margin, v, y[i],
@@ -136,6 +142,8 @@ def _cw_diag_joint(cls, importance, indptr, indices, values, mu, sigma, D, known
     for i in range(len(cls)):
         predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
                                                values, i, work)
+        if n < 0:
+            return updates, i, known
         if n == 0:
             continue
         margin, v = diag_margin_confidence(mu, sigma, work[1], work[2], 0, n)
@@ -155,6 +163,8 @@ def _cw_full(y, importance, indptr, indices, values, mu, Sigma, phi, floor, g, a
         start, end = indptr[i], indptr[i + 1]
         margin = dot(mu, indices, values, start, end)
         margins_out[i] = margin
+        if not finite(margin):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
         updated, ok = cw_full_step(mu, Sigma, indices, values, start, end, y[i] * margin, y[i],
@@ -172,6 +182,8 @@ def _cw_full_joint(cls, importance, indptr, indices, values, mu, Sigma, D, known
     for i in range(len(cls)):
         predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
                                                values, i, work)
+        if n < 0:
+            return updates, i, known
         if n == 0:
             continue
         margin = dot(mu, work[1], work[2], 0, n)

@@ -16,19 +16,20 @@ no d x d temporary.
 Diagonal kernels read mu and sigma in one pass (``diag_margin_confidence``) and update both in
 a second one (the mean step uses the old sigma_r, read before sigma_r is overwritten).
 
-Numerical safety: after each update the kernels check the touched entries (the mean, and the
-variances, which must stay finite and > 0). On failure they return the index of the example, and
-``GaussianLearner.learn`` raises ``UnstableUpdate``, which training turns into a one-line error
+Numerical safety (learners/sparse.py): the kernels check the margin of every example, the
+margin, confidence v and step of every update, and after it the touched entries (the mean, and
+the variances, which must stay finite and > 0). On failure they return the index of the example,
+and ``Learner.checked`` raises ``UnstableUpdate``, which training turns into a one-line error
 naming the file and line.
 """
-import os
-
 import numpy as np
 from numba import njit
 
 from streamherd.errors import StreamherdError
-from streamherd.learners.base import Learner, UnstableUpdate
+from streamherd.learners import base
+from streamherd.learners.base import Learner, memory_text
 from streamherd.learners.prefetch import NO_ROW, prefetch, prefetch_rest
+from streamherd.learners.sparse import finite
 
 
 # ---------------------------------------------------------------- diagonal helpers
@@ -106,13 +107,18 @@ def full_sigma_x(Sigma, indices, values, start, end, g, active):
 
 
 @njit(cache=True, inline="always")
-def full_update(mu, Sigma, g, active, n, mean_scale, c, floor):
+def full_update(mu, Sigma, g, active, n, v, mean_scale, c, floor):
     """mu += mean_scale * g; Sigma -= c g g' (in place); then g is reset to zero.
 
     A diagonal entry that falls below ``floor`` is raised to it (CW/SCW's variance floor; adding
-    to the diagonal keeps Sigma positive semi-definite; 0 disables it). Returns False when a
-    touched mean entry or diagonal entry of Sigma is not finite, or a diagonal entry is <= 0.
+    to the diagonal keeps Sigma positive semi-definite; 0 disables it). Returns False, without
+    updating, when the confidence v = x' Sigma x the step came from or the step is not finite;
+    and when a touched mean entry or diagonal entry of Sigma is not finite, or a diagonal entry
+    is <= 0.
     """
+    if not finite(v, mean_scale, c):
+        full_reset(g, active, n)
+        return False
     d = g.shape[0]
     ok = True
     for t in range(n):
@@ -155,33 +161,19 @@ def full_confidences(Sigma, indptr, indices, values, out):
 
 # ---------------------------------------------------------------- memory
 
-def available_memory():
-    """Bytes of memory available now (MemAvailable), else physical memory, else None."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def check_full_fits(name, dim, diagonal_name, what="covariance", blocks=1):
     """Refuse a dim x dim float64 matrix (dim = blocks x 2^bits slots) that would not fit in the
     available memory."""
     need = 8 * dim * dim
-    available = available_memory()
+    available = base.available_memory()
     if available is not None and need > available:
         bits = (dim // blocks).bit_length() - 1
         classes = f" and {blocks} classes" if blocks > 1 else ""
         raise StreamherdError(
-            f"{name} with -b {bits}{classes} needs a {dim}x{dim} {what} matrix of {need:,} bytes, "
-            f"more than the {available:,} bytes of available memory; use a smaller -b or the "
-            f"diagonal variant --algo {diagonal_name}")
+            f"{name} with -b {bits}{classes} needs a {dim}x{dim} {what} matrix of "
+            f"{memory_text(need)}, more than the {memory_text(available)} of available memory; "
+            f"use a smaller -b{' or fewer classes' if blocks > 1 else ''} or the diagonal "
+            f"variant --algo {diagonal_name}")
 
 
 # ---------------------------------------------------------------- the learner classes
@@ -206,14 +198,19 @@ class GaussianLearner(Learner):
     def interleaved(self):
         return () if self.full else ("mean", "variance")
 
+    # what Learner.checked says failed
+    failure = ("its margin, its confidence or its step, or the mean or a variance it wrote is "
+               "not finite, or a variance is not positive")
+
     def check_size(self, size, blocks):
         if self.full:
             check_full_fits(self.name, size, self.diagonal_name, blocks=blocks)
+        else:
+            super().check_size(size, blocks)
 
     def init_state(self):
         a = self.options["a"]
         if self.full:
-            self.check_size(self.size, self.blocks)
             self.covariance = np.zeros((self.size, self.size))
             np.fill_diagonal(self.covariance, a)
         else:
@@ -240,11 +237,7 @@ class GaussianLearner(Learner):
         return self._g, self._active
 
     def learn(self, y, importance, indptr, indices, values, margins_out):
-        updates, bad = self._run(y, importance, indptr, indices, values, margins_out)
-        if bad >= 0:
-            raise UnstableUpdate(int(bad), f"the {self.name} update made the mean or a variance "
-                                           f"non-finite or not positive")
-        return updates
+        return self.checked(*self._run(y, importance, indptr, indices, values, margins_out))
 
     def confidences(self, indptr, indices, values, out):
         """out[i] = x_i' Sigma x_i, the variance of the margin of example i."""

@@ -63,6 +63,15 @@ def best_class(scores, K, skip):
 
 
 @njit(cache=True, inline="always")
+def scores_finite(scores, K):
+    """Whether the first K class scores are finite (a prediction from others is garbage)."""
+    for z in range(K):
+        if not np.isfinite(scores[z]):
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
 def write_delta(indices, values, start, end, D, y, rival, delta_indices, delta_values):
     """Delta = f(x, y) - f(x, y') into the scratch row; returns its length 2 nnz.
 
@@ -89,9 +98,13 @@ def joint_prepare(predict_scores, known, cls, importance, indices, values, start
     work[0] (the update's, over visible_classes(known, cls[i])); they are the same array except
     for the averaged perceptron. Returns (predicted class or -1, known after this example, length
     of the Delta row written to work[1], work[2]; 0 when there is no update to make: unlabeled
-    (class -1), importance <= 0, or no second class yet).
+    (class -1), importance <= 0, or no second class yet; -1 when a score of the prediction is not
+    finite: the kernel then returns the example as bad, learners/sparse.py). The family's step
+    checks the margin on Delta.
     """
     predicted = best_class(predict_scores, known, -1)
+    if not scores_finite(predict_scores, known):
+        return predicted, known, -1
     label = cls[i]
     if label < 0:
         return predicted, known, 0

@@ -20,7 +20,7 @@ from streamherd.learners.gaussian import (GaussianLearner, diag_margin_confidenc
                                           diag_margin_confidence_ahead, entry_ok, full_sigma_x,
                                           full_update)
 from streamherd.learners.multiclass import joint_row
-from streamherd.learners.sparse import dot
+from streamherd.learners.sparse import dot, finite
 from streamherd.learners.prefetch import row_ahead
 
 EXACT, PROJECT, DROP = 0, 1, 2
@@ -34,8 +34,12 @@ def nherd_shrink(c, v):
 
 @njit(cache=True, inline="always")
 def nherd_diag_apply(mu, sigma, indices, values, start, end, scale, c, v, variant):
-    """mu += scale Sigma x and the diagonal rule of Eq. 14 (old sigma_r in both); returns ok."""
+    """mu += scale Sigma x and the diagonal rule of Eq. 14 (old sigma_r in both); returns ok:
+    False when the confidence v or the step (scale, shrink) is not finite, or an entry written is
+    not (gaussian.entry_ok)."""
     shrink = nherd_shrink(c, v)
+    if not finite(v, scale, shrink):
+        return False
     ok = True
     for k in range(start, end):
         j = indices[k]
@@ -58,6 +62,8 @@ def nherd_diag_apply(mu, sigma, indices, values, start, end, scale, c, v, varian
 @njit(cache=True, inline="always")
 def nherd_diag_step(mu, sigma, indices, values, start, end, m, v, y, c, variant):
     """The classification update on row x with signed margin m = y mu.x; returns (updated, ok)."""
+    if not finite(m):
+        return False, False
     if m > 1.0:
         return False, True
     alpha = max(0.0, 1.0 - m) / (v + 1.0 / c)                          # Eq. 9
@@ -66,11 +72,14 @@ def nherd_diag_step(mu, sigma, indices, values, start, end, m, v, y, c, variant)
 
 @njit(cache=True, inline="always")
 def nherd_full_step(mu, Sigma, indices, values, start, end, m, y, c, g, active):
+    if not finite(m):
+        return False, False
     if m > 1.0:
         return False, True
     v, n = full_sigma_x(Sigma, indices, values, start, end, g, active)
     alpha = max(0.0, 1.0 - m) / (v + 1.0 / c)                                   # Eq. 9
-    return True, full_update(mu, Sigma, g, active, n, alpha * y, nherd_shrink(c, v), 0.0)  # Eq. 13
+    return True, full_update(mu, Sigma, g, active, n, v, alpha * y, nherd_shrink(c, v),
+                             0.0)                                               # Eq. 13
 
 
 @njit(cache=True, nogil=True)
@@ -81,6 +90,8 @@ def _nherd_diag(y, importance, indptr, indices, values, mu, sigma, C, variant, m
         margin, v = diag_margin_confidence_ahead(mu, sigma, indices, values, start, end,
                                                  row_ahead(indptr, i))
         margins_out[i] = margin
+        if not finite(margin):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
         updated, ok = nherd_diag_step(mu, sigma, indices, values, start, end, y[i] * margin, v,
@@ -98,6 +109,8 @@ def _nherd_diag_joint(cls, importance, indptr, indices, values, mu, sigma, D, kn
     for i in range(len(cls)):
         predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
                                                values, i, work)
+        if n < 0:
+            return updates, i, known
         if n == 0:
             continue
         margin, v = diag_margin_confidence(mu, sigma, work[1], work[2], 0, n)
@@ -117,6 +130,8 @@ def _nherd_diag_regression(y, importance, indptr, indices, values, mu, sigma, C,
         start, end = indptr[i], indptr[i + 1]
         margin, v = diag_margin_confidence(mu, sigma, indices, values, start, end)
         margins_out[i] = margin
+        if not finite(margin):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
         c = C * importance[i]
@@ -134,6 +149,8 @@ def _nherd_full(y, importance, indptr, indices, values, mu, Sigma, C, g, active,
         start, end = indptr[i], indptr[i + 1]
         margin = dot(mu, indices, values, start, end)
         margins_out[i] = margin
+        if not finite(margin):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
         updated, ok = nherd_full_step(mu, Sigma, indices, values, start, end, y[i] * margin, y[i],
@@ -151,6 +168,8 @@ def _nherd_full_joint(cls, importance, indptr, indices, values, mu, Sigma, D, kn
     for i in range(len(cls)):
         predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
                                                values, i, work)
+        if n < 0:
+            return updates, i, known
         if n == 0:
             continue
         margin = dot(mu, work[1], work[2], 0, n)
@@ -170,12 +189,14 @@ def _nherd_full_regression(y, importance, indptr, indices, values, mu, Sigma, C,
         start, end = indptr[i], indptr[i + 1]
         margin = dot(mu, indices, values, start, end)
         margins_out[i] = margin
+        if not finite(margin):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
         c = C * importance[i]
         v, n = full_sigma_x(Sigma, indices, values, start, end, g, active)
         updates += 1
-        if not full_update(mu, Sigma, g, active, n, (y[i] - margin) / (v + 1.0 / c),
+        if not full_update(mu, Sigma, g, active, n, v, (y[i] - margin) / (v + 1.0 / c),
                            nherd_shrink(c, v), 0.0):
             return updates, i
     return updates, -1

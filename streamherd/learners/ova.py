@@ -42,28 +42,37 @@ class OneVersusAll:
         return len(self.learners)
 
     def grow(self, blocks):
-        full = getattr(self.cls, "full", False) or self.name == "sop-full"
-        if full and blocks > len(self.learners):
-            self._check_fits(blocks)
+        """Add fresh learners up to ``blocks`` classes (no copy of the old ones), refused in one
+        line when they would not fit in memory."""
+        if blocks <= len(self.learners):
+            return
+        self._check_fits(blocks)
         while len(self.learners) < blocks:
             learner = learners.create(self.name, self.dim, self.options)
             self.options = learner.options
             self.learners.append(learner)
 
     def _check_fits(self, blocks):
-        """K separate 2^b x 2^b matrices: refuse them together, as one joint matrix is refused."""
+        """K separate 2^b x 2^b matrices: refuse them together, as one joint matrix is refused;
+        the diagonal learners' vectors likewise (the new classes' must fit)."""
         from streamherd.errors import StreamherdError
-        from streamherd.learners.gaussian import available_memory
+        from streamherd.learners import base
 
+        if not (getattr(self.cls, "full", False) or self.name == "sop-full"):
+            slot_bytes = learners.create(self.name, 1, self.options).state_bytes_per_slot()
+            base.check_blocks_fit(f"{self.name} --multiclass ova", slot_bytes, self.dim, blocks,
+                                  held=slot_bytes * self.dim * len(self.learners))
+            return
         need = 8 * blocks * self.dim * self.dim
-        available = available_memory()
+        available = base.available_memory()
         if available is not None and need > available:
             diagonal = getattr(self.cls, "diagonal_name", "") or "sop"
             raise StreamherdError(
                 f"{self.name} --multiclass ova with -b {self.dim.bit_length() - 1} and {blocks} "
-                f"classes needs {blocks} {self.dim}x{self.dim} matrices, {need:,} bytes, more than "
-                f"the {available:,} bytes of available memory; use a smaller -b or the diagonal "
-                f"variant --algo {diagonal}")
+                f"classes needs {blocks} {self.dim}x{self.dim} matrices, "
+                f"{base.memory_text(need)}, more than the {base.memory_text(available)} of "
+                f"available memory; use a smaller -b or fewer classes or the diagonal variant "
+                f"--algo {diagonal}")
 
     def state(self):
         states = [learner.state() for learner in self.learners]

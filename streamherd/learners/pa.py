@@ -19,7 +19,7 @@ from numba import njit
 from streamherd.learners.base import Learner
 from streamherd.learners.multiclass import joint_row
 from streamherd.learners.prefetch import row_ahead
-from streamherd.learners.sparse import axpy, dot, dot_ahead, squared_norm
+from streamherd.learners.sparse import axpy, dot, dot_ahead, finite, squared_norm
 
 
 @njit(cache=True, inline="always")
@@ -33,14 +33,20 @@ def pa_tau(loss, norm2, variant, c):
 
 @njit(cache=True, inline="always")
 def pa_step(w, indices, values, start, end, loss, direction, variant, c):
-    """w += direction tau x when loss > 0; returns whether it updated."""
+    """w += direction tau x when loss > 0; returns (updated, ok): ok is False when the loss,
+    |x|^2 or tau is not finite (|x|^2 = inf makes tau 0: an update that learns nothing), or a
+    weight written is not (learners/sparse.py)."""
+    if not finite(loss):
+        return False, False
     if loss <= 0.0:
-        return False
+        return False, True
     norm2 = squared_norm(values, start, end)
     if norm2 == 0.0:  # an empty example: no direction to move in
-        return False
-    axpy(w, direction * pa_tau(loss, norm2, variant, c), indices, values, start, end)
-    return True
+        return False, True
+    tau = pa_tau(loss, norm2, variant, c)
+    if not finite(norm2, tau):
+        return False, False
+    return True, axpy(w, direction * tau, indices, values, start, end)
 
 
 @njit(cache=True, nogil=True)
@@ -50,11 +56,16 @@ def _pa_chunk(y, importance, indptr, indices, values, w, variant, C, margins_out
         start, end = indptr[i], indptr[i + 1]
         m = dot_ahead(w, indices, values, start, end, row_ahead(indptr, i))
         margins_out[i] = m
+        if not finite(m):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
-        updates += pa_step(w, indices, values, start, end, 1.0 - y[i] * m, y[i], variant,
-                           C * importance[i])
-    return updates
+        updated, ok = pa_step(w, indices, values, start, end, 1.0 - y[i] * m, y[i], variant,
+                              C * importance[i])
+        updates += updated
+        if not ok:
+            return updates, i
+    return updates, -1
 
 
 @njit(cache=True, nogil=True)
@@ -64,10 +75,15 @@ def _pa_joint(cls, importance, indptr, indices, values, w, D, known, variant, C,
     for i in range(len(cls)):
         predicted_out[i], known, n = joint_row(w, D, known, cls, importance, indptr, indices,
                                                values, i, work)
-        if n > 0:
-            m = dot(w, work[1], work[2], 0, n)
-            updates += pa_step(w, work[1], work[2], 0, n, 1.0 - m, 1.0, variant,
-                               C * importance[i])
+        if n < 0:
+            return updates, i, known
+        if n == 0:
+            continue
+        updated, ok = pa_step(w, work[1], work[2], 0, n, 1.0 - dot(w, work[1], work[2], 0, n),
+                              1.0, variant, C * importance[i])
+        updates += updated
+        if not ok:
+            return updates, i, known
     return updates, -1, known
 
 
@@ -78,11 +94,16 @@ def _pa_regression(y, importance, indptr, indices, values, w, variant, C, epsilo
         start, end = indptr[i], indptr[i + 1]
         m = dot(w, indices, values, start, end)
         margins_out[i] = m
+        if not finite(m):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
         residual = y[i] - m
-        updates += pa_step(w, indices, values, start, end, abs(residual) - epsilon,
-                           np.sign(residual), variant, C * importance[i])
+        updated, ok = pa_step(w, indices, values, start, end, abs(residual) - epsilon,
+                              np.sign(residual), variant, C * importance[i])
+        updates += updated
+        if not ok:
+            return updates, i
     return updates, -1
 
 
@@ -93,8 +114,8 @@ class PassiveAggressive(Learner):
     regression_hyperparameters = {"epsilon": 0.0}
 
     def learn(self, y, importance, indptr, indices, values, margins_out):
-        return _pa_chunk(y, importance, indptr, indices, values, self.mean, self.variant,
-                         self.options.get("C", np.inf), margins_out)
+        return self.checked(*_pa_chunk(y, importance, indptr, indices, values, self.mean,
+                                       self.variant, self.options.get("C", np.inf), margins_out))
 
     def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         return _pa_joint(cls, importance, indptr, indices, values, self.mean, self.dim, known,

@@ -15,8 +15,19 @@ from numba import njit
 from streamherd.learners.base import Learner
 from streamherd.learners.multiclass import (class_scores, joint_prepare, joint_row,
                                             prefetch_next_row_blocks, visible_classes)
-from streamherd.learners.sparse import axpy, dot, dot_ahead
+from streamherd.learners.sparse import axpy, dot, dot_ahead, finite
 from streamherd.learners.prefetch import row_ahead
+
+
+@njit(cache=True, inline="always")
+def perceptron_step(w, indices, values, start, end, m, scale):
+    """On a mistake (signed margin m <= 0) w += scale x; returns (updated, ok): ok is False when
+    m or a weight written is not finite (learners/sparse.py)."""
+    if not finite(m):
+        return False, False
+    if m > 0.0:
+        return False, True
+    return True, axpy(w, scale, indices, values, start, end)
 
 
 @njit(cache=True, nogil=True)
@@ -26,12 +37,16 @@ def _perceptron_chunk(y, importance, indptr, indices, values, w, margins_out):
         start, end = indptr[i], indptr[i + 1]
         m = dot_ahead(w, indices, values, start, end, row_ahead(indptr, i))
         margins_out[i] = m
+        if not finite(m):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
-        if y[i] * m <= 0.0:
-            axpy(w, importance[i] * y[i], indices, values, start, end)
-            updates += 1
-    return updates
+        updated, ok = perceptron_step(w, indices, values, start, end, y[i] * m,
+                                      importance[i] * y[i])
+        updates += updated
+        if not ok:
+            return updates, i
+    return updates, -1
 
 
 @njit(cache=True, nogil=True)
@@ -40,19 +55,47 @@ def _perceptron_joint(cls, importance, indptr, indices, values, w, D, known, pre
     for i in range(len(cls)):
         predicted_out[i], known, n = joint_row(w, D, known, cls, importance, indptr, indices,
                                                values, i, work)
-        if n > 0 and dot(w, work[1], work[2], 0, n) <= 0.0:
-            axpy(w, importance[i], work[1], work[2], 0, n)
-            updates += 1
+        if n < 0:
+            return updates, i, known
+        if n == 0:
+            continue
+        updated, ok = perceptron_step(w, work[1], work[2], 0, n, dot(w, work[1], work[2], 0, n),
+                                      importance[i])
+        updates += updated
+        if not ok:
+            return updates, i, known
     return updates, -1, known
 
 
 class Perceptron(Learner):
     def learn(self, y, importance, indptr, indices, values, margins_out):
-        return _perceptron_chunk(y, importance, indptr, indices, values, self.mean, margins_out)
+        return self.checked(*_perceptron_chunk(y, importance, indptr, indices, values, self.mean,
+                                               margins_out))
 
     def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         return _perceptron_joint(cls, importance, indptr, indices, values, self.mean, self.dim,
                                  known, predicted_out, work)
+
+
+@njit(cache=True, inline="always")
+def _averaged_step(w, u, seen, indices, values, start, end, m, scale):
+    """perceptron_step on w, and on a mistake u += seen scale x (_averaged_chunk), in one pass;
+    ok also requires the average w - u / (seen + 1) after this example to be finite where the
+    update wrote (which it is not when w or u is not; later averages divide u by more)."""
+    if not finite(m):
+        return False, False
+    if m > 0.0:
+        return False, True
+    u_scale = scale * seen
+    inverse = 1.0 / (seen + 1)
+    ok = True
+    for k in range(start, end):
+        j = indices[k]
+        x = values[k]
+        w[j] += scale * x
+        u[j] += u_scale * x
+        ok = ok and np.isfinite(w[j] - u[j] * inverse)
+    return True, ok
 
 
 @njit(cache=True, nogil=True)
@@ -62,6 +105,7 @@ def _averaged_chunk(y, importance, indptr, indices, values, w, u, seen, margins_
     With Delta_t the update made on example t (t = 1-based count of learned examples), the
     average after T examples is (1/T) sum_{s<=T} w_s = w - u/T, where u = sum_t (t - 1) Delta_t.
     So each update also adds (t - 1) Delta_t to u, and a prediction needs only w . x and u . x.
+    Returns (updates, seen, index of a bad example or -1).
     """
     updates = 0
     for i in range(len(y)):
@@ -71,15 +115,17 @@ def _averaged_chunk(y, importance, indptr, indices, values, w, u, seen, margins_
             margins_out[i] = wx - dot(u, indices, values, start, end) / seen
         else:
             margins_out[i] = 0.0
+        if not finite(wx, margins_out[i]):
+            return updates, seen, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
-        if y[i] * wx <= 0.0:
-            step = importance[i] * y[i]
-            axpy(w, step, indices, values, start, end)
-            axpy(u, step * seen, indices, values, start, end)
-            updates += 1
+        updated, ok = _averaged_step(w, u, seen, indices, values, start, end, y[i] * wx,
+                                     importance[i] * y[i])
+        updates += updated
+        if not ok:
+            return updates, seen, i
         seen += 1
-    return updates, seen
+    return updates, seen, -1
 
 
 @njit(cache=True, nogil=True)
@@ -99,14 +145,18 @@ def _averaged_joint(cls, importance, indptr, indices, values, w, u, seen, D, kno
             average[z] = scores[z] - average[z] / seen if seen > 0 else 0.0
         predicted_out[i], known, n = joint_prepare(average, known, cls, importance, indices,
                                                    values, start, end, D, i, work)
+        if n < 0:
+            return updates, seen, i, known
         if cls[i] < 0 or importance[i] <= 0.0:
             continue
-        if n > 0 and dot(w, work[1], work[2], 0, n) <= 0.0:
-            axpy(w, importance[i], work[1], work[2], 0, n)
-            axpy(u, importance[i] * seen, work[1], work[2], 0, n)
-            updates += 1
+        if n > 0:
+            updated, ok = _averaged_step(w, u, seen, work[1], work[2], 0, n,
+                                         dot(w, work[1], work[2], 0, n), importance[i])
+            updates += updated
+            if not ok:
+                return updates, seen, i, known
         seen += 1
-    return updates, seen, known
+    return updates, seen, -1, known
 
 
 class AveragedPerceptron(Learner):
@@ -144,10 +194,10 @@ class AveragedPerceptron(Learner):
 
     def learn(self, y, importance, indptr, indices, values, margins_out):
         self._average = None
-        updates, self.examples_seen = _averaged_chunk(
+        updates, self.examples_seen, bad = _averaged_chunk(
             y, importance, indptr, indices, values, self.mean, self._weighted_updates,
             self.examples_seen, margins_out)
-        return updates
+        return self.checked(updates, bad)
 
     def predict_margins(self, indptr, indices, values, out):
         from streamherd.learners.sparse import margins
@@ -156,10 +206,10 @@ class AveragedPerceptron(Learner):
 
     def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         self._average = None
-        updates, self.examples_seen, known = _averaged_joint(
+        updates, self.examples_seen, bad, known = _averaged_joint(
             cls, importance, indptr, indices, values, self.mean, self._weighted_updates,
             self.examples_seen, self.dim, known, predicted_out, work)
-        return updates, -1, known
+        return updates, bad, known
 
     def class_scores(self, indptr, indices, values, out):
         from streamherd.learners.multiclass import all_class_scores

@@ -22,7 +22,7 @@ from streamherd.learners.cw import (VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha
 from streamherd.learners.gaussian import (diag_margin_confidence, diag_margin_confidence_ahead,
                                           entry_ok, full_sigma_x)
 from streamherd.learners.multiclass import joint_row
-from streamherd.learners.sparse import dot, squared_norm
+from streamherd.learners.sparse import dot, finite, squared_norm
 from streamherd.learners.prefetch import row_ahead
 
 
@@ -37,10 +37,17 @@ def scw_alpha(m, v, phi, psi, xi, C, variant):
 
 
 @njit(cache=True, inline="always")
-def scw_diag_update(mu, sigma, indices, values, start, end, m, v, y, phi, c, variant, floor):
-    """The scw update on row x with signed margin m, when max(0, phi sqrt(v) - m) > 0 (checked
-    by the caller); returns ok."""
+def scw_diag_step(mu, sigma, indices, values, start, end, m, v, y, phi, c, variant, floor):
+    """The scw update on row x with signed margin m when the loss max(0, phi sqrt(v) - m) is
+    > 0 (counted as an update even when alpha is 0); returns (updated, ok): ok is False when m,
+    the confidence v or alpha is not finite, or an entry written is not (gaussian.entry_ok)."""
+    if not finite(m, v):
+        return False, False
+    if not scw_loss(m, v, phi):
+        return False, True
     alpha = scw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi, c, variant)
+    if not finite(alpha):
+        return True, False
     sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
     scale = alpha * y
     ok = True
@@ -51,7 +58,7 @@ def scw_diag_update(mu, sigma, indices, values, start, end, m, v, y, phi, c, var
         mu[j] += scale * s * x                      # mu += alpha y Sigma x
         sigma[j] = max(floor, s - beta * s * s * x * x)
         ok = ok and entry_ok(mu[j], sigma[j])
-    return ok
+    return True, ok
 
 
 @njit(cache=True, inline="always")
@@ -67,7 +74,7 @@ def scw_full_step(mu, Sigma, indices, values, start, end, m, y, phi, c, variant,
     alpha = 0.0
     if v > v_min and scw_loss(m, v, phi):
         alpha = scw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi, c, variant)
-    return cw_full_apply(mu, Sigma, g, active, n, alpha, y, v, v_min, phi, floor)
+    return cw_full_apply(mu, Sigma, g, active, n, m, alpha, y, v, v_min, phi, floor)
 
 
 @njit(cache=True, nogil=True)
@@ -79,13 +86,14 @@ def _scw_diag(y, importance, indptr, indices, values, mu, sigma, phi, C, variant
         margin, v = diag_margin_confidence_ahead(mu, sigma, indices, values, start, end,
                                                  row_ahead(indptr, i))
         margins_out[i] = margin
+        if not finite(margin):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
-        if not scw_loss(y[i] * margin, v, phi):
-            continue
-        updates += 1
-        if not scw_diag_update(mu, sigma, indices, values, start, end, y[i] * margin, v, y[i],
-                               phi, C * importance[i], variant, floor):
+        updated, ok = scw_diag_step(mu, sigma, indices, values, start, end, y[i] * margin, v,
+                                    y[i], phi, C * importance[i], variant, floor)
+        updates += updated
+        if not ok:
             return updates, i
     return updates, -1
 
@@ -97,14 +105,15 @@ def _scw_diag_joint(cls, importance, indptr, indices, values, mu, sigma, D, know
     for i in range(len(cls)):
         predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
                                                values, i, work)
+        if n < 0:
+            return updates, i, known
         if n == 0:
             continue
         margin, v = diag_margin_confidence(mu, sigma, work[1], work[2], 0, n)
-        if not scw_loss(margin, v, phi):
-            continue
-        updates += 1
-        if not scw_diag_update(mu, sigma, work[1], work[2], 0, n, margin, v, 1.0, phi,
-                               C * importance[i], variant, floor):
+        updated, ok = scw_diag_step(mu, sigma, work[1], work[2], 0, n, margin, v, 1.0, phi,
+                                    C * importance[i], variant, floor)
+        updates += updated
+        if not ok:
             return updates, i, known
     return updates, -1, known
 
@@ -117,6 +126,8 @@ def _scw_full(y, importance, indptr, indices, values, mu, Sigma, phi, C, variant
         start, end = indptr[i], indptr[i + 1]
         margin = dot(mu, indices, values, start, end)
         margins_out[i] = margin
+        if not finite(margin):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
         updated, ok = scw_full_step(mu, Sigma, indices, values, start, end, y[i] * margin, y[i],
@@ -134,6 +145,8 @@ def _scw_full_joint(cls, importance, indptr, indices, values, mu, Sigma, D, know
     for i in range(len(cls)):
         predicted_out[i], known, n = joint_row(mu, D, known, cls, importance, indptr, indices,
                                                values, i, work)
+        if n < 0:
+            return updates, i, known
         if n == 0:
             continue
         margin = dot(mu, work[1], work[2], 0, n)

@@ -21,12 +21,12 @@ difference for y and y' is its margin on Delta. No regression form: ``--loss squ
 import numpy as np
 from numba import njit
 
-from streamherd.learners.base import Learner, UnstableUpdate
+from streamherd.learners.base import Learner
 from streamherd.learners.gaussian import (check_full_fits, full_confidences, full_sigma_x,
                                           full_update, full_reset)
 from streamherd.learners.multiclass import (joint_prepare, joint_row, prefetch_next_row_blocks,
                                             visible_classes)
-from streamherd.learners.sparse import dot
+from streamherd.learners.sparse import dot, finite
 from streamherd.learners.prefetch import NO_ROW, prefetch, prefetch_rest, row_ahead
 
 
@@ -54,7 +54,10 @@ def _sop_diag_margin(label_sum, diagonal, indices, values, start, end):
 def _sop_diag_step(label_sum, diagonal, indices, values, start, end, m, y, s):
     """On a mistake (m <= 0) x joins S and y x joins v (weight s); returns (updated, ok).
     ``mean`` (v / D) is not kept up to date here: predictions never read it, and writing it
-    made a third random access per feature (about 1.4x slower); ``state()`` computes it."""
+    made a third random access per feature (about 1.4x slower); ``state()`` computes it.
+    A margin m that is not finite is a failure (ok False)."""
+    if not finite(m):
+        return False, False
     if m > 0.0:
         return False, True
     ok = True
@@ -71,11 +74,13 @@ def _sop_diag_step(label_sum, diagonal, indices, values, start, end, m, y, s):
 @njit(cache=True, inline="always")
 def _sop_full_step(w, inverse, g, active, n, wx, q, y, s):
     """g = A^-1 x and q = x' g computed; on a mistake the Sherman-Morrison update of the module
-    docstring; returns (updated, ok)."""
-    if y * (wx / (1.0 + q)) > 0.0:
+    docstring; returns (updated, ok): ok is False when w.x or q is not finite (q = inf makes the
+    step 0: an update that learns nothing), or the update's (full_update)."""
+    ok = finite(wx, q)
+    if not ok or y * (wx / (1.0 + q)) > 0.0:
         full_reset(g, active, n)
-        return False, True
-    return True, full_update(w, inverse, g, active, n, s * (y - wx) / (1.0 + s * q),
+        return False, ok
+    return True, full_update(w, inverse, g, active, n, q, s * (y - wx) / (1.0 + s * q),
                              s / (1.0 + s * q), 0.0)
 
 
@@ -87,6 +92,8 @@ def _sop_diag(y, importance, indptr, indices, values, label_sum, diagonal, margi
         margin = _sop_diag_margin_ahead(label_sum, diagonal, indices, values, start, end,
                                         row_ahead(indptr, i))
         margins_out[i] = margin
+        if not finite(margin):
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             continue
         updated, ok = _sop_diag_step(label_sum, diagonal, indices, values, start, end,
@@ -120,6 +127,8 @@ def _sop_diag_joint(cls, importance, indptr, indices, values, label_sum, diagona
                           start, end, work[0])
         predicted_out[i], known, n = joint_prepare(work[0], known, cls, importance, indices,
                                                    values, start, end, D, i, work)
+        if n < 0:
+            return updates, i, known
         if n == 0:
             continue
         m = _sop_diag_margin(label_sum, diagonal, work[1], work[2], 0, n)
@@ -152,6 +161,9 @@ def _sop_full(y, importance, indptr, indices, values, w, inverse, g, active, mar
         wx = dot(w, indices, values, start, end)
         q, n = full_sigma_x(inverse, indices, values, start, end, g, active)  # g = A^-1 x
         margins_out[i] = wx / (1.0 + q)
+        if not finite(margins_out[i]):
+            full_reset(g, active, n)
+            return updates, i
         if np.isnan(y[i]) or importance[i] <= 0.0:
             full_reset(g, active, n)
             continue
@@ -171,6 +183,8 @@ def _sop_full_joint(cls, importance, indptr, indices, values, w, inverse, g, act
     for i in range(len(cls)):
         predicted_out[i], known, n = joint_row(w, D, known, cls, importance, indptr, indices,
                                                values, i, work)
+        if n < 0:
+            return updates, i, known
         if n == 0:
             continue
         q, active_n = full_sigma_x(inverse, work[1], work[2], 0, n, g, active)
@@ -216,11 +230,8 @@ class SecondOrderPerceptron(Learner):
 
     def learn(self, y, importance, indptr, indices, values, margins_out):
         self._mean_stale = True
-        updates, bad = _sop_diag(y, importance, indptr, indices, values, self.label_sum,
-                                 self.diagonal, margins_out)
-        if bad >= 0:
-            raise UnstableUpdate(int(bad), "the sop update made the weights non-finite")
-        return updates
+        return self.checked(*_sop_diag(y, importance, indptr, indices, values, self.label_sum,
+                                       self.diagonal, margins_out))
 
     def predict_margins(self, indptr, indices, values, out):
         _sop_diag_margins(self.label_sum, self.diagonal, indptr, indices, values, out)
@@ -246,7 +257,6 @@ class SecondOrderPerceptronFull(Learner):
         check_full_fits(self.name, size, "sop", what="inverse", blocks=blocks)
 
     def init_state(self):
-        self.check_size(self.size, self.blocks)
         self.inverse = np.zeros((self.size, self.size))
         np.fill_diagonal(self.inverse, 1.0 / self.options["a"])
 
@@ -267,11 +277,8 @@ class SecondOrderPerceptronFull(Learner):
                                *self._workspace(), self.dim, known, predicted_out, work)
 
     def learn(self, y, importance, indptr, indices, values, margins_out):
-        updates, bad = _sop_full(y, importance, indptr, indices, values, self.mean, self.inverse,
-                                 *self._workspace(), margins_out)
-        if bad >= 0:
-            raise UnstableUpdate(int(bad), "the sop-full update made the weights non-finite")
-        return updates
+        return self.checked(*_sop_full(y, importance, indptr, indices, values, self.mean,
+                                       self.inverse, *self._workspace(), margins_out))
 
     def predict_margins(self, indptr, indices, values, out):
         """w.x / (1 + x' A^-1 x), the margin training reports."""

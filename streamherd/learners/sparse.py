@@ -1,4 +1,13 @@
-"""Sparse-row primitives the learner kernels share (inlined by numba)."""
+"""Sparse-row primitives the learner kernels share (inlined by numba), and their numerical check.
+
+Numerical safety: a kernel checks, for each example, the margin it predicts with (every
+example: a margin that is not finite is a garbage prediction), the numbers its update is made of
+(the margin, the squared norm or confidence the step divides by, the step itself: ``finite``) and
+the state entries the update touched (``axpy``, gaussian.entry_ok, gaussian.full_update). On a
+failure it returns the example's index and ``Learner.checked`` raises ``UnstableUpdate``, which
+training turns into a one-line error naming the file and line. The checks are scalar, or on the
+entries the update has just written (in cache): never a pass over the whole state.
+"""
 import numpy as np
 from numba import njit
 
@@ -32,10 +41,22 @@ def squared_norm(values, start, end):
 
 
 @njit(cache=True, inline="always")
+def finite(a, b=0.0, c=0.0):
+    """Whether a, b and c are all finite (see the module docstring: a margin, a norm or
+    confidence, a step)."""
+    return np.isfinite(a) and np.isfinite(b) and np.isfinite(c)
+
+
+@njit(cache=True, inline="always")
 def axpy(w, scale, indices, values, start, end):
-    """w += scale * x for the row x = values[start:end] at slots indices[start:end]."""
+    """w += scale * x for the row x = values[start:end] at slots indices[start:end]; returns
+    whether every entry it wrote is finite."""
+    ok = True
     for k in range(start, end):
-        w[indices[k]] += scale * values[k]
+        j = indices[k]
+        w[j] += scale * values[k]
+        ok = ok and np.isfinite(w[j])
+    return ok
 
 
 @njit(cache=True, nogil=True)
