@@ -186,7 +186,8 @@ def test_save_and_load_mid_stream(algo, cut, random_csr, csr_chunks, tmp_path):
     path = tmp_path / "mid.npz"
     dim_bits = 6  # 64 >= d: the model format needs a power-of-two dimension
     padded = {k: np.concatenate([v, np.zeros((1 << dim_bits) - len(v))]) for k, v in state.items()}
-    save_model(path, {"bits": dim_bits, "algo": algo, "learner": meta}, padded)
+    save_model(path, {"bits": dim_bits, "algo": algo, "bias": True,
+                      "hyperparameters": first.options, "learner": meta}, padded)
     loaded_meta, arrays = load_model(path)
     arrays = {k: v[:data["d"]].copy() for k, v in arrays.items()}
 

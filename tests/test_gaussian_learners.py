@@ -163,8 +163,9 @@ def run(name, data, options, chunks=CHUNKS, resume_after=None, tmp_path=None):
     for number, (lo, hi) in enumerate(chunks):
         if resume_after is not None and number == resume_after:
             path = tmp_path / f"{name}.npz"
-            save_model(path, {"algo": learner.name, "bits": 5, "hyperparameters": learner.options,
-                              "learner": learner.meta()}, learner.state())
+            save_model(path, {"algo": learner.name, "bits": 5, "bias": True,
+                              "hyperparameters": learner.options, "learner": learner.meta()},
+                       learner.state())
             meta, arrays = load_model(path, expected_arrays=type(learner).state_arrays)
             learner = learners.create(meta["algo"], D, meta["hyperparameters"], arrays,
                                       meta["learner"])
@@ -309,8 +310,9 @@ def test_per_slot_arrays_sit_side_by_side(name, data, tmp_path):
     learner, _, _ = run(name, data, {})
     assert_side_by_side(learner)
     path = tmp_path / "m.npz"
-    save_model(path, {"algo": learner.name, "bits": 5, "hyperparameters": learner.options,
-                      "learner": learner.meta()}, learner.state())
+    save_model(path, {"algo": learner.name, "bits": 5, "bias": True,
+                      "hyperparameters": learner.options, "learner": learner.meta()},
+               learner.state())
     meta, arrays = load_model(path)
     loaded = learners.create(name, D, meta["hyperparameters"], arrays, meta["learner"])
     assert_side_by_side(loaded)

@@ -20,7 +20,7 @@ def _arrays(seed=0):
 
 def _meta():
     return {"algo": "avg-perceptron", "bits": BITS, "bias": True,
-            "hyperparameters": {"C": 0.25}, "labels": {"negative": 0.0, "positive": 1.0},
+            "hyperparameters": {}, "labels": {"negative": 0.0, "positive": 1.0},
             "learner": {"examples_seen": 17}}
 
 
@@ -159,11 +159,15 @@ def test_bad_model_file_is_a_one_line_error(tmp_path, kind):
 
 
 def test_missing_expected_array(tmp_path):
+    # the learner's arrays are required by load_model itself; expected_arrays adds names
     path = tmp_path / "m.npz"
     save_model(path, _meta(), {"mean": _arrays()["mean"]})
-    load_model(path)  # fine without the learner's extra arrays
     with pytest.raises(StreamherdError, match="average"):
-        load_model(path, expected_arrays=["average"])
+        load_model(path)
+    save_model(path, _meta(), _arrays())
+    load_model(path, expected_arrays=["average"])
+    with pytest.raises(StreamherdError, match="'extra'"):
+        load_model(path, expected_arrays=["extra"])
 
 
 def test_missing_model_file(tmp_path):

@@ -268,7 +268,8 @@ def run_joint(name, data, k, options, fixed=False, resume_after=None, tmp_path=N
         if resume_after is not None and number == resume_after:
             path = tmp_path / f"{name}.npz"
             save_model(path, {"algo": learner.name, "bits": 4, "hyperparameters": learner.options,
-                              "learner": learner.meta(), "task": "multiclass",
+                              "learner": learner.meta(), "task": "multiclass", "bias": True,
+                              "multiclass": "joint",
                               "classes": [str(z) for z in range(learner.blocks)]},
                        learner.state())
             meta, arrays = load_model(path, expected_arrays=type(learner).state_arrays)

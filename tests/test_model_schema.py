@@ -1,0 +1,547 @@
+"""The model schema: load_model checks a model whole (every meta key with its type and range,
+every array with its name, dtype, shape and values), so a damaged model is a one-line error of
+``predict -m`` and ``train -i``, never a traceback; every model streamherd writes still loads,
+exactly as saved."""
+import json
+import os
+import tempfile
+import zipfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, seed, settings
+from hypothesis import strategies as st
+
+from streamherd import learners
+from streamherd.errors import StreamherdError
+from streamherd.model import load_model
+
+KINDS = ("binary", "joint", "ova", "regression")
+BITS = 3
+DATA = {"binary": "binary.svm", "joint": "multi.svm", "ova": "multi.svm",
+        "regression": "regression.svm"}
+TRAIN_OPTIONS = {"binary": {}, "joint": {"multiclass": "joint"}, "ova": {"multiclass": "ova"},
+                 "regression": {"loss": "squared"}}
+
+
+def _has_regression(algo):
+    return learners.learner_class(algo)[0].regression_hyperparameters is not None
+
+
+EVERY_MODEL = [(algo, kind) for algo in learners.REGISTRY for kind in KINDS
+               if kind != "regression" or _has_regression(algo)]
+
+
+def _rows(rng, labels):
+    lines = []
+    for label in labels:
+        slots = sorted(set(rng.integers(1, 20, size=4).tolist()))
+        lines.append(f"{label} " + " ".join(f"{j}:{rng.normal():.3f}" for j in slots))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """A folder with three small data files: binary (1/-1), classes a/b/c, real labels."""
+    folder = tmp_path_factory.mktemp("schema")
+    rng = np.random.default_rng(7)
+    (folder / DATA["binary"]).write_text(_rows(rng, rng.choice(["1", "-1"], 40)))
+    (folder / DATA["joint"]).write_text(_rows(rng, rng.choice(["a", "b", "c"], 40)))
+    (folder / DATA["regression"]).write_text(
+        _rows(rng, [f"{v:.3f}" for v in rng.normal(size=40)]))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def model(folder):
+    """model(algo, kind) -> the path of a model trained on the kind's data file (cached)."""
+    from streamherd.training import train
+
+    made = {}
+
+    def make(algo, kind):
+        if (algo, kind) not in made:
+            path = folder / f"{algo}-{kind}.npz"
+            train([str(folder / DATA[kind])], algo=algo, bits=BITS, final_model=str(path),
+                  quiet=True, **TRAIN_OPTIONS[kind])
+            made[algo, kind] = path
+        return made[algo, kind]
+
+    return make
+
+
+def _raw(path):
+    """(meta, arrays) read with numpy and json alone, no check: what the file holds."""
+    with np.load(path, allow_pickle=False) as archive:
+        meta = json.loads(str(archive["meta"]))
+        arrays = {name: archive[name] for name in archive.files if name != "meta"}
+    return meta, arrays
+
+
+def _write(path, meta, arrays, meta_text=None):
+    entry = np.array(json.dumps(meta) if meta_text is None else meta_text)
+    with open(path, "wb") as f:
+        np.savez(f, meta=entry, **arrays)
+    return path
+
+
+# ---------------------------------------------------------------- every model streamherd writes
+
+@pytest.mark.parametrize("algo, kind", EVERY_MODEL, ids=[f"{a}-{k}" for a, k in EVERY_MODEL])
+def test_every_model_streamherd_writes_loads_exactly_as_saved(model, algo, kind):
+    path = model(algo, kind)
+    meta, arrays = load_model(path)
+    raw_meta, raw_arrays = _raw(path)
+    assert meta == raw_meta
+    cls = learners.learner_class(algo)[0]
+    assert set(arrays) == set(raw_arrays) == {"mean", *cls.state_arrays}
+    for name, array in raw_arrays.items():
+        assert arrays[name].dtype == array.dtype and arrays[name].shape == array.shape
+        np.testing.assert_array_equal(arrays[name], array)
+    # the shapes of README's "Model files"
+    d = 1 << BITS
+    k = len(meta["classes"]) if kind in ("joint", "ova") else 1
+    for name, array in arrays.items():
+        if name in ("covariance", "inverse"):
+            assert array.shape == ((k * d, d) if kind == "ova" else (k * d, k * d))
+        else:
+            assert array.shape == (k * d,)
+
+
+def _predict(path, data, tmp, **flags):
+    from streamherd.training import predict
+
+    out = os.path.join(tmp, "out.txt")
+    predict(str(path), [str(data)], output=out, quiet=True, **flags)
+    with open(out) as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("algo, kind", [("avg-perceptron", "ova"), ("sop", "binary"),
+                                        ("arow-full", "joint"), ("pa1", "regression"),
+                                        ("cw-full", "ova"), ("nherd-d", "regression"),
+                                        ("scw2", "joint"), ("sop-full", "ova")])
+def test_predict_is_the_same_as_without_the_checks(model, folder, monkeypatch, tmp_path, algo,
+                                                   kind):
+    """predict through load_model, and through a loader that only reads the file (the numpy and
+    json reads load_model did before it checked the schema), print the same."""
+    from streamherd import training
+
+    path = model(algo, kind)
+    flags = [{}, {"scores": True} if kind in ("joint", "ova") else {"raw": True}]
+    checked = [_predict(path, folder / DATA[kind], tmp_path, **f) for f in flags]
+    monkeypatch.setattr(training, "load_model", lambda p: _raw(p))
+    unchecked = [_predict(path, folder / DATA[kind], tmp_path, **f) for f in flags]
+    assert checked == unchecked
+    assert all(checked)
+
+
+def test_format_1_binary_model_loads_and_predicts_as_before(model, folder, tmp_path):
+    """A format-1 file (before multiclass: no task, multiclass keys nor normalize)."""
+    meta, arrays = _raw(model("avg-perceptron", "binary"))
+    old = {key: value for key, value in meta.items() if key not in ("task", "normalize")}
+    old["format_version"] = 1
+    path = _write(tmp_path / "old.npz", old, arrays)
+    assert load_model(path)[0] == old
+    assert _predict(path, folder / DATA["binary"], tmp_path, raw=True) == \
+        _predict(model("avg-perceptron", "binary"), folder / DATA["binary"], tmp_path, raw=True)
+
+
+def test_optional_keys_of_older_files_may_be_absent(model, tmp_path):
+    meta, arrays = _raw(model("pa2", "binary"))
+    for key in ("normalize", "task", "examples", "progressive_loss", "labels",
+                "streamherd_version"):
+        del meta[key]
+    meta["hyperparameters"] = {}   # a missing hyperparameter is its default
+    load_model(_write(tmp_path / "m.npz", meta, arrays))
+
+
+def test_require_arrays_still_names_a_missing_array(model):
+    from streamherd.model import require_arrays
+
+    path = model("arow-p", "binary")
+    _, arrays = load_model(path)
+    require_arrays(path, arrays, ["mean", "variance"])
+    with pytest.raises(StreamherdError, match="no 'covariance' array"):
+        require_arrays(path, arrays, ["covariance"])
+
+
+# ---------------------------------------------------------------- damaged models
+
+def _delete(key):
+    def change(meta, arrays):
+        del meta[key]
+    return change
+
+
+def _set(*keys, value):
+    def change(meta, arrays):
+        target = meta
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1]] = value
+    return change
+
+
+def _array(name, make):
+    def change(meta, arrays):
+        arrays[name] = make(arrays[name]) if name in arrays else make(arrays["mean"])
+    return change
+
+
+def _drop_array(name):
+    def change(meta, arrays):
+        del arrays[name]
+    return change
+
+
+def _with_diagonal(value):
+    def make(matrix):
+        matrix = matrix.copy()
+        matrix[1, 1] = value
+        return matrix
+    return make
+
+
+def _with_entry(index, value):
+    def make(vector):
+        vector = vector.copy()
+        vector[index] = value
+        return vector
+    return make
+
+
+# (id, (algo, kind) of the real model it starts from, change of (meta, arrays) in place,
+#  words of the message)
+DAMAGE = [
+    ("no-algo", ("pa2", "binary"), _delete("algo"), "no 'algo'"),
+    ("no-hyperparameters", ("pa2", "binary"), _delete("hyperparameters"), "no 'hyperparameters'"),
+    ("no-bias", ("pa2", "binary"), _delete("bias"), "no 'bias'"),
+    ("no-bits", ("pa2", "binary"), _delete("bits"), "no 'bits'"),
+    ("algo-unknown", ("pa2", "binary"), _set("algo", value="svm"), "'algo'"),
+    ("algo-number", ("pa2", "binary"), _set("algo", value=3), "'algo'"),
+    ("algo-alias", ("arow-p", "binary"), _set("algo", value="arow"), "'algo'"),
+    ("version-number", ("pa2", "binary"), _set("streamherd_version", value=1),
+     "'streamherd_version'"),
+    ("bits-bool", ("pa2", "binary"), _set("bits", value=True), "'bits'"),
+    ("bits-string", ("pa2", "binary"), _set("bits", value="3"), "'bits'"),
+    ("bits-float", ("pa2", "binary"), _set("bits", value=3.0), "'bits'"),
+    ("bits-too-many", ("pa2", "binary"), _set("bits", value=40), "'bits'"),
+    ("bits-other", ("pa2", "binary"), _set("bits", value=BITS + 1), "array 'mean' has shape"),
+    ("hyperparameters-list", ("pa2", "binary"), _set("hyperparameters", value=[1.0]),
+     "'hyperparameters'"),
+    ("hyperparameter-string", ("pa2", "binary"), _set("hyperparameters", "C", value="1"),
+     "hyperparameter C"),
+    ("hyperparameter-bool", ("nherd-p", "binary"), _set("hyperparameters", "a", value=True),
+     "hyperparameter a"),
+    ("hyperparameter-nan", ("arow-p", "binary"), _set("hyperparameters", "r", value=float("nan")),
+     "hyperparameter r"),
+    ("hyperparameter-huge", ("pa2", "binary"), _set("hyperparameters", "C", value=2 ** 2000),
+     "hyperparameter C"),
+    ("hyperparameter-negative", ("pa2", "binary"), _set("hyperparameters", "C", value=-1.0),
+     "out of range"),
+    ("hyperparameter-unknown", ("pa2", "binary"), _set("hyperparameters", "r", value=1.0),
+     "does not take"),
+    ("epsilon-in-binary", ("pa", "binary"), _set("hyperparameters", "epsilon", value=0.1),
+     "does not take"),
+    ("epsilon-negative", ("pa", "regression"), _set("hyperparameters", "epsilon", value=-0.1),
+     "out of range"),
+    ("eta-out-of-range", ("cw", "binary"), _set("hyperparameters", "eta", value=1.5),
+     "out of range"),
+    ("bias-string", ("pa2", "binary"), _set("bias", value="yes"), "'bias'"),
+    ("bias-int", ("pa2", "binary"), _set("bias", value=1), "'bias'"),
+    ("normalize-string", ("pa2", "binary"), _set("normalize", value="no"), "'normalize'"),
+    ("normalize-null", ("pa2", "binary"), _set("normalize", value=None), "'normalize'"),
+    ("task-unknown", ("pa2", "binary"), _set("task", value="ranking"), "'task'"),
+    ("task-multiclass-in-format-1", ("pa2", "joint"), _set("format_version", value=1),
+     "format-1"),
+    ("regression-without-form", ("cw", "binary"), _set("task", value="regression"),
+     "no squared-loss form"),
+    ("multiclass-mode-unknown", ("pa2", "joint"), _set("multiclass", value="all-pairs"),
+     "'multiclass'"),
+    ("multiclass-mode-missing", ("pa2", "ova"), _delete("multiclass"), "no 'multiclass'"),
+    ("multiclass-mode-in-binary", ("pa2", "binary"), _set("multiclass", value="ova"),
+     "'multiclass'"),
+    ("classes-missing", ("pa2", "joint"), _delete("classes"), "no 'classes'"),
+    ("classes-string", ("pa2", "joint"), _set("classes", value="a,b,c"), "'classes'"),
+    ("classes-empty", ("pa2", "joint"), _set("classes", value=[]), "'classes'"),
+    ("class-number", ("pa2", "joint"), _set("classes", 1, value=2), "class list"),
+    ("class-blank", ("pa2", "joint"), _set("classes", 1, value="b c"), "class list"),
+    ("class-empty", ("pa2", "joint"), _set("classes", 1, value=""), "class list"),
+    ("class-twice", ("pa2", "joint"), _set("classes", value=["1", "1.0", "c"]), "twice"),
+    ("class-not-utf8", ("pa2", "joint"), _set("classes", 1, value="\ud800"), "class list"),
+    ("fixed-classes-string", ("pa2", "joint"), _set("fixed_classes", value="yes"),
+     "'fixed_classes'"),
+    ("labels-list", ("pa2", "binary"), _set("labels", value=[-1, 1]), "'labels'"),
+    ("label-positive-not-positive", ("pa2", "binary"), _set("labels", "positive", value=0.0),
+     "positive label"),
+    ("label-negative-positive", ("pa2", "binary"), _set("labels", "negative", value=2.0),
+     "negative label"),
+    ("label-nan", ("pa2", "binary"), _set("labels", "negative", value=float("nan")),
+     "negative label"),
+    ("labels-extra", ("pa2", "binary"), _set("labels", "neutral", value=0.0), "'neutral'"),
+    ("label-string", ("pa2", "binary"), _set("labels", "positive", value="1"),
+     "positive label"),
+    ("examples-negative", ("pa2", "binary"), _set("examples", value=-1), "'examples'"),
+    ("examples-string", ("pa2", "binary"), _set("examples", value="40"), "'examples'"),
+    ("progressive-loss-string", ("pa2", "binary"), _set("progressive_loss", value="low"),
+     "'progressive_loss'"),
+    ("learner-list", ("pa2", "binary"), _set("learner", value=[]), "'learner'"),
+    ("learner-unknown-scalar", ("nherd-p", "binary"), _set("learner", "steps", value=3),
+     "learner's meta"),
+    ("examples-seen-string", ("avg-perceptron", "binary"),
+     _set("learner", "examples_seen", value="40"), "examples_seen"),
+    ("examples-seen-negative", ("avg-perceptron", "joint"),
+     _set("learner", "examples_seen", value=-4), "examples_seen"),
+    ("examples-seen-missing", ("avg-perceptron", "binary"), _set("learner", value={}),
+     "learner's meta"),
+    ("ova-learners-too-few", ("avg-perceptron", "ova"),
+     lambda meta, arrays: meta["learner"]["ova"].pop(), "one entry per class"),
+    ("ova-learner-bad", ("avg-perceptron", "ova"),
+     _set("learner", "ova", 0, "examples_seen", value=1.5), "examples_seen"),
+    ("format-version-bool", ("pa2", "binary"), _set("format_version", value=True),
+     "format version"),
+    # arrays
+    ("mean-rank-2", ("pa2", "binary"), _array("mean", lambda a: np.zeros((len(a), 3))),
+     "array 'mean' has shape"),
+    ("mean-too-short", ("arow-p", "joint"), _array("mean", lambda a: a[:-1]),
+     "array 'mean' has shape"),
+    ("variance-missing", ("arow-p", "binary"), _drop_array("variance"), "no 'variance' array"),
+    ("average-missing", ("avg-perceptron", "joint"), _drop_array("average"),
+     "no 'average' array"),
+    ("array-unknown", ("pa2", "binary"), _array("weights", lambda a: a), "unknown array"),
+    ("array-of-another-learner", ("pa2", "binary"), _array("variance", np.ones_like),
+     "unknown array"),
+    ("mean-float32", ("pa2", "binary"), _array("mean", lambda a: a.astype(np.float32)),
+     "dtype float32"),
+    ("covariance-vector", ("arow-full", "binary"),
+     _array("covariance", lambda a: np.diagonal(a).copy()), "array 'covariance' has shape"),
+    ("covariance-ova-shape-in-joint", ("nherd-full", "joint"),
+     _array("covariance", lambda a: a[:, :1 << BITS].copy()), "array 'covariance' has shape"),
+    ("covariance-joint-shape-in-ova", ("nherd-full", "ova"),
+     lambda meta, arrays: arrays.update(covariance=np.eye(len(arrays["mean"]))),
+     "array 'covariance' has shape"),
+    ("mean-infinite", ("pa2", "binary"), _array("mean", _with_entry(2, np.inf)), "infinity"),
+    ("variance-zero", ("scw1", "joint"), _array("variance", _with_entry(3, 0.0)), "<= 0"),
+    ("covariance-diagonal-negative", ("cw-full", "binary"),
+     _array("covariance", _with_diagonal(-1.0)), "<= 0"),
+    ("covariance-diagonal-zero-ova", ("arow-full", "ova"),
+     _array("covariance", _with_diagonal(0.0)), "<= 0"),
+    ("sop-diagonal-zero", ("sop", "binary"), _array("diagonal", _with_entry(0, 0.0)), "<= 0"),
+    ("sop-inverse-diagonal-negative", ("sop-full", "joint"),
+     _array("inverse", _with_diagonal(-2.0)), "<= 0"),
+    ("average-overflows", ("avg-perceptron", "binary"),
+     _array("average", _with_entry(1, -1e308)), "overflows"),
+]
+
+# files whose meta is not a JSON object of ours, or whose arrays cannot be read
+_NESTED = "[" * 100_000 + "]" * 100_000
+
+
+def _raw_meta_text(text):
+    def write(meta, arrays, path):
+        return _write(path, meta, arrays, meta_text=text)
+    return write
+
+
+def _meta_entry(entry):
+    def write(meta, arrays, path):
+        with open(path, "wb") as f:
+            np.savez(f, meta=entry(meta), **arrays)
+        return path
+    return write
+
+
+def _deeply_nested(meta, arrays, path):
+    text = json.dumps(meta)[:-1] + ', "nested": ' + _NESTED + "}"
+    return _write(path, meta, arrays, meta_text=text)
+
+
+def _huge_array_header(meta, arrays, path):
+    """'mean' whose .npy header claims 2^40 entries, with none behind it."""
+    _write(path, meta, {k: v for k, v in arrays.items() if k != "mean"})
+    header = np.lib.format.header_data_from_array_1_0(arrays["mean"])
+    header["shape"] = (1 << 40,)
+    with zipfile.ZipFile(path, "a") as z, z.open("mean.npy", "w") as f:
+        np.lib.format.write_array_header_1_0(f, header)
+    return path
+
+
+def _truncated_array(meta, arrays, path):
+    """'mean' with the right header but half its data."""
+    _write(path, meta, {k: v for k, v in arrays.items() if k != "mean"})
+    with zipfile.ZipFile(path, "a") as z, z.open("mean.npy", "w") as f:
+        np.lib.format.write_array_header_1_0(
+            f, np.lib.format.header_data_from_array_1_0(arrays["mean"]))
+        f.write(arrays["mean"][: len(arrays["mean"]) // 2].tobytes())
+    return path
+
+
+def _text_member(meta, arrays, path):
+    """A zip member that is no .npy array."""
+    _write(path, meta, arrays)
+    with zipfile.ZipFile(path, "a") as z:
+        z.writestr("notes.txt", "hello")
+    return path
+
+
+def _object_array(meta, arrays, path):
+    return _write(path, meta, {**arrays, "mean": arrays["mean"].astype(object)})
+
+
+WRITTEN = [
+    ("meta-deeply-nested", _deeply_nested, "not a streamherd model"),
+    ("meta-only-nesting", _raw_meta_text(_NESTED), "not a streamherd model"),
+    ("meta-1d", _meta_entry(lambda meta: np.array([json.dumps(meta)])), "not a streamherd model"),
+    ("meta-bytes", _meta_entry(lambda meta: np.array(json.dumps(meta).encode())),
+     "not a streamherd model"),
+    ("meta-number", _meta_entry(lambda meta: np.array(5)), "not a streamherd model"),
+    ("meta-not-utf8",   # a lone surrogate: no UTF-8 text holds one
+     _meta_entry(lambda meta: np.array(json.dumps(meta)[:-1] + ', "x": "\ud800"}')), "not UTF-8"),
+    ("array-huge-header", _huge_array_header, "array 'mean' has shape"),
+    ("array-truncated", _truncated_array, "array 'mean' cannot be read"),
+    ("member-not-npy", _text_member, "unknown array"),
+    ("array-object", _object_array, "array 'mean' has shape"),
+]
+
+
+def _damaged_file(model, tmp_path, case):
+    name, base, change, _ = case
+    meta, arrays = _raw(model(*base))
+    change(meta, arrays)
+    return _write(tmp_path / f"{name}.npz", meta, arrays)
+
+
+def _written_file(model, tmp_path, case):
+    name, write, _ = case
+    meta, arrays = _raw(model("pa2", "binary"))
+    return write(meta, arrays, tmp_path / f"{name}.npz")
+
+
+def _one_line(proc):
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip("\n").split("\n")
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def _check_everywhere(run_cli, folder, path, kind, words):
+    """load_model, predict -m and train -i: one line naming the file and the damage."""
+    with pytest.raises(StreamherdError) as info:
+        load_model(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert str(path) in message and words in message, message
+    assert "is damaged" in message or "is not a streamherd model" in message \
+        or "format version" in message, message
+    data = folder / DATA[kind]
+    for args in (["predict", "-m", path, data], ["train", "--quiet", "-i", path, data]):
+        line = _one_line(run_cli(*args))
+        assert message in line, line
+
+
+@pytest.mark.parametrize("case", DAMAGE, ids=[c[0] for c in DAMAGE])
+def test_damaged_meta_or_arrays_is_a_one_line_error(run_cli, model, folder, tmp_path, case):
+    path = _damaged_file(model, tmp_path, case)
+    _check_everywhere(run_cli, folder, path, case[1][1], case[3])
+
+
+@pytest.mark.parametrize("case", WRITTEN, ids=[c[0] for c in WRITTEN])
+def test_unreadable_meta_or_array_is_a_one_line_error(run_cli, model, folder, tmp_path, case):
+    path = _written_file(model, tmp_path, case)
+    _check_everywhere(run_cli, folder, path, "binary", case[2])
+
+
+# ---------------------------------------------------------------- mutations of the meta
+
+PROPERTY_BASES = [("pa2", "binary"), ("avg-perceptron", "ova"), ("arow-full", "joint"),
+                  ("nherd-p", "regression"), ("cw", "binary"), ("sop", "joint")]
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70)
+    | st.sampled_from([0, 1, 2, 3, BITS, 30, 31, -1, 0.5, 0.9, 1.5, 1e-320, 1e308, -0.0])
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.sampled_from(["", "binary", "multiclass", "regression", "joint", "ova", "pa2", "arow-p",
+                       "avg-perceptron", "a", "b c", "\ud800", "C", "examples_seen"])
+    | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
+                                                                max_size=3),
+    max_leaves=6)
+
+
+def _paths(value, prefix=()):
+    """Every key path into a JSON value (dict keys, list indices)."""
+    yield prefix
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _paths(inner, prefix + (key,))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _paths(inner, prefix + (index,))
+
+
+def _mutate(meta, draw, nests):
+    """One random change: delete a key, replace a value (by any JSON value, a nearby number, a
+    deep nesting), or add a key. A nesting is a placeholder string, spelled out in the JSON text
+    (``_text``): json.dumps cannot write one 50,000 levels deep."""
+    paths = [p for p in _paths(meta) if p]
+    if not paths:
+        return
+    where = draw(st.sampled_from(paths))
+    parent = meta
+    for key in where[:-1]:
+        parent = parent[key]
+    old = parent[where[-1]]
+    action = draw(st.sampled_from(["delete", "replace", "number", "nest", "add"]))
+    if action == "delete":
+        del parent[where[-1]]
+    elif action == "replace":
+        parent[where[-1]] = draw(_json_values)
+    elif action == "number" and isinstance(old, (int, float)) and not isinstance(old, bool):
+        parent[where[-1]] = draw(st.sampled_from([-old, old + 1, old - 1, old * 1e300, 0,
+                                                  float(old), float("nan"), float("inf")]))
+    elif action == "nest":
+        placeholder = f"@nest{len(nests)}@"
+        nests[placeholder] = (draw(st.sampled_from([1, 2, 50, 5000, 50_000])), old)
+        parent[where[-1]] = placeholder
+    elif isinstance(parent, dict):
+        parent[draw(st.text(max_size=4))] = draw(_json_values)
+
+
+def _text(meta, nests):
+    text = json.dumps(meta)
+    for placeholder, (depth, old) in reversed(list(nests.items())):
+        text = text.replace(json.dumps(placeholder), "[" * depth + json.dumps(old) + "]" * depth)
+    return text
+
+
+@pytest.fixture(scope="module")
+def bases(model):
+    return [(kind, _raw(model(algo, kind))) for algo, kind in PROPERTY_BASES]
+
+
+@seed(20261124)
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_meta_loads_as_a_valid_model_or_is_a_one_line_error(bases, folder, data):
+    """Whatever a change of the meta gives, load_model returns a model that predict can use, or
+    raises StreamherdError; never another exception."""
+    kind, (meta, arrays) = bases[data.draw(st.integers(0, len(bases) - 1))]
+    meta = json.loads(json.dumps(meta))
+    nests = {}
+    for _ in range(data.draw(st.integers(1, 3))):
+        _mutate(meta, data.draw, nests)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _write(os.path.join(tmp, "m.npz"), meta, arrays, meta_text=_text(meta, nests))
+        try:
+            load_model(path)
+        except StreamherdError as e:
+            assert "\n" not in str(e) and path in str(e)
+            event("refused")
+            return
+        event("loaded")
+        try:   # a model that loads is one predict can use
+            _predict(path, folder / DATA[kind], tmp)
+        except StreamherdError as e:
+            assert "\n" not in str(e)
