@@ -7,13 +7,16 @@ import contextlib
 import functools
 import gc
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from streamherd import __version__, cli_coercion
+from streamherd.errors import Interrupted
 from streamherd.learners import ALIASES, DEFAULT_ALGO, REGISTRY
 
 app = typer.Typer(
@@ -34,16 +37,36 @@ class _OutputClosed(Exception):
     handling of a BrokenPipeError is exit status 1."""
 
 
-def _ends_quietly_on_closed_output(command):
-    """``command`` with its BrokenPipeError raised as _OutputClosed (run applies it to every
-    command's callback)."""
+class _Stopped(Exception):
+    """Ctrl-C or SIGTERM, told to ``run`` past typer, which turns a KeyboardInterrupt into an
+    exit code that it returns (not raises) when not in standalone mode."""
+
+    def __init__(self, interrupted):
+        super().__init__(interrupted.message)
+        self.interrupted = interrupted
+
+
+def _reported_to_run(command, interrupted_message):
+    """``command`` with its BrokenPipeError raised as _OutputClosed and its interruption as
+    _Stopped (run applies it to every command's callback), so that neither depends on how
+    click or typer handle them."""
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
         except BrokenPipeError as e:
             raise _OutputClosed() from e
+        except Interrupted as e:
+            raise _Stopped(e) from None
+        except KeyboardInterrupt:
+            raise _Stopped(Interrupted(130, interrupted_message)) from None
     return wrapper
+
+
+# What an interruption left undone, when the command did not say more itself.
+_INTERRUPTED = {"train": "interrupted; no model was written",
+                "predict": "interrupted; the predictions are incomplete",
+                "experiment": "interrupted; the experiment is incomplete"}
 
 
 Quiet = typer.Option(False, "--quiet", help="No progress table or summary on stderr.")
@@ -105,6 +128,10 @@ def train(
     fmt: str = Format,
     quiet: bool = Quiet,
     skip_bad: bool = SkipBad,
+    allow_empty: bool = typer.Option(False, "--allow-empty",
+                                     help="Write the model even when no labeled example was "
+                                          "read (without it, such a run fails and writes "
+                                          "nothing)."),
 ):
     """Train a model, one online update per line, reporting progressive validation loss."""
     _import_numba()
@@ -117,7 +144,7 @@ def train(
               bits=bits, bias=False if no_bias else None, fmt=fmt, final_model=final_model,
               initial_model=initial_model, quiet=quiet, skip_bad=skip_bad,
               normalize=True if normalize else None, multiclass=multiclass, classes=classes,
-              loss=loss)
+              loss=loss, allow_empty=allow_empty)
 
 
 @app.command()
@@ -136,7 +163,10 @@ def predict(
                                 "every class instead of the label."),
     fmt: str = Format,
     quiet: bool = Quiet,
-    skip_bad: bool = SkipBad,
+    skip_bad: bool = typer.Option(False, "--skip-bad",
+                                  help="Skip malformed lines instead of stopping at the first "
+                                       "one; each skipped line gets an empty output line, so "
+                                       "that output line k is still example k."),
 ):
     """Predict one line per example (label, or margin with --raw; VW tags follow the value)."""
     _import_numba()
@@ -289,23 +319,44 @@ def _exit_for_cli_exception(e):
     raise e
 
 
+def _say(text):
+    """A message on stderr; a closed stderr does not turn an exit code into a traceback."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _terminate(signum, frame):
+    raise Interrupted(128 + signum)
+
+
 def run(argv=None):
-    """Entry point: every user error is one line on stderr and a non-zero exit, never a traceback."""
+    """Entry point: every user error is one line on stderr and a non-zero exit, never a traceback.
+
+    Ctrl-C and SIGTERM end the run the same way, through Python's exceptions (temporary outputs
+    removed, existing files left as they were): exit 130 for Ctrl-C, 143 for SIGTERM."""
     from streamherd.errors import StreamherdError
 
     _begin_start_up()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     cli_coercion.install()
     command = typer.main.get_command(app)
-    for subcommand in command.commands.values():
-        subcommand.callback = _ends_quietly_on_closed_output(subcommand.callback)
+    for name, subcommand in command.commands.items():
+        subcommand.callback = _reported_to_run(subcommand.callback,
+                                               _INTERRUPTED.get(name, "interrupted"))
     try:
-        command.main(args=argv, prog_name="streamherd", standalone_mode=False)
+        code = command.main(args=argv, prog_name="streamherd", standalone_mode=False)
     except StreamherdError as e:
-        print(f"streamherd: {e}", file=sys.stderr)
+        _say(f"streamherd: {e}")
         sys.exit(e.exit_code)
-    except KeyboardInterrupt:
-        print("streamherd: interrupted; no model was written", file=sys.stderr)
-        sys.exit(130)
+    except _Stopped as e:
+        _say(f"streamherd: {e.interrupted.message}")
+        sys.exit(e.interrupted.exit_code)
+    except KeyboardInterrupt as e:   # outside a command: while parsing the command line
+        _say("streamherd: interrupted")
+        sys.exit(getattr(e, "exit_code", 130))
     except (BrokenPipeError, _OutputClosed):
         # The reader of our stdout went away (e.g. '| head'): stop quietly with the status
         # of a process ended by SIGPIPE (128 + 13), as cat and vw do.
@@ -317,7 +368,8 @@ def run(argv=None):
         _exit_for_cli_exception(e)
     finally:
         gc.enable()  # for a caller that runs the CLI in its own process and catches the exit
-    sys.exit(0)
+    # standalone_mode=False: typer returns the code of an Exit it caught (0 for --version)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def main():
@@ -331,11 +383,19 @@ def main():
     except SystemExit as e:
         code = e.code
     if code is not None and not isinstance(code, int):  # sys.exit("message")
-        print(code, file=sys.stderr)
+        _say(str(code))
         code = 1
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except BrokenPipeError:  # the reader of our stdout went away, as in run
         os._exit(141)
-    sys.stderr.flush()
+    except OSError as e:   # e.g. a full disk under '> file': the output is incomplete
+        _say(f"streamherd: cannot write to standard output: {e.strerror}")
+        code = code or 2
+    try:
+        if sys.stderr is not None:
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
     os._exit(code or 0)

@@ -1,7 +1,25 @@
-"""Errors a user can cause. The CLI prints their message as one line and exits non-zero."""
+"""Errors a user can cause, and interruptions. The CLI prints their message as one line and
+exits with their code."""
 
 
 class StreamherdError(Exception):
     """A user-facing error: the message says what, where and how to fix it."""
 
     exit_code = 2
+
+    def __init__(self, message, exit_code=None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) or SIGTERM. A KeyboardInterrupt, so that every ``except
+    KeyboardInterrupt`` and ``finally`` on the way out (a temporary output removed, threads
+    stopped) treats both alike. ``exit_code`` is 128 + the signal number, as a shell reports a
+    process ended by that signal: 130 for Ctrl-C, 143 for SIGTERM."""
+
+    def __init__(self, exit_code=130, message="interrupted"):
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.message = message

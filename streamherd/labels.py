@@ -1,5 +1,8 @@
 """Labels: binary (any two label values, mapped to y = +1 (label > 0) and -1 (otherwise)) and
 multiclass (any integer or string labels, mapped to class ids)."""
+import re
+import unicodedata
+
 import numpy as np
 from numba import njit
 
@@ -27,6 +30,37 @@ def _signed_labels(labels, negative, positive, y):
         known &= (((label == positive) | (label == negative)) & (label - label == 0.0)) | \
             (label != label)
     return known
+
+
+# A token that reads as a number but is not a finite one (nan, inf, 1e400, a lone sign, a
+# fullwidth +1 or other Unicode digits once NFKC-normalised): a damaged number, never a class name.
+_NUMBER_LIKE = re.compile(r"[+-]?(\d+\.?\d*|\.\d*)([eE][+-]?\d*)?|[+-]|[+-]?(nan|inf|infinity)",
+                          re.IGNORECASE)
+
+
+def looks_like_number(token):
+    """Whether a label token that did not parse as a number was meant to be one."""
+    return _NUMBER_LIKE.fullmatch(unicodedata.normalize("NFKC", token).strip()) is not None
+
+
+def class_name_rows(chunk):
+    """Rows whose label is a class name: not a number, and not a damaged number (see
+    looks_like_number). Decodes each distinct label token once, not each row."""
+    text = chunk.text_label_rows()
+    if not text.any():
+        return text
+    rows = np.flatnonzero(text)
+    keys = label_keys(chunk.block, chunk.label_start[rows], chunk.label_end[rows])
+    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    is_name = np.array([not looks_like_number(_token(chunk, rows[i])) for i in first.tolist()])
+    names = np.zeros_like(text)
+    names[rows] = is_name[inverse.ravel()]
+    return names
+
+
+def _token(chunk, row):
+    return chunk.block[chunk.label_start[row]:chunk.label_end[row]].tobytes().decode(
+        "utf-8", "replace")
 
 
 def _or_nan(value):
@@ -138,6 +172,10 @@ def _keys_of_texts(texts):
     return label_keys(block, starts, ends).tolist()
 
 
+_OUTSIDE = -2          # a label outside a fixed class set (or unseen, in predict)
+_DAMAGED_NUMBER = -3   # a label that reads as a number but is not a finite one
+
+
 class ClassLabels:
     """Class ids for multiclass streams: any integer or string label, ids in order of first
     appearance (or the order of a fixed set, ``--classes``), names kept as first written."""
@@ -191,26 +229,33 @@ class ClassLabels:
         for q in np.argsort(first, kind="stable"):   # new classes in order of appearance
             key = int(distinct[q])
             if key not in self.ids:
-                if self.fixed or not learning:
-                    ids[q] = -2
+                token = _token(chunk, rows[first[q]])
+                if np.isnan(chunk.labels[rows[first[q]]]) and looks_like_number(token):
+                    ids[q] = _DAMAGED_NUMBER
                     continue
-                start, end = chunk.label_start[rows[first[q]]], chunk.label_end[rows[first[q]]]
+                if self.fixed or not learning:
+                    ids[q] = _OUTSIDE
+                    continue
                 self.ids[key] = len(self.texts)
-                self.texts.append(chunk.block[start:end].tobytes().decode("utf-8", "replace"))
+                self.texts.append(token)
             ids[q] = self.ids[key]
         cls[rows] = ids[inverse.ravel()]
-        if learning and self.fixed and (cls == -2).any():
-            outside = cls == -2
+        if not learning:   # predict: a label no class has is a mistake, never predicted
+            cls[cls == _DAMAGED_NUMBER] = _OUTSIDE
+            return chunk, cls
+        bad = (cls == _DAMAGED_NUMBER) | ((cls == _OUTSIDE) & self.fixed)
+        if bad.any():
             if skip_bad:
-                chunk = chunk.select(~outside)
-                return chunk, cls[~outside]
-            i = int(np.argmax(outside))
-            token = chunk.block[chunk.label_start[i]:chunk.label_end[i]].tobytes().decode(
-                "utf-8", "replace")
+                return chunk.select(~bad), cls[~bad]
+            i = int(np.argmax(bad))
+            where = f"{chunk.source}:{int(chunk.line_numbers[i])}: label '{_token(chunk, i)}'"
+            if cls[i] == _DAMAGED_NUMBER:
+                raise StreamherdError(
+                    f"{where} reads as a number but is not a finite one, so it is no class "
+                    f"name; fix the line, or pass --skip-bad to skip such lines")
             raise StreamherdError(
-                f"{chunk.source}:{int(chunk.line_numbers[i])}: label '{token}' is not one of "
-                f"--classes {','.join(self.texts)}; fix the line, add the class to --classes, or "
-                f"pass --skip-bad to skip such lines")
+                f"{where} is not one of --classes {','.join(self.texts)}; fix the line, add the "
+                f"class to --classes, or pass --skip-bad to skip such lines")
         return chunk, cls
 
     def text(self, class_id):

@@ -68,9 +68,14 @@ def zero_one_loss(y, margins):
 
 
 class ProgressiveValidation:
-    def __init__(self, quiet=False, total_bytes=None, stream=None, loss_name="0/1 loss"):
+    def __init__(self, quiet=False, total_bytes=None, stream=None, loss_name="0/1 loss",
+                 compile_watch=None):
+        """``compile_watch``: a compilation.CompileWatch; the time spent compiling kernels
+        during the run is not counted in its elapsed seconds and throughput."""
         self.quiet = quiet
         self.stream = stream or sys.stderr
+        self.compile_watch = compile_watch
+        self._compile_before = compile_watch.seconds if compile_watch is not None else 0.0
         self.loss_name = loss_name
         self.examples = 0
         self.labeled = 0
@@ -103,10 +108,32 @@ class ProgressiveValidation:
         self._bar.start()
 
     def _print(self, text):
-        if self._bar is not None:
-            self._bar.console.print(text, markup=False, highlight=False)
-        else:
-            print(text, file=self.stream)
+        """Progress is a courtesy: when its reader is gone (``2>&1 | head -1``) or stderr is
+        closed, the run goes on without it (and still writes its model)."""
+        if self.quiet:
+            return
+        try:
+            if self._bar is not None:
+                self._bar.console.print(text, markup=False, highlight=False)
+            else:
+                print(text, file=self.stream, flush=True)
+        except (OSError, ValueError, AttributeError):   # AttributeError: sys.stderr is None
+            self.quiet = True
+            self._bar = None
+
+    def preamble(self, lines):
+        """What the run is about to do, as VW prints before its table: (name, value) pairs."""
+        self._print("\n".join(f"{name} = {value}" for name, value in lines))
+
+    def note(self, text):
+        """A line of its own after the summary."""
+        self._print(f"streamherd: {text}")
+
+    def _elapsed(self):
+        """Wall seconds since the start, without the time spent compiling kernels."""
+        compiled = (self.compile_watch.seconds - self._compile_before
+                    if self.compile_watch is not None else 0.0)
+        return max(time.perf_counter() - self._started - compiled, 1e-9), compiled
 
     def add_chunk(self, importance, loss, indptr, describe, updates=0, bad_lines=0,
                   bytes_done=None):
@@ -136,9 +163,12 @@ class ProgressiveValidation:
         self.updates += updates
         self.bad_lines += bad_lines
         if self._bar is not None and bytes_done is not None:
-            elapsed = max(time.perf_counter() - self._started, 1e-9)
-            self._bar.update(self._task, completed=bytes_done,
-                             rate=f"{self.examples / elapsed:,.0f} ex/s")
+            elapsed, _ = self._elapsed()
+            try:
+                self._bar.update(self._task, completed=bytes_done,
+                                 rate=f"{self.examples / elapsed:,.0f} ex/s")
+            except (OSError, ValueError):
+                self.quiet, self._bar = True, None
 
     def _row(self, i, weight, loss, features, describe):
         if not self._header_done:
@@ -156,9 +186,12 @@ class ProgressiveValidation:
 
     def finish(self):
         """Close the bar and print the summary; returns the summary as a dict."""
-        elapsed = time.perf_counter() - self._started
+        elapsed, compiled = self._elapsed()
         if self._bar is not None:
-            self._bar.stop()
+            try:
+                self._bar.stop()
+            except (OSError, ValueError):
+                self.quiet, self._bar = True, None
         summary = {
             "number of examples": self.examples,
             "weighted example sum": self.weighted,
@@ -170,6 +203,8 @@ class ProgressiveValidation:
             "elapsed seconds": elapsed,
             "examples per second": self.examples / elapsed if elapsed > 0 else float("nan"),
         }
+        if compiled > 0:   # the first run after an install
+            summary["kernel compilation seconds"] = compiled
         if not self.quiet:
             lines = ["", "finished run"]
             for key, value in summary.items():

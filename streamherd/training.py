@@ -1,17 +1,21 @@
 """``train`` and ``predict``: readers, learner, progressive validation and models, put together."""
+import contextlib
+import errno
 import os
 import sys
 
 import numpy as np
 
-from streamherd import learners
-from streamherd.errors import StreamherdError
+from streamherd import compilation, learners
+from streamherd.errors import Interrupted, StreamherdError
 from streamherd.io.reader import (DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader,
                                   numeric_labels_only)
-from streamherd.labels import BinaryLabels, ClassLabels
+from streamherd.labels import BinaryLabels, ClassLabels, class_name_rows
 from streamherd.learners.base import UnstableUpdate
 from streamherd.learners.sparse import normalize_rows
 from streamherd.model import load_model, require_arrays, save_model
+from streamherd.outputs import (check_inputs, check_stdout_output, replaced_on_success,
+                                resolve_output)
 from streamherd.progress import ProgressiveValidation, zero_one_loss
 
 DEFAULT_BITS = 18
@@ -127,16 +131,22 @@ def _normalize(chunk, normalize):
 
 
 def _auto_task(chunk):
-    """Without --multiclass, --classes or --loss, the first chunk decides: the stream is multiclass
-    when a label is not a number, or when its labels cannot be a binary labelling (more than one
-    value > 0 or more than one <= 0: e.g. 0..9, 1..3, or 1 and 7) and none is negative. Otherwise
-    it is binary, exactly as before multiclass existed: a -1 marks a binary +1/-1 file, and a
-    third label later is an error that suggests --multiclass."""
-    if chunk.text_label_rows().any():
-        return "multiclass"
+    """Without --multiclass, --classes or --loss, the first chunk decides. Its numeric labels
+    are a binary labelling when they have at most one value > 0 and one <= 0, or a negative
+    one (a -1 marks a +1/-1 file). The stream is binary when they are, and class names (labels
+    that are not numbers; a damaged number such as nan or 1e400 is no class name, see
+    labels.looks_like_number) are fewer than numeric labels: a handful of typos in a binary
+    file are bad lines (reported, or skipped with --skip-bad), as the same typo later is.
+    Otherwise it is multiclass (0..9, 1..3, 1 and 7, sports/politics). A third label later in
+    a binary stream is an error that suggests --multiclass."""
+    names = int(class_name_rows(chunk).sum())
     labels = np.unique(chunk.labels[~np.isnan(chunk.labels)])
-    binary_possible = (labels > 0).sum() <= 1 and (labels <= 0).sum() <= 1
-    return "binary" if binary_possible or labels.min() < 0 else "multiclass"
+    binary_labelling = (((labels > 0).sum() <= 1 and (labels <= 0).sum() <= 1)
+                        or (labels.size > 0 and labels.min() < 0))
+    if names == 0:
+        return "binary" if binary_labelling else "multiclass"
+    numeric_rows = int((~np.isnan(chunk.labels)).sum())
+    return "binary" if binary_labelling and names < numeric_rows else "multiclass"
 
 
 def _create_learner(task, mode, algo, dim, options, state, learner_meta, blocks):
@@ -150,15 +160,19 @@ def _create_learner(task, mode, algo, dim, options, state, learner_meta, blocks)
 
 def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", final_model=None,
           initial_model=None, quiet=False, skip_bad=False, block_size=DEFAULT_BLOCK_SIZE,
-          normalize=None, multiclass=None, classes=None, loss=None):
+          normalize=None, multiclass=None, classes=None, loss=None, allow_empty=False):
     """Stream every example once through the learner; returns the run summary (a dict).
 
     ``normalize``: scale each example to unit L2 norm (bias included) before predict and update;
     saved in the model, so ``predict`` does the same. ``multiclass``: None (binary, or joint
     multiclass when the data has more than two classes, see _auto_task), "joint" or "ova";
     ``classes``: a fixed class list ("1,2,3"); ``loss``: "hinge" (classification) or "squared"
-    (regression).
+    (regression). A run that learns from no labeled example fails (exit 2) and writes no model,
+    unless ``allow_empty``: then the model (the initial one, or an untrained one) is written.
+    Inputs and the model's path are checked before any work; the model is written to a
+    temporary file that replaces ``final_model`` only at the end of a successful run.
     """
+    paths = list(paths or ["-"])
     options = {k: v for k, v in (options or {}).items() if v is not None}
     state = None
     learner_meta = {}
@@ -177,6 +191,10 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         task = "regression"
     elif multiclass is not None or classes is not None:
         task = "multiclass"
+    check_inputs(paths)
+    # -i and -f may name the same model (continue training in place, as VW's -i m -f m): it is
+    # read whole before training and replaced only at the end, so an input file is safe.
+    model_path = resolve_output(final_model, paths, "model") if final_model is not None else None
     if initial_model is not None:
         meta, state = load_model(initial_model)
         if algo is not None and learners.canonical_name(algo) != meta["algo"]:
@@ -214,6 +232,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     normalize = bool(normalize)
     _check_bits(bits)
     cls, _ = learners.learner_class(algo)
+    if initial_model is not None:
+        require_arrays(initial_model, state, cls.state_arrays)
     accepted = dict(cls.hyperparameters)
     if task == "regression":
         if cls.regression_hyperparameters is None:
@@ -227,14 +247,13 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         flags = ", ".join(f"-{k}" if len(k) == 1 else f"--{k}" for k in unused)
         raise StreamherdError(f"{algo} does not take {flags}; its hyperparameters are: "
                               f"{', '.join(accepted) or 'none'}")
-    if final_model is not None:
-        _check_writable(final_model)
     labels = None
     if task == "multiclass":
         multiclass = multiclass or "joint"
         labels = (ClassLabels.from_meta(model_meta) if initial_model is not None
                   else ClassLabels.parse(classes) if classes is not None else ClassLabels())
     dim = 1 << bits
+    chosen_task = task
     # created before any input, so that a bad hyperparameter fails at once; while the task is
     # undecided (_auto_task), with no class block: nothing is allocated until the first chunk
     learner = _create_learner(task or "multiclass", multiclass, algo, dim, options, state,
@@ -242,34 +261,59 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     reader = ChunkReader(paths, fmt=fmt, bits=bits, bias=bias, skip_bad=skip_bad,
                          block_size=block_size, workers=TRAINING_WORKERS,
                          text_labels=task in (None, "multiclass"))
-    progress = ProgressiveValidation(quiet=quiet, total_bytes=reader.total_bytes)
+    progress = ProgressiveValidation(quiet=quiet, total_bytes=reader.total_bytes,
+                                     compile_watch=compilation.watch(quiet))
     runner = None
-    for chunk in reader:
-        if runner is None:
-            if task is None:
-                task = _auto_task(chunk)
+    announced = False
+    try:
+        for chunk in reader:
+            if runner is None:
+                if task is None:
+                    task = _auto_task(chunk)
+                    if task == "multiclass":
+                        multiclass, labels = "joint", ClassLabels()
+                    else:
+                        learner = _create_learner(task, None, algo, dim, options, None, {}, 1)
                 if task == "multiclass":
-                    multiclass, labels = "joint", ClassLabels()
+                    runner = _Multiclass(learner, labels, skip_bad)
                 else:
-                    learner = _create_learner(task, None, algo, dim, options, None, {}, 1)
-            if task == "multiclass":
-                runner = _Multiclass(learner, labels, skip_bad)
-            else:
-                runner = (_Regression if task == "regression" else _Binary)(learner, model_meta,
-                                                                            skip_bad)
-            progress.loss_name = runner.loss_name
-        try:
-            chunk, loss, describe, updates = runner.step(chunk, normalize)
-        except UnstableUpdate as e:   # e.index: a row of the chunk the runner learned from
-            raise StreamherdError(
-                f"{chunk.source}:{int(runner.chunk.line_numbers[e.index])}: {e.what}; scale the "
-                f"features (--normalize) or lower -C / raise -r") from None
-        progress.add_chunk(chunk.importance, loss, chunk.indptr, describe,
-                           updates=updates, bad_lines=chunk.bad_lines, bytes_done=reader.bytes_done)
+                    runner = (_Regression if task == "regression" else _Binary)(learner, model_meta,
+                                                                                skip_bad)
+                progress.loss_name = runner.loss_name
+            try:
+                chunk, loss, describe, updates = runner.step(chunk, normalize)
+            except UnstableUpdate as e:   # e.index: a row of the chunk the runner learned from
+                raise StreamherdError(
+                    f"{chunk.source}:{int(runner.chunk.line_numbers[e.index])}: {e.what}; scale "
+                    f"the features (--normalize){_gentler(learner.options)}; no model was written"
+                ) from None
+            if not announced and chunk.n_examples:
+                announced = True
+                progress.preamble(_preamble(final_model, algo, learner.options,
+                                            bits, task, multiclass, labels, runner,
+                                            chosen_task is None, paths))
+            progress.add_chunk(chunk.importance, loss, chunk.indptr, describe,
+                               updates=updates, bad_lines=chunk.bad_lines,
+                               bytes_done=reader.bytes_done)
+    except KeyboardInterrupt as e:
+        raise Interrupted(getattr(e, "exit_code", 130),
+                          "interrupted; no model was written") from None
     if task is None:   # no input at all
         task = "binary"
         learner = _create_learner(task, None, algo, dim, options, None, {}, 1)
+    _check_skipped(progress.bad_lines, progress.examples, skip_bad, reader.formats_seen,
+                   "no model was written")
+    if progress.labeled == 0 and not allow_empty:
+        kept = f" ({final_model} was left as it was)" if model_path and \
+            os.path.exists(model_path) else ""
+        raise StreamherdError(
+            f"no labeled example was read from {_names(paths)}, so nothing was learned"
+            f"{'; no model was written' + kept if final_model is not None else ''}; check the "
+            f"input, or pass --allow-empty to write the model anyway")
     summary = progress.finish()
+    if progress.labeled and not progress.updates and not quiet:
+        progress.note(f"no update was made: every labeled example was predicted with margin to "
+                      f"spare or had importance 0, so the model is the {'initial' if initial_model is not None else 'untrained'} one")
     if final_model is not None:
         if task == "multiclass" and not len(labels):
             raise StreamherdError("no labeled example was read, so the multiclass model has no "
@@ -286,19 +330,64 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
             meta["labels"] = binary.to_meta()
         elif task == "multiclass":
             meta.update({"multiclass": multiclass, **labels.to_meta()})
-        save_model(final_model, meta, learner.state())
+        try:
+            save_model(model_path, meta, learner.state())
+        except KeyboardInterrupt as e:   # save_model removed its temporary file
+            raise Interrupted(getattr(e, "exit_code", 130),
+                              "interrupted; no model was written") from None
     return summary
 
 
-def _check_writable(path):
-    """Fail before training, not after it, when the model cannot be written."""
-    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
-    if not os.path.isdir(folder):
-        raise StreamherdError(f"cannot write model {path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise StreamherdError(f"cannot write model {path}: folder {folder} is not writable")
-    if os.path.isdir(path):
-        raise StreamherdError(f"cannot write model {path}: it is a folder")
+def _gentler(hyperparameters):
+    """The hyperparameter change that makes the learner's steps smaller, if it has one."""
+    hints = [hint for name, hint in (("C", "lower -C"), ("r", "raise -r"))
+             if name in hyperparameters]
+    return f" or {' / '.join(hints)}" if hints else ""
+
+
+def _names(paths):
+    names = ["standard input" if p == "-" else str(p) for p in paths]
+    return names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} more"
+
+
+def _check_skipped(skipped, examples, skip_bad, formats, consequence):
+    """--skip-bad skips a few damaged lines; when most lines are skipped, the data is not what
+    the run thinks it is (another format, a damaged file) and success would be a lie."""
+    if skip_bad and skipped > examples:
+        raise StreamherdError(
+            f"{skipped} of {skipped + examples} example lines were malformed and skipped (more "
+            f"than half); {consequence}. Check that the input is "
+            f"{'/'.join(sorted(formats)) or 'svmlight or VW'} text (--format), and run without "
+            f"--skip-bad to see the first bad line")
+
+
+def _task_text(task, multiclass, labels, runner, automatic):
+    if task == "binary":
+        known = runner.labels if runner is not None else BinaryLabels()
+        text = f"binary (labels {known.text(False)}/{known.text(True)})"
+    elif task == "multiclass":
+        text = (f"multiclass {multiclass} ({len(labels)} fixed classes)" if labels.fixed
+                else f"multiclass {multiclass} (classes as they appear)")
+    else:
+        text = "regression (squared loss)"
+    if automatic:
+        text += ", chosen from the labels: pass --multiclass or --loss squared to choose"
+    return text
+
+
+def _preamble(final_model, algo, hyperparameters, bits, task, multiclass, labels, runner,
+              automatic, paths):
+    """What VW prints before its table: where the model goes, the learner, and the task."""
+    lines = []
+    if final_model:
+        lines.append(("final_regressor", final_model))
+    settings = ", ".join(f"{k} = {v:g}" for k, v in hyperparameters.items())
+    lines += [("algorithm", f"{algo}{' (' + settings + ')' if settings else ''}"),
+              ("Num weight bits", bits),
+              ("task", _task_text(task, multiclass, labels, runner, automatic)),
+              ("Reading datafile", _names(paths)),
+              ("num sources", len(paths))]
+    return lines
 
 
 def _format_margins(margins):
@@ -321,8 +410,16 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
 
     ``proba``: P(y = +1 | x) of a Gaussian binary model, or every class's probability of being
     the model's argmax for a Gaussian multiclass model, instead of the label. ``scores`` (and
-    ``raw`` for a multiclass model): every class's score.
+    ``raw`` for a multiclass model): every class's score. With ``skip_bad``, each malformed line
+    skipped gets an empty output line, so that output line k is still input example k.
+    ``output``: written to a temporary file that replaces it at the end of a successful run.
     """
+    paths = list(paths or ["-"])
+    check_inputs(paths)   # the model: load_model's own messages
+    if output is not None:
+        output_path = resolve_output(output, [*paths, os.fspath(model_path)], "predictions")
+    else:
+        check_stdout_output(paths)
     meta, arrays = load_model(model_path)
     algo = learners.canonical_name(meta["algo"])
     cls, _ = learners.learner_class(algo)
@@ -363,31 +460,73 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
             return margins
         return None
 
+    compilation.watch(quiet)
     reader = ChunkReader(paths, fmt=fmt, bits=meta["bits"], bias=meta["bias"], skip_bad=skip_bad,
                          block_size=block_size, text_labels=task != "binary",
                          process=on_parser_thread)  # regression: _RegressionOutput checks labels
-    sink = open(output, "w", encoding="utf-8") if output is not None else sys.stdout
+    destination = "standard output" if output is None else str(output)
+    written = skipped = 0
     try:
-        for chunk in reader:
-            chunk, values = writer.chunk(chunk)
-            if np.any(chunk.tag_start >= 0):
-                values = [v if t is None else f"{v} {t}" for v, t in zip(values, chunk.tags())]
-            if values:
-                sink.write("\n".join(values) + "\n")
-        sink.flush()
-    finally:
-        if output is not None:
-            sink.close()
+        with (replaced_on_success(output_path) if output is not None
+              else contextlib.nullcontext(sys.stdout)) as sink:
+            for chunk in reader:
+                chunk, values = writer.chunk(chunk)
+                if np.any(chunk.tag_start >= 0):
+                    values = [v if t is None else f"{v} {t}" for v, t in zip(values, chunk.tags())]
+                if skip_bad:
+                    skipped += chunk.bad_lines
+                    values = _with_skipped_lines(chunk, values)
+                if values:
+                    sink.write("\n".join(values) + "\n")
+                    written += len(values)
+            _check_skipped(skipped, writer.examples, skip_bad, reader.formats_seen,
+                           f"no predictions were written{' to ' + str(output) if output else ''}")
+            if writer.examples == 0:
+                raise StreamherdError(
+                    f"no example was read from {_names(paths)}, so there is nothing to predict"
+                    f"{'; ' + str(output) + ' was left as it was' if output is not None else ''}; "
+                    f"check the input")
+            sink.flush()
+    except KeyboardInterrupt as e:
+        raise Interrupted(getattr(e, "exit_code", 130), f"interrupted after {written} "
+                          f"predictions{'; ' + str(output) + ' was left as it was' if output else ''}"
+                          ) from None
+    except BrokenPipeError:
+        raise   # the reader of stdout went away ('| head'): the CLI ends quietly
+    except OSError as e:
+        raise StreamherdError(f"cannot write the predictions to {destination}: "
+                              f"{e.strerror or e}; {'free some space' if e.errno == errno.ENOSPC else 'check where they go'}"
+                              f"{' (' + str(output) + ' was left as it was)' if output else ''}") from None
+    if not quiet and skipped:
+        _say(f"{skipped} malformed lines skipped (an empty output line for each)")
     if not quiet and writer.labeled:
-        print(writer.report(), file=sys.stderr)
+        _say(writer.report())
     return writer.loss, writer.labeled
+
+
+def _say(text):
+    """A summary line on stderr; a closed stderr does not make a finished run fail."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _with_skipped_lines(chunk, values):
+    """The output values with an empty line at the place of each skipped malformed line (rows
+    and skipped lines in file line order)."""
+    skipped = chunk.bad_line_numbers
+    if not len(skipped):
+        return values
+    order = np.argsort(np.concatenate([chunk.line_numbers, skipped]), kind="stable")
+    return np.array([*values, *([""] * len(skipped))], dtype=object)[order].tolist()
 
 
 class _BinaryOutput:
     def __init__(self, learner, labels, proba, raw):
         self.learner, self.proba, self.raw = learner, proba, raw
         self.texts = np.array([labels.text(False), labels.text(True)], dtype=object)
-        self.loss = self.labeled = 0
+        self.loss = self.labeled = self.examples = 0
 
     def chunk(self, chunk):
         margins = chunk.derived  # computed on the parser thread (see predict)
@@ -399,6 +538,7 @@ class _BinaryOutput:
             values = (_format_margins(margins) if self.raw
                       else self.texts[positive.astype(np.intp)].tolist())
         has_label = ~np.isnan(chunk.labels)
+        self.examples += chunk.n_examples
         self.labeled += int(has_label.sum())
         self.loss += int(np.count_nonzero(positive[has_label] != (chunk.labels[has_label] > 0)))
         return chunk, values
@@ -412,7 +552,7 @@ class _RegressionOutput:
     def __init__(self, learner, skip_bad):
         self.learner, self.skip_bad = learner, skip_bad
         self.loss = 0.0
-        self.labeled = 0
+        self.labeled = self.examples = 0
 
     def chunk(self, chunk):
         chunk = numeric_labels_only(chunk, self.skip_bad,
@@ -420,6 +560,7 @@ class _RegressionOutput:
         predictions = np.empty(chunk.n_examples)
         self.learner.predict_margins(chunk.indptr, chunk.indices, chunk.values, predictions)
         has_label = ~np.isnan(chunk.labels)
+        self.examples += chunk.n_examples
         self.labeled += int(has_label.sum())
         self.loss += float(np.sum((chunk.labels[has_label] - predictions[has_label]) ** 2))
         return chunk, _format_margins(predictions)
@@ -433,7 +574,7 @@ class _MulticlassOutput:
     def __init__(self, learner, labels, proba, scores):
         self.learner, self.labels, self.proba, self.scores = learner, labels, proba, scores
         self.texts = labels.text_array()
-        self.loss = self.labeled = 0
+        self.loss = self.labeled = self.examples = 0
 
     def chunk(self, chunk):
         # labels outside the model's classes get id -2: a mistake, never predicted
@@ -450,6 +591,7 @@ class _MulticlassOutput:
         else:
             values = self.texts[predicted + 1].tolist()
         has_label = cls != -1
+        self.examples += n
         self.labeled += int(has_label.sum())
         self.loss += int(np.count_nonzero(predicted[has_label] != cls[has_label]))
         return chunk, values

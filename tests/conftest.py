@@ -21,6 +21,26 @@ def data_dir():
     return DATA_DIR
 
 
+# The first run after an install (here: after a kernel's source changed) compiles kernels and
+# says so in a line of its own; a test of what a command prints looks past that line.
+COMPILE_NOTICE = "streamherd: compiling kernels"
+
+
+def without_compile_notice(stderr):
+    return "".join(line for line in stderr.splitlines(keepends=True)
+                   if not line.startswith(COMPILE_NOTICE))
+
+
+def one_line_error(proc, code=2):
+    """The process failed with ``code`` and exactly one line on stderr, no traceback; returns it."""
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = without_compile_notice(proc.stderr).strip("\n").split("\n")
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("streamherd: "), proc.stderr
+    return lines[0]
+
+
 def _run_cli(*args, input=None, cwd=None, timeout=600):
     """Run ``python -m streamherd ARGS``; returns CompletedProcess with text stdout/stderr."""
     env = dict(os.environ)

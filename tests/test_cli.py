@@ -12,7 +12,7 @@ import pytest
 
 from streamherd.model import load_model
 
-from conftest import REPO
+from conftest import REPO, without_compile_notice
 
 CONSTANT = 11650396
 
@@ -21,7 +21,7 @@ def one_line_error(proc):
     """The process failed with exactly one line on stderr and no traceback."""
     assert proc.returncode != 0, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
-    lines = proc.stderr.strip("\n").split("\n")
+    lines = without_compile_notice(proc.stderr).strip("\n").split("\n")
     assert len(lines) == 1, proc.stderr
     assert lines[0].strip()
     return lines[0]
@@ -335,8 +335,13 @@ def test_skip_bad(run_cli, bad_file, tmp_path):
     assert stats["bad lines skipped"] == "1"
     assert stats["number of examples"] == "3"
     assert model.exists()
+    # one output line per example line: an empty one for the malformed line 4 (line 3 is
+    # blank, no example)
     pred = run_cli("predict", "--skip-bad", "-m", model, bad_file)
-    assert pred.returncode == 0 and len(pred.stdout.splitlines()) == 3
+    assert pred.returncode == 0, pred.stderr
+    lines = pred.stdout.splitlines()
+    assert len(lines) == 4 and lines[2] == "" and all(lines[k] for k in (0, 1, 3))
+    assert "1 malformed lines skipped" in pred.stderr
     pred = run_cli("predict", "-m", model, bad_file)
     assert pred.returncode == 2
     assert f"{bad_file}:4:" in pred.stderr and "Traceback" not in pred.stderr

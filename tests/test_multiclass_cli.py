@@ -12,13 +12,7 @@ from streamherd.io.reader import ChunkReader
 from streamherd.labels import ClassLabels
 from streamherd.model import load_model
 
-
-def one_line_error(proc):
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
+from conftest import one_line_error
 
 
 def summary(stderr):
@@ -320,10 +314,14 @@ def test_ova_gaussian_proba_and_unlabeled_first_lines(run_cli, tmp_path, data_di
     P = np.array([[float(p.split(":")[1]) for p in line.split()]
                   for line in proba.stdout.splitlines()])
     np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-6)
-    # a VW stream that starts without labels is still trained (binary, as before)
+    # a VW stream without labels learns nothing: an error, unless --allow-empty (binary, as
+    # before)
     path = tmp_path / "u.vw"
     path.write_text("|f a\n|f b\n")
-    proc = run_cli("train", "--quiet", path, "-f", tmp_path / "u.npz")
+    assert "no labeled example" in one_line_error(
+        run_cli("train", "--quiet", path, "-f", tmp_path / "u.npz"))
+    assert not (tmp_path / "u.npz").exists()
+    proc = run_cli("train", "--quiet", "--allow-empty", path, "-f", tmp_path / "u.npz")
     assert proc.returncode == 0, proc.stderr
     assert load_model(tmp_path / "u.npz")[0]["task"] == "binary"
 

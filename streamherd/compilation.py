@@ -1,0 +1,68 @@
+"""Kernel compilation, made visible: the first run after an install compiles streamherd's numba
+kernels (later runs load them from numba's on-disk cache). Without a word, that run would look
+hung for its first seconds and then report a throughput that is mostly compilation.
+
+``watch`` listens to numba's public event API ("numba:compile" fires only when a kernel is not
+in the cache): at the first compilation it prints a one-line notice, and it adds up the time
+spent compiling, which the progress report takes out of its elapsed time and throughput.
+"""
+import sys
+import threading
+import time
+
+from numba.core import event
+
+# What the first run of `streamherd train samples/sample.svm` compiles on the 2-core machine of
+# benchmarks/first_run.py (see benchmarks/README.md); the notice quotes it.
+TYPICAL_FIRST_RUN_SECONDS = 30
+
+
+class CompileWatch(event.Listener):
+    """Total seconds spent compiling kernels since ``watch`` (outermost compilations only: a
+    kernel compiles the functions it calls inside its own compilation)."""
+
+    def __init__(self, notice_stream):
+        self.seconds = 0.0
+        self.notice_stream = notice_stream
+        self._lock = threading.Lock()
+        self._depth = {}
+        self._started = {}
+
+    def on_start(self, compile_event):
+        thread = threading.get_ident()
+        with self._lock:
+            depth = self._depth.get(thread, 0)
+            self._depth[thread] = depth + 1
+            if depth == 0:
+                self._started[thread] = time.perf_counter()
+            stream, self.notice_stream = self.notice_stream, None
+        if stream is not None:
+            _notice(stream)
+
+    def on_end(self, compile_event):
+        thread = threading.get_ident()
+        with self._lock:
+            depth = self._depth[thread] - 1
+            self._depth[thread] = depth
+            if depth == 0:
+                self.seconds += time.perf_counter() - self._started.pop(thread)
+
+
+def _notice(stream):
+    try:
+        print(f"streamherd: compiling kernels, once per install (~{TYPICAL_FIRST_RUN_SECONDS} "
+              f"s); later runs start at once", file=stream, flush=True)
+    except (OSError, ValueError):   # stderr closed or its reader gone: training goes on
+        pass
+
+
+_watch = None
+
+
+def watch(quiet=False):
+    """The process's CompileWatch (installed once); the notice goes to stderr unless quiet."""
+    global _watch
+    if _watch is None:
+        _watch = CompileWatch(None if quiet else sys.stderr)
+        event.register("numba:compile", _watch)
+    return _watch

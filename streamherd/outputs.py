@@ -1,0 +1,144 @@
+"""The user's files are sacred: inputs checked before any work, outputs checked before any work
+and written to a temporary file that replaces the target only when the run succeeded.
+
+An output is never an input (the same file under another name, a hard link, or the file behind
+a redirected stdin/stdout included), never anything but a regular file (``-f /dev/null`` as root
+would replace the device), and a symbolic link is written through (the file it points to is
+replaced, the link stays).
+"""
+import contextlib
+import os
+import stat
+import sys
+import tempfile
+
+from streamherd.errors import StreamherdError
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode):
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_inputs(paths):
+    """Every input is there and readable before the first byte is learned from (not after
+    training on the files before a misspelt one)."""
+    for path in paths:
+        if path == "-":
+            if sys.stdin is None:
+                raise StreamherdError("standard input is closed, and no input file was given; "
+                                      "pass input files or pipe data in")
+            continue
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            raise StreamherdError(f"cannot read {path}: no such file; check the path") from None
+        except OSError as e:
+            raise StreamherdError(f"cannot read {path}: {e.strerror}; check the path and "
+                                  f"permissions") from None
+        if stat.S_ISDIR(info.st_mode):
+            raise StreamherdError(f"cannot read {path}: it is a folder; give the data files "
+                                  f"in it (e.g. {os.path.join(path, '*.svm')})")
+        if not os.access(path, os.R_OK):
+            raise StreamherdError(f"cannot read {path}: permission denied; check its "
+                                  f"permissions")
+
+
+def _same_file(info, other):
+    return info.st_dev == other.st_dev and info.st_ino == other.st_ino
+
+
+def _input_stats(inputs):
+    """(name, stat) of each input that is a file: named files, and stdin when it is a file."""
+    stats = []
+    for path in inputs:
+        try:
+            if path == "-":
+                if sys.stdin is not None:
+                    stats.append(("standard input", os.fstat(sys.stdin.fileno())))
+            else:
+                stats.append((path, os.stat(path)))
+        except (OSError, ValueError):   # not there: check_inputs reports it
+            continue
+    return stats
+
+
+def resolve_output(path, inputs, what):
+    """The real path to write ``what`` (e.g. "model") to: through symbolic links, checked
+    before any work. Refuses a target that exists and is not a regular file, a missing or
+    read-only folder, and an output that is one of ``inputs``."""
+    path = os.fspath(path)
+    real = os.path.realpath(path)
+    try:
+        info = os.stat(real)
+    except FileNotFoundError:
+        info = None
+    except OSError as e:
+        raise StreamherdError(f"cannot write {what} {path}: {e.strerror}") from None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise StreamherdError(f"cannot write {what} {path}: it is {_kind(info.st_mode)}; give "
+                              f"the path of a regular file")
+    folder = os.path.dirname(real)
+    if not os.path.isdir(folder):
+        raise StreamherdError(f"cannot write {what} {path}: folder {folder} does not exist; "
+                              f"create it first")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StreamherdError(f"cannot write {what} {path}: folder {folder} is not writable; "
+                              f"write it elsewhere")
+    if info is not None:
+        for name, input_info in _input_stats(inputs):
+            if _same_file(info, input_info):
+                same = "" if name == path else f" ({name})"
+                raise StreamherdError(f"cannot write {what} {path}: it is also an input{same}; "
+                                      f"write the {what} to another file")
+    return real
+
+
+def check_stdout_output(inputs):
+    """Standard output carries the predictions: it must be open, and not an input file
+    (``predict x.svm >> x.svm`` would read its own output for ever)."""
+    if sys.stdout is None:
+        raise StreamherdError("standard output is closed; pass -p FILE to write the "
+                              "predictions to a file")
+    try:
+        info = os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError):
+        return
+    if stat.S_ISREG(info.st_mode):
+        for name, input_info in _input_stats(inputs):
+            if _same_file(info, input_info):
+                raise StreamherdError(f"standard output is the input {name}; redirect the "
+                                      f"predictions to another file")
+
+
+@contextlib.contextmanager
+def replaced_on_success(real_path, mode="w"):
+    """A file object writing to a temporary file beside ``real_path``, which replaces it when
+    the block ends without an exception; otherwise the temporary file is removed and whatever
+    was at ``real_path`` stays as it was."""
+    folder = os.path.dirname(real_path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".streamherd-", suffix=".tmp", dir=folder)
+    except OSError as e:
+        raise StreamherdError(f"cannot write {real_path}: {e.strerror}") from None
+    try:
+        with os.fdopen(fd, mode, encoding="utf-8" if "b" not in mode else None) as f:
+            yield f
+        os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes it 0600: an ordinary file instead
+        os.replace(tmp, real_path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
