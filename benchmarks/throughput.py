@@ -275,7 +275,7 @@ def budget_mb(algo, bits):
     plus MEMORY_ALLOWANCE_MB, in MiB (the unit of the peak RSS column)."""
     from streamherd import learners
 
-    cls, _ = learners.learner_class(learners.canonical_name(algo))
+    cls = learners.learner_class(algo)
     return (1 << bits) * 8 * (1 + len(cls.state_arrays)) / 2 ** 20 + MEMORY_ALLOWANCE_MB
 
 

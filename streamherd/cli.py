@@ -6,6 +6,7 @@ importing numpy or numba; each command imports what it needs.
 import contextlib
 import functools
 import gc
+import inspect
 import os
 import signal
 import sys
@@ -17,7 +18,8 @@ import typer
 
 from streamherd import __version__, cli_coercion
 from streamherd.errors import Interrupted
-from streamherd.learners import ALIASES, DEFAULT_ALGO, REGISTRY
+from streamherd.learners import ALIASES, DEFAULT_ALGO, REGISTRY, hyperparameters
+from streamherd.learners.spec import POSITIVE
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -26,10 +28,57 @@ app = typer.Typer(
          "svmlight or VW-format lines.")
 
 ALGOS = ", ".join([*REGISTRY, *(f"{alias} (= {name})" for alias, name in ALIASES.items())])
+
+
+def _learner_list(names):
+    """``names`` shortened where they cover a family (every nherd variant: nherd*)."""
+    shown = []
+    for name in names:
+        family = name.split("-")[0]
+        variants = [n for n in REGISTRY if n.split("-")[0] == family]
+        if len(variants) > 1 and all(v in names for v in variants):
+            if f"{family}*" not in shown:
+                shown.append(f"{family}*")
+        else:
+            shown.append(name)
+    return ", ".join(shown)
+
+
+_REGRESSION = _learner_list([name for name, variant in REGISTRY.items()
+                             if variant.regression is not None])
+
+
+_TUNED = "; ".join(
+    f"{h.name}: {_learner_list([n for n, v in REGISTRY.items() if v.tuned == h])}"
+    for h, _ in hyperparameters() if any(v.tuned == h for v in REGISTRY.values()))
+
+
+def _with_hyperparameter_flags(command):
+    """``command`` with its ``**hyperparameters`` replaced by one option per hyperparameter the
+    registry declares (learners/__init__.py): the flags, their help and the learners that take
+    each come from the declarations, so a new learner's flags need no edit here."""
+    signature = inspect.signature(command)
+    fixed = [p for p in signature.parameters.values() if p.kind != p.VAR_KEYWORD]
+    generated = []
+    for h, takers in hyperparameters():
+        text = h.help[0].upper() + h.help[1:]
+        if h.domain != POSITIVE:   # an unusual range is worth saying
+            text = f"{text}, {h.domain.text()}"
+        generated.append(inspect.Parameter(
+            h.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[float],
+            default=typer.Option(None, *h.flags, show_default=False,
+                                 help=f"{text} ({_learner_list(takers)}; default {h.default:g})."
+                                 )))
+    command.__signature__ = signature.replace(parameters=[
+        *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in fixed), *generated])
+    command.__annotations__ = {**command.__annotations__,
+                               **{p.name: p.annotation for p in generated}}
+    return command
 Files = typer.Argument(None, show_default=False, metavar="[FILES]...",
                        help="Input files (.gz, .bz2, .xz detected by content); '-' or none: stdin.")
 Data = typer.Option(None, "-d", "--data", show_default=False, help="An input file (repeatable).")
-Format = typer.Option("auto", "--format", help="auto, svmlight or vw (auto: a line with '|' is VW).")
+Format = typer.Option("auto", "--format", help="auto, svmlight or vw (auto: the format of most "
+                      "of the first lines; a line with '|' is VW).")
 
 
 class _OutputClosed(Exception):
@@ -87,24 +136,12 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
 
 
 @app.command()
+@_with_hyperparameter_flags
 def train(
     files: Optional[List[str]] = Files,
     data: Optional[List[str]] = Data,
     algo: Optional[str] = typer.Option(None, "--algo", show_default=False,
                                        help=f"Learner (default {DEFAULT_ALGO}): {ALGOS}."),
-    C: Optional[float] = typer.Option(None, "-C", show_default=False,
-                                      help="Aggressiveness C (pa1, pa2, nherd, scw; default 1)."),
-    r: Optional[float] = typer.Option(None, "-r", show_default=False,
-                                      help="Regularization r (arow; default 1)."),
-    eta: Optional[float] = typer.Option(None, "--eta", show_default=False,
-                                        help="Confidence level eta in (0.5, 1) (cw, scw; "
-                                             "default 0.9)."),
-    a: Optional[float] = typer.Option(None, "-a", "--init-variance", show_default=False,
-                                      help="Initial variance a, Sigma0 = a I (nherd, arow, cw, scw, "
-                                           "sop; default 1)."),
-    epsilon: Optional[float] = typer.Option(None, "--epsilon", show_default=False,
-                                            help="Insensitivity epsilon >= 0 of pa/pa1/pa2 "
-                                                 "regression (--loss squared; default 0)."),
     multiclass: Optional[str] = typer.Option(
         None, "--multiclass", show_default=False,
         help="joint (one weight block per class, the default for data with more than two "
@@ -114,7 +151,7 @@ def train(
         help="Fix the class set, e.g. 1,2,3 (multiclass; a label outside it is a bad line)."),
     loss: Optional[str] = typer.Option(
         None, "--loss", show_default=False,
-        help="hinge (classification, default) or squared (regression: nherd, arow, pa*)."),
+        help=f"hinge (classification, default) or squared (regression: {_REGRESSION})."),
     normalize: bool = typer.Option(False, "--normalize",
                                    help="Scale each example to unit L2 norm (saved in the model, "
                                         "applied by predict)."),
@@ -132,6 +169,7 @@ def train(
                                      help="Write the model even when no labeled example was "
                                           "read (without it, such a run fails and writes "
                                           "nothing)."),
+    **hyperparameters,
 ):
     """Train a model, one online update per line, reporting progressive validation loss."""
     _import_numba()
@@ -139,8 +177,7 @@ def train(
 
     _end_start_up()
 
-    run_train(_inputs(files, data), algo=algo,
-              options={"C": C, "r": r, "eta": eta, "a": a, "epsilon": epsilon},
+    run_train(_inputs(files, data), algo=algo, options=hyperparameters,
               bits=bits, bias=False if no_bias else None, fmt=fmt, final_model=final_model,
               initial_model=initial_model, quiet=quiet, skip_bad=skip_bad,
               normalize=True if normalize else None, multiclass=multiclass, classes=classes,
@@ -248,9 +285,9 @@ def experiment(
                               "--algos", help="Comma-separated learners (registry names)."),
     grid: Optional[List[str]] = typer.Option(
         None, "--grid", show_default=False,
-        help="NAME=VALUES for the tuned hyperparameter NAME (C: nherd/pa/scw, r: arow, "
-             "eta: cw, a: sop); VALUES 'a,b,c', '2^-4..2^4' or '2^-8..2^8:2' (every 2nd "
-             "power; the default); eta: 0.55,0.6,...,0.95 (repeatable)."),
+        help=f"NAME=VALUES for the tuned hyperparameter NAME ({_TUNED}); VALUES 'a,b,c', "
+             f"'2^-4..2^4' or '2^-8..2^8:2' (every 2nd power; the default); eta: "
+             f"0.55,0.6,...,0.95 (repeatable)."),
     noise: str = typer.Option("0,0.1,0.3", "--noise",
                               help="Label-noise rates of the training data (test stays clean)."),
     folds: int = typer.Option(10, "--folds", help="k-fold cross-validation for datasets "

@@ -213,19 +213,20 @@ def _check_meta(path, meta):
     if name not in learners.REGISTRY:
         raise m.damaged(f"'algo' in its meta is {_show(name)}, which is no streamherd algorithm "
                         f"(they are {', '.join(learners.REGISTRY)})")
-    cls, _ = learners.learner_class(name)
+    cls = learners.learner_class(name)
+    variant = learners.spec(name)
     task = m.get("task", lambda v: v in TASKS, f"one of {', '.join(TASKS)}", required=False,
                  default="binary")
     if task != "binary" and meta["format_version"] == 1:
         raise m.damaged(f"it is a format-1 model, which is binary, but its meta says task "
                         f"{task!r}")
-    if task == "regression" and cls.regression_hyperparameters is None:
+    if task == "regression" and variant.regression is None:
         raise m.damaged(f"it is a regression model of {name}, which has no squared-loss form")
     bits = m.get("bits", lambda v: _is_int(v) and 1 <= v <= MAX_BITS,
                  f"an integer from 1 to {MAX_BITS}")
     m.get("bias", lambda v: isinstance(v, bool), "true or false")
     m.get("normalize", lambda v: isinstance(v, bool), "true or false", required=False)
-    _check_hyperparameters(m, name, cls, task)
+    _check_hyperparameters(m, variant, task)
     m.get("examples", lambda v: _is_int(v) and v >= 0, "a count of examples", required=False)
     m.get("progressive_loss", lambda v: v is None or _is_real(v), "a number or null",
           required=False)
@@ -255,26 +256,22 @@ def _check_meta(path, meta):
     return shapes, (name, model)
 
 
-def _check_hyperparameters(m, name, cls, task):
-    accepted = dict(cls.hyperparameters)
-    if task == "regression":
-        accepted.update(cls.regression_hyperparameters)
+def _check_hyperparameters(m, variant, task):
+    """Each hyperparameter one the learner takes for ``task``, a finite number in its declared
+    range (learners/spec.py); a missing one takes its default."""
     options = m.get("hyperparameters", lambda v: isinstance(v, dict),
                     "a table of hyperparameters")
+    accepted = {h.name for h in variant.accepted(task)}
     for key, value in options.items():
         if key not in accepted:
-            raise m.damaged(f"its meta has the hyperparameter {_show(key)}, which {name} "
+            raise m.damaged(f"its meta has the hyperparameter {_show(key)}, which {variant.name} "
                             f"{'(regression) ' if task == 'regression' else ''}does not take "
-                            f"(it takes {', '.join(accepted) or 'none'})")
+                            f"(it takes {', '.join(sorted(accepted)) or 'none'})")
         if not _is_finite(value):
             raise m.damaged(f"hyperparameter {key} in its meta is {_show(value)}, expected a "
                             f"finite number")
-    # the learner's own checks of their range (positive; epsilon >= 0; cw's eta in (0.5, 1)):
-    # one slot, so nothing is allocated
-    from streamherd import learners
-
     try:
-        learners.create(name, 1, options)
+        variant.options(options, task)
     except StreamherdError as e:
         raise m.damaged(f"its hyperparameters are out of range ({e})") from None
 

@@ -13,7 +13,7 @@ from streamherd.io.reader import (DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkRea
 from streamherd.labels import BinaryLabels, ClassLabels, class_name_rows
 from streamherd.learners.base import UnstableUpdate
 from streamherd.learners.sparse import normalize_rows
-from streamherd.model import load_model, require_arrays, save_model
+from streamherd.model import load_model, save_model
 from streamherd.outputs import (check_inputs, check_stdout_output, replaced_on_success,
                                 resolve_output)
 from streamherd.progress import ProgressiveValidation, zero_one_loss
@@ -155,7 +155,7 @@ def _create_learner(task, mode, algo, dim, options, state, learner_meta, blocks)
 
         return OneVersusAll(algo, dim, options, state, learner_meta, blocks=blocks)
     return learners.create(algo, dim, options, state, learner_meta,
-                           blocks=blocks if task == "multiclass" else 1)
+                           blocks=blocks if task == "multiclass" else 1, task=task)
 
 
 def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", final_model=None,
@@ -231,22 +231,14 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     bias = True if bias is None else bias
     normalize = bool(normalize)
     _check_bits(bits)
-    cls, _ = learners.learner_class(algo)
-    if initial_model is not None:
-        require_arrays(initial_model, state, cls.state_arrays)
-    accepted = dict(cls.hyperparameters)
-    if task == "regression":
-        if cls.regression_hyperparameters is None:
-            raise StreamherdError(
-                f"{algo} has no squared-loss form; --loss squared works with arow (recursive least "
-                f"squares), nherd and pa/pa1/pa2 (epsilon-insensitive) and their variants")
-        accepted.update(cls.regression_hyperparameters)
-        options = {**cls.regression_hyperparameters, **options}
-    unused = sorted(set(options) - set(accepted))
-    if unused:
-        flags = ", ".join(f"-{k}" if len(k) == 1 else f"--{k}" for k in unused)
-        raise StreamherdError(f"{algo} does not take {flags}; its hyperparameters are: "
-                              f"{', '.join(accepted) or 'none'}")
+    variant = learners.spec(algo)
+    if task == "regression" and variant.regression is None:
+        with_regression = ", ".join(name for name, other in learners.REGISTRY.items()
+                                    if other.regression is not None)
+        raise StreamherdError(f"{algo} has no squared-loss form; --loss squared works with "
+                              f"{with_regression}")
+    # every hyperparameter checked (and a flag the learner does not take refused) before any input
+    options = variant.options(options, task or "binary")
     labels = None
     if task == "multiclass":
         multiclass = multiclass or "joint"
@@ -422,8 +414,6 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
         check_stdout_output(paths)
     meta, arrays = load_model(model_path)
     algo = learners.canonical_name(meta["algo"])
-    cls, _ = learners.learner_class(algo)
-    require_arrays(model_path, arrays, cls.state_arrays)   # the learner's own arrays, too
     task = meta.get("task", "binary")
     mode = meta.get("multiclass")
     learner = _create_learner(task, mode, algo, 1 << meta["bits"], meta["hyperparameters"],

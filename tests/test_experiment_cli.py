@@ -103,7 +103,7 @@ def test_missing_matplotlib_is_one_line(data_dir, tmp_path):
     (["--noise", "0,x"], "'x' is not a number"),
     (["--algos", "nherd-p,nope"], "unknown --algo 'nope'"),
     (["--grid", "eta=0.3"], "--grid eta"),
-    (["--algos", "cw", "--grid", "eta=0.3"], "strictly between 0.5 and 1"),
+    (["--algos", "cw", "--grid", "eta=0.3"], "must be in (0.5, 1)"),
     (["--grid", "Q=1"], "--grid 'Q=1'"),
     (["--folds", "1"], "--folds 1"),
     (["-b", "0"], "--bits 0 is out of range"),

@@ -17,8 +17,7 @@ from streamherd.learners.base import UnstableUpdate
 from streamherd.learners.ova import OneVersusAll
 
 ALGOS = sorted(learners.REGISTRY)
-REGRESSION = [a for a in ALGOS if learners.learner_class(a)[0].regression_hyperparameters
-              is not None]
+REGRESSION = [a for a in ALGOS if learners.spec(a).regression is not None]
 TASKS = ["binary", "joint", "ova"]
 D = 8   # slots per class: tiny, for the full-covariance learners
 # The perceptrons' step does not involve |x|^2: 1e200 makes a finite update (w = 1e200), and the

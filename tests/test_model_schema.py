@@ -25,7 +25,7 @@ TRAIN_OPTIONS = {"binary": {}, "joint": {"multiclass": "joint"}, "ova": {"multic
 
 
 def _has_regression(algo):
-    return learners.learner_class(algo)[0].regression_hyperparameters is not None
+    return learners.spec(algo).regression is not None
 
 
 EVERY_MODEL = [(algo, kind) for algo in learners.REGISTRY for kind in KINDS
@@ -93,7 +93,7 @@ def test_every_model_streamherd_writes_loads_exactly_as_saved(model, algo, kind)
     meta, arrays = load_model(path)
     raw_meta, raw_arrays = _raw(path)
     assert meta == raw_meta
-    cls = learners.learner_class(algo)[0]
+    cls = learners.learner_class(algo)
     assert set(arrays) == set(raw_arrays) == {"mean", *cls.state_arrays}
     for name, array in raw_arrays.items():
         assert arrays[name].dtype == array.dtype and arrays[name].shape == array.shape

@@ -17,10 +17,6 @@ from streamherd.errors import StreamherdError
 from streamherd.learners.base import UnstableUpdate
 
 TASK_KINDS = ("binary", "multiclass")
-# The hyperparameter the grid searches, in order of preference among those a learner has
-# (C for nherd/pa/scw, r for arow, eta for cw, the initial variance a for sop); none for the
-# perceptrons and pa.
-TUNED_HYPERPARAMETERS = ("C", "r", "eta", "a")
 
 
 class Diverged(Exception):
@@ -31,20 +27,24 @@ def canonical_algo(name):
     return learners.canonical_name(name)
 
 
+def tunable():
+    """The hyperparameters the grid can search (those declared with a grid), by name."""
+    return {h.name: h for h, _ in learners.hyperparameters() if h.grid}
+
+
 def tuned_hyperparameter(algo):
-    """The name of the hyperparameter the grid searches for ``algo``, or None."""
-    cls, _ = learners.learner_class(algo)
-    return next((h for h in TUNED_HYPERPARAMETERS if h in cls.hyperparameters), None)
+    """The name of the hyperparameter the grid searches for ``algo`` (its first declared one
+    with a grid: C for nherd/pa/scw, r for arow, eta for cw, a for sop), or None."""
+    tuned = learners.spec(algo).tuned
+    return tuned.name if tuned else None
 
 
 def default_value(algo, hyperparameter):
-    cls, _ = learners.learner_class(algo)
-    return cls.hyperparameters[hyperparameter]
+    return next(h.default for h in learners.spec(algo).hyperparameters if h.name == hyperparameter)
 
 
 def needs_full_covariance(algo):
-    cls, _ = learners.learner_class(algo)
-    return bool(getattr(cls, "full", False)) or algo.endswith("-full")
+    return learners.spec(algo).covariance == "full"
 
 
 def validate(algo, hyperparameter, values):

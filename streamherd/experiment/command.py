@@ -11,16 +11,12 @@ from streamherd.experiment import adapter, report
 from streamherd.experiment.data import (DEFAULT_BITS_CAP, FULL_COVARIANCE_MAX_BITS, LOAD_BITS,
                                         NORMALIZATIONS, tasks_of)
 from streamherd.experiment.plots import MISSING, PLOT_FORMATS, make_plots
-from streamherd.experiment.runner import (Grid, Settings, load_datasets, log_grid, make_jobs,
+from streamherd.experiment.runner import (Grid, Settings, load_datasets, make_jobs,
                                           run_grid)
+from streamherd.learners.spec import log_grid
 
 DEFAULT_ALGOS = "nherd-p,nherd-e,nherd-d,arow-p,arow-d,cw,pa2,perceptron"
 DEFAULT_NOISE = "0,0.1,0.3"
-# C, r and a: a log grid, as LIBOL's 2^-4..2^4 but twice as wide at the same cost (every other
-# power of two): with 2^-4..2^4 a third of the runs at noise 0.3 chose an end of the grid (AROW's
-# r = 16, NHERD's and PA's C = 1/16). eta is a probability in (0.5, 1): an even grid over it.
-DEFAULT_GRIDS = {"C": log_grid(-8, 8, 2), "r": log_grid(-8, 8, 2), "a": log_grid(-8, 8, 2),
-                 "eta": (0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)}
 _POWER = re.compile(r"^2\^(-?\d+)$")
 
 
@@ -58,13 +54,14 @@ def parse_values(text, what):
 def parse_grids(algos, grid_options):
     """One Grid per algorithm: its tuned hyperparameter with the --grid values for that name,
     else the default values."""
-    values_of = dict(DEFAULT_GRIDS)
+    tunable = adapter.tunable()
+    values_of = {name: h.grid for name, h in tunable.items()}   # the declared default grids
     for option in grid_options or []:
         name, sep, text = option.partition("=")
         name = name.strip()
-        if not sep or name not in adapter.TUNED_HYPERPARAMETERS:
+        if not sep or name not in tunable:
             raise StreamherdError(f"--grid '{option}': write NAME=VALUES with NAME one of "
-                                  f"{', '.join(adapter.TUNED_HYPERPARAMETERS)}, e.g. C=2^-4..2^4")
+                                  f"{', '.join(tunable)}, e.g. C=2^-4..2^4")
         values_of[name] = parse_values(text, f"--grid {name}")
     grids = []
     for algo in algos:

@@ -12,7 +12,6 @@ Runs go to worker processes (``-j``); each worker loads the datasets once, at st
 the data a run prepares (rows, noisy labels, pass orders) for the next runs of the same task,
 fold and noise level, which the job order puts next to each other.
 """
-import math
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -316,8 +315,3 @@ def run_grid(datasets, specs, load_options, jobs, settings, processes=1, on_done
                 future.cancel()
             raise
     return results
-
-
-def log_grid(low_exponent, high_exponent, step=1):
-    """2^low, 2^(low+step), ..., up to 2^high."""
-    return tuple(math.ldexp(1.0, e) for e in range(low_exponent, high_exponent + 1, step))

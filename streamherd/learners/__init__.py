@@ -1,35 +1,55 @@
-"""The registry: ``--algo`` names to learner classes.
+"""The registry: one line per ``--algo`` variant, with its hyperparameters.
 
-Entries name a module and a class, so listing the algorithms (``--help``) imports neither the
-learner modules nor numba. A new algorithm is one module and one entry here.
+A line names the module and class that implement the variant (imported only when the learner
+is created, so listing the algorithms and building the command line's flags imports neither
+the learner modules nor numba) and declares what the rest of streamherd derives from it (see
+spec.py). A new algorithm is one module and one line per variant here.
 """
 import importlib
 
 from streamherd.errors import StreamherdError
+from streamherd.learners.spec import (NON_NEGATIVE, POSITIVE, Domain, Hyperparameter,
+                                      LearnerSpec, log_grid)
 
-# name -> (module, class, fixed keyword arguments)
-REGISTRY = {
-    "perceptron": ("streamherd.learners.perceptron", "Perceptron", {}),
-    "avg-perceptron": ("streamherd.learners.perceptron", "AveragedPerceptron", {}),
-    "pa": ("streamherd.learners.pa", "PassiveAggressive", {}),
-    "pa1": ("streamherd.learners.pa", "PassiveAggressiveI", {}),
-    "pa2": ("streamherd.learners.pa", "PassiveAggressiveII", {}),
-    "nherd-e": ("streamherd.learners.nherd", "NherdExact", {}),
-    "nherd-p": ("streamherd.learners.nherd", "NherdProject", {}),
-    "nherd-d": ("streamherd.learners.nherd", "NherdDrop", {}),
-    "nherd-full": ("streamherd.learners.nherd", "NherdFull", {}),
-    "arow-p": ("streamherd.learners.arow", "ArowProject", {}),
-    "arow-d": ("streamherd.learners.arow", "ArowDrop", {}),
-    "arow-full": ("streamherd.learners.arow", "ArowFull", {}),
-    "cw": ("streamherd.learners.cw", "ConfidenceWeighted", {}),
-    "cw-full": ("streamherd.learners.cw", "ConfidenceWeightedFull", {}),
-    "scw1": ("streamherd.learners.scw", "SoftConfidenceWeightedI", {}),
-    "scw2": ("streamherd.learners.scw", "SoftConfidenceWeightedII", {}),
-    "scw1-full": ("streamherd.learners.scw", "SoftConfidenceWeightedIFull", {}),
-    "scw2-full": ("streamherd.learners.scw", "SoftConfidenceWeightedIIFull", {}),
-    "sop": ("streamherd.learners.sop", "SecondOrderPerceptron", {}),
-    "sop-full": ("streamherd.learners.sop", "SecondOrderPerceptronFull", {}),
-}
+# C, r and a: a log grid, as LIBOL's 2^-4..2^4 but twice as wide at the same cost (every other
+# power of two): with 2^-4..2^4 a third of the experiment's runs at noise 0.3 chose an end of
+# the grid (AROW's r = 16, NHERD's and PA's C = 1/16). eta is a probability in (0.5, 1): an even
+# grid over it.
+WIDE = log_grid(-8, 8, 2)
+C = Hyperparameter("C", ("-C",), 1.0, POSITIVE,
+                   "aggressiveness C; a VW importance weight scales it", WIDE)
+R = Hyperparameter("r", ("-r",), 1.0, POSITIVE,
+                   "regularization r; a VW importance weight divides it", WIDE)
+ETA = Hyperparameter("eta", ("--eta",), 0.9, Domain(0.5, 1.0), "confidence level eta",
+                     (0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95))
+A = Hyperparameter("a", ("-a", "--init-variance"), 1.0, POSITIVE,
+                   "initial variance a, Sigma0 = a I", WIDE)
+EPSILON = Hyperparameter("epsilon", ("--epsilon",), 0.0, NON_NEGATIVE,
+                         "insensitivity epsilon of the regression loss (--loss squared)")
+
+_VARIANTS = (
+    LearnerSpec("perceptron", "perceptron", "Perceptron"),
+    LearnerSpec("avg-perceptron", "perceptron", "AveragedPerceptron"),
+    LearnerSpec("pa", "pa", "PassiveAggressive", (), (EPSILON,)),
+    LearnerSpec("pa1", "pa", "PassiveAggressiveI", (C,), (EPSILON,)),
+    LearnerSpec("pa2", "pa", "PassiveAggressiveII", (C,), (EPSILON,)),
+    LearnerSpec("nherd-e", "nherd", "NherdExact", (C, A), (), "diagonal"),
+    LearnerSpec("nherd-p", "nherd", "NherdProject", (C, A), (), "diagonal"),
+    LearnerSpec("nherd-d", "nherd", "NherdDrop", (C, A), (), "diagonal"),
+    LearnerSpec("nherd-full", "nherd", "NherdFull", (C, A), (), "full"),
+    LearnerSpec("arow-p", "arow", "ArowProject", (R, A), (), "diagonal"),
+    LearnerSpec("arow-d", "arow", "ArowDrop", (R, A), (), "diagonal"),
+    LearnerSpec("arow-full", "arow", "ArowFull", (R, A), (), "full"),
+    LearnerSpec("cw", "cw", "ConfidenceWeighted", (ETA, A), None, "diagonal"),
+    LearnerSpec("cw-full", "cw", "ConfidenceWeightedFull", (ETA, A), None, "full"),
+    LearnerSpec("scw1", "scw", "SoftConfidenceWeightedI", (C, ETA, A), None, "diagonal"),
+    LearnerSpec("scw2", "scw", "SoftConfidenceWeightedII", (C, ETA, A), None, "diagonal"),
+    LearnerSpec("scw1-full", "scw", "SoftConfidenceWeightedIFull", (C, ETA, A), None, "full"),
+    LearnerSpec("scw2-full", "scw", "SoftConfidenceWeightedIIFull", (C, ETA, A), None, "full"),
+    LearnerSpec("sop", "sop", "SecondOrderPerceptron", (A,), None, "diagonal"),
+    LearnerSpec("sop-full", "sop", "SecondOrderPerceptronFull", (A,), None, "full"),
+)
+REGISTRY = {spec.name: spec for spec in _VARIANTS}
 ALIASES = {"nherd": "nherd-p", "arow": "arow-p"}
 DEFAULT_ALGO = "pa2"
 
@@ -42,15 +62,34 @@ def canonical_name(name):
     return name
 
 
+def spec(name):
+    """The LearnerSpec of ``name`` (an alias too)."""
+    return REGISTRY[canonical_name(name)]
+
+
+def hyperparameters():
+    """Every hyperparameter some learner declares, once each (by name), in registry order,
+    with the learners that take it."""
+    found = {}
+    for variant in _VARIANTS:
+        for h in (*variant.hyperparameters, *(variant.regression or ())):
+            known, takers = found.setdefault(h.name, (h, []))
+            assert known == h, f"two declarations of hyperparameter {h.name}"
+            takers.append(variant.name)
+    return list(found.values())
+
+
 def learner_class(name):
-    """The class for ``name`` and its fixed keyword arguments."""
-    module, cls, fixed = REGISTRY[canonical_name(name)]
-    return getattr(importlib.import_module(module), cls), fixed
+    """The class that implements ``name``."""
+    variant = spec(name)
+    return getattr(importlib.import_module(f"streamherd.learners.{variant.module}"), variant.cls)
 
 
-def create(name, dim, options=None, state=None, learner_meta=None, blocks=1):
-    """A learner over ``dim`` slots per block; ``blocks`` class blocks for joint multiclass."""
-    name = canonical_name(name)
-    cls, fixed = learner_class(name)
-    return cls(dim, options=options, state=state, learner_meta=learner_meta, name=name,
-               blocks=blocks, **fixed)
+def create(name, dim, options=None, state=None, learner_meta=None, blocks=1, task=None):
+    """A learner over ``dim`` slots per block; ``blocks`` class blocks for joint multiclass.
+    ``options``: hyperparameter values (the others take their defaults); ``task``: whose
+    hyperparameters it takes (regression adds its own; None: see LearnerSpec.options)."""
+    variant = spec(name)
+    return learner_class(variant.name)(dim, options=options, state=state,
+                                       learner_meta=learner_meta, name=variant.name,
+                                       blocks=blocks, task=task)

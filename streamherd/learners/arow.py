@@ -191,8 +191,6 @@ def _arow_full_regression(y, importance, indptr, indices, values, mu, Sigma, r, 
 
 
 class ArowDiagonal(GaussianLearner):
-    hyperparameters = {"r": 1.0, "a": 1.0}
-    regression_hyperparameters = {}
     drop = False
 
     def _run(self, y, importance, indptr, indices, values, margins_out):
@@ -218,8 +216,6 @@ class ArowDrop(ArowDiagonal):
 
 
 class ArowFull(GaussianLearner):
-    hyperparameters = {"r": 1.0, "a": 1.0}
-    regression_hyperparameters = {}
     full = True
     state_arrays = ("covariance",)
     diagonal_name = "arow-p"

@@ -66,8 +66,9 @@ def check_blocks_fit(what, slot_bytes, dim, blocks, held=0):
 class Learner(ABC):
     """Base class. A subclass sets the class attributes and implements ``learn``.
 
-    ``hyperparameters`` maps a hyperparameter name (the key of the CLI flag, e.g. "C") to its
-    default; ``state_arrays`` names the arrays saved in the model besides ``mean``.
+    Its hyperparameters are declared in the registry (learners/__init__.py, spec.py), which
+    gives ``options``, every one of them with its value; ``state_arrays`` names the arrays
+    saved in the model besides ``mean``.
     ``learn`` runs one chunk through the learner in order: for each example it predicts with the
     current state, writes the margin that prediction used to ``margins_out`` (the progressive
     prediction), then updates once. Labels y are +1/-1, or NaN for an unlabeled line (predicted,
@@ -75,30 +76,29 @@ class Learner(ABC):
     """
 
     name = ""
-    hyperparameters: dict = {}
     state_arrays: tuple = ()
     # the arrays that hold one entry (full: one row and column) per slot of every class block;
     # ``grow`` extends them when a new class appears
     live_arrays: tuple = ("mean",)
-    # extra hyperparameters of ``--loss squared`` (learners with a regression form)
-    regression_hyperparameters: dict | None = None
     # live arrays the kernels read together for every feature (e.g. mean and variance), kept
     # as the columns of one (size, k) array: a slot's entries then share a cache line, so a
     # random feature costs one miss instead of k (nherd-p's kernel: 0.51-0.63 s -> 0.34 s on
     # the 1M-line benchmark). The attributes are views into it; saved models hold plain arrays.
     interleaved: tuple = ()
 
-    def __init__(self, dim, options=None, state=None, learner_meta=None, name=None, blocks=1):
+    def __init__(self, dim, options=None, state=None, learner_meta=None, name=None, blocks=1,
+                 task=None):
         """``dim`` slots per block (2^bits); ``blocks`` class blocks (1 for binary and regression;
         K for joint multiclass: the state covers K * dim slots, class z's slot j at z * dim + j).
-        With ``state``, the number of blocks is that of its mean."""
+        With ``state``, the number of blocks is that of its mean. ``options``: hyperparameter
+        values, checked against the registry's declarations for ``task`` (the others take their
+        defaults)."""
+        from streamherd.learners import spec
+
         self.name = name or self.name
         self.dim = dim
-        self.options = {**self.hyperparameters, **(options or {})}
-        for key, value in self.options.items():
-            low_ok = value >= 0 if key == "epsilon" else value > 0  # epsilon 0: plain PA regression
-            if not (np.isfinite(value) and low_ok):
-                raise StreamherdError(f"{self.name}: {key} must be a positive number, got {value}")
+        self.options = spec(self.name).options(options, task)
+        self.task = task
         if state is None:
             self.blocks = blocks
             self.size = dim * blocks
@@ -180,9 +180,9 @@ class Learner(ABC):
 
     def _run_regression(self, y, importance, indptr, indices, values, margins_out):
         # Reached only by a learner without a regression form, which training refuses first
-        # (``regression_hyperparameters`` is None): a programming error, not a user's.
-        raise TypeError(f"{self.name} has no squared-loss update (regression_hyperparameters "
-                        f"is None)")
+        # (its registry line declares no regression): a programming error, not a user's.
+        raise TypeError(f"{self.name} has no squared-loss update (its LearnerSpec declares "
+                        f"no regression)")
 
     # ------------------------------------------------------------ joint multiclass
 
@@ -210,7 +210,7 @@ class Learner(ABC):
         """New live arrays for ``blocks`` (or more, see grow) blocks: the old blocks, then fresh
         ones (those of a fresh one-block model: a fresh model's blocks are all alike). The old
         arrays are freed once the new ones are written, so the peak is old + new."""
-        fresh = type(self)(self.dim, options=self.options, name=self.name)
+        fresh = type(self)(self.dim, options=self.options, name=self.name, task=self.task)
         matrices = any(getattr(fresh, attr).ndim == 2 for attr in self.live_arrays)
         capacity = max(blocks, int(self.capacity * GROWTH))
         if matrices or not self._fits(capacity):

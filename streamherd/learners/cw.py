@@ -34,7 +34,7 @@ from statistics import NormalDist
 import numpy as np
 from numba import njit
 
-from streamherd.learners.gaussian import (GaussianLearner, check_eta, diag_margin_confidence,
+from streamherd.learners.gaussian import (GaussianLearner, diag_margin_confidence,
                                           diag_margin_confidence_ahead, entry_ok, full_reset,
                                           full_sigma_x, full_update)
 from streamherd.learners.multiclass import joint_row
@@ -196,11 +196,9 @@ def _cw_full_joint(cls, importance, indptr, indices, values, mu, Sigma, D, known
 
 
 class ConfidenceWeighted(GaussianLearner):
-    hyperparameters = {"eta": 0.9, "a": 1.0}
 
     def __init__(self, dim, options=None, **kwargs):
-        check_eta(kwargs.get("name") or "cw", {**self.hyperparameters, **(options or {})}["eta"])
-        super().__init__(dim, options=options, **kwargs)
+        super().__init__(dim, options=options, **kwargs)   # eta in (0.5, 1): its declaration
         # The standard library's inverse normal CDF (Wichura's AS 241, exact to double
         # precision) spares every run importing scipy.special (0.2 s, 26 MB).
         self.phi = NormalDist().inv_cdf(self.options["eta"])

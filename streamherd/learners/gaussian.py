@@ -187,7 +187,6 @@ class GaussianLearner(Learner):
 
     full = False
     diagonal_name = ""       # the diagonal variant suggested when a full matrix does not fit
-    hyperparameters = {"a": 1.0}
     state_arrays = ("variance",)   # full subclasses: ("covariance",)
 
     @property
@@ -279,9 +278,3 @@ class GaussianLearner(Learner):
         all_class_scores(self.variance, self.dim, self.blocks, indptr, indices, values * values,
                          variances)
         return proba.independent_argmax_probabilities(means, variances)
-
-
-def check_eta(name, eta):
-    if not 0.5 < eta < 1.0:
-        raise StreamherdError(f"{name}: --eta is the confidence level and must be strictly between "
-                              f"0.5 and 1, got {eta}")

@@ -203,8 +203,6 @@ def _nherd_full_regression(y, importance, indptr, indices, values, mu, Sigma, C,
 
 
 class NherdDiagonal(GaussianLearner):
-    hyperparameters = {"C": 1.0, "a": 1.0}
-    regression_hyperparameters = {}
     variant = PROJECT
 
     def _run(self, y, importance, indptr, indices, values, margins_out):
@@ -234,8 +232,6 @@ class NherdDrop(NherdDiagonal):
 
 
 class NherdFull(GaussianLearner):
-    hyperparameters = {"C": 1.0, "a": 1.0}
-    regression_hyperparameters = {}
     full = True
     state_arrays = ("covariance",)
     diagonal_name = "nherd-p"

@@ -23,7 +23,8 @@ class OneVersusAll:
         self.name = learners.canonical_name(name)
         self.dim = dim
         self.options = dict(options or {})
-        self.cls, _ = learners.learner_class(self.name)
+        self.cls = learners.learner_class(self.name)
+        self.spec = learners.spec(self.name)
         self.learners = []
         if state is not None:
             metas = (learner_meta or {}).get("ova", [])
@@ -58,7 +59,7 @@ class OneVersusAll:
         from streamherd.errors import StreamherdError
         from streamherd.learners import base
 
-        if not (getattr(self.cls, "full", False) or self.name == "sop-full"):
+        if self.spec.covariance != "full":
             slot_bytes = learners.create(self.name, 1, self.options).state_bytes_per_slot()
             base.check_blocks_fit(f"{self.name} --multiclass ova", slot_bytes, self.dim, blocks,
                                   held=slot_bytes * self.dim * len(self.learners))

@@ -111,7 +111,6 @@ class PassiveAggressive(Learner):
     """PA: no hyperparameter."""
 
     variant = 0
-    regression_hyperparameters = {"epsilon": 0.0}
 
     def learn(self, y, importance, indptr, indices, values, margins_out):
         return self.checked(*_pa_chunk(y, importance, indptr, indices, values, self.mean,
@@ -128,10 +127,8 @@ class PassiveAggressive(Learner):
 
 
 class PassiveAggressiveI(PassiveAggressive):
-    hyperparameters = {"C": 1.0}
     variant = 1
 
 
 class PassiveAggressiveII(PassiveAggressive):
-    hyperparameters = {"C": 1.0}
     variant = 2

@@ -159,7 +159,6 @@ def _scw_full_joint(cls, importance, indptr, indices, values, mu, Sigma, D, know
 
 
 class SoftConfidenceWeighted(ConfidenceWeighted):
-    hyperparameters = {"C": 1.0, "eta": 0.9, "a": 1.0}
     variant = 1
 
     def _run(self, y, importance, indptr, indices, values, margins_out):

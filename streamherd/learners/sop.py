@@ -200,7 +200,6 @@ def _sop_full_joint(cls, importance, indptr, indices, values, w, inverse, g, act
 class SecondOrderPerceptron(Learner):
     """Diagonal second-order perceptron."""
 
-    hyperparameters = {"a": 1.0}
     state_arrays = ("label_sum", "diagonal")
     live_arrays = ("mean", "label_sum", "diagonal")
     interleaved = ("label_sum", "diagonal")
@@ -249,7 +248,6 @@ class SecondOrderPerceptron(Learner):
 class SecondOrderPerceptronFull(Learner):
     """Second-order perceptron with the full d x d inverse of a I + S."""
 
-    hyperparameters = {"a": 1.0}
     state_arrays = ("inverse",)
     live_arrays = ("mean", "inverse")
 
