@@ -153,8 +153,9 @@ def train(
         None, "--loss", show_default=False,
         help=f"hinge (classification, default) or squared (regression: {_REGRESSION})."),
     normalize: bool = typer.Option(False, "--normalize",
-                                   help="Scale each example to unit L2 norm (saved in the model, "
-                                        "applied by predict)."),
+                                   help="Scale each example's features to unit L2 norm, the "
+                                        "bias kept at 1 (saved in the model, applied by "
+                                        "predict; as experiment --normalize l2)."),
     bits: Optional[int] = typer.Option(None, "-b", "--bits", show_default=False,
                                        help="2^bits hashed weight slots (default 18)."),
     no_bias: bool = typer.Option(False, "--no-bias", help="Do not add the constant feature."),

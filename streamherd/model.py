@@ -225,7 +225,10 @@ def _check_meta(path, meta):
     bits = m.get("bits", lambda v: _is_int(v) and 1 <= v <= MAX_BITS,
                  f"an integer from 1 to {MAX_BITS}")
     m.get("bias", lambda v: isinstance(v, bool), "true or false")
-    m.get("normalize", lambda v: isinstance(v, bool), "true or false", required=False)
+    # "l2": features to unit norm, bias kept; true: the rule before it, bias scaled too
+    # (features/normalize.py)
+    m.get("normalize", lambda v: isinstance(v, bool) or v == "l2", 'true, false or "l2"',
+          required=False)
     _check_hyperparameters(m, variant, task)
     m.get("examples", lambda v: _is_int(v) and v >= 0, "a count of examples", required=False)
     m.get("progressive_loss", lambda v: v is None or _is_real(v), "a number or null",

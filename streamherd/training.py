@@ -8,11 +8,12 @@ import numpy as np
 
 from streamherd import compilation, learners
 from streamherd.errors import Interrupted, StreamherdError
+from streamherd.features import normalize as normalization
+from streamherd.features.hashing import VW_CONSTANT_HASH
 from streamherd.io.reader import (DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader,
                                   numeric_labels_only)
 from streamherd.labels import BinaryLabels, ClassLabels, class_name_rows
 from streamherd.learners.base import UnstableUpdate
-from streamherd.learners.sparse import normalize_rows
 from streamherd.model import load_model, save_model
 from streamherd.outputs import (check_inputs, check_stdout_output, replaced_on_success,
                                 resolve_output)
@@ -51,7 +52,7 @@ class _Binary:
     def step(self, chunk, normalize):
         self.chunk = chunk = numeric_labels_only(chunk, self.skip_bad)
         y = self.labels.observe(chunk)
-        _normalize(chunk, normalize)
+        normalize(chunk)
         margins = np.empty(chunk.n_examples)
         updates = self.learner.learn(y, chunk.importance, chunk.indptr, chunk.indices,
                                      chunk.values, margins)
@@ -78,7 +79,7 @@ class _Regression:
     def step(self, chunk, normalize):
         self.chunk = chunk = numeric_labels_only(
             chunk, self.skip_bad, expected="a real number (--loss squared is regression)")
-        _normalize(chunk, normalize)
+        normalize(chunk)
         predictions = np.empty(chunk.n_examples)
         updates = self.learner.learn_regression(chunk.labels, chunk.importance, chunk.indptr,
                                                 chunk.indices, chunk.values, predictions)
@@ -109,7 +110,7 @@ class _Multiclass:
         chunk, cls = self.labels.observe(chunk, self.skip_bad)
         self.chunk = chunk
         self.learner.grow(len(self.labels))
-        _normalize(chunk, normalize)
+        normalize(chunk)
         predicted = np.empty(chunk.n_examples, np.int64)
         updates, self.known = self.learner.learn_joint(cls, chunk.importance, chunk.indptr,
                                                        chunk.indices, chunk.values, self.known,
@@ -125,9 +126,16 @@ class _Multiclass:
         return self.labels.to_meta()
 
 
-def _normalize(chunk, normalize):
-    if normalize:
-        normalize_rows(chunk.indptr, chunk.values)
+class _Normalize:
+    """The model's --normalize rule (features/normalize.py) applied to a chunk in place."""
+
+    def __init__(self, rule, bits, bias):
+        self.rule = rule
+        self.bias_slot = VW_CONSTANT_HASH & ((1 << bits) - 1) if bias else -1
+
+    def __call__(self, chunk):
+        normalization.normalize(self.rule, chunk.indptr, chunk.indices, chunk.values,
+                                self.bias_slot)
 
 
 def _auto_task(chunk):
@@ -163,8 +171,9 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
           normalize=None, multiclass=None, classes=None, loss=None, allow_empty=False):
     """Stream every example once through the learner; returns the run summary (a dict).
 
-    ``normalize``: scale each example to unit L2 norm (bias included) before predict and update;
-    saved in the model, so ``predict`` does the same. ``multiclass``: None (binary, or joint
+    ``normalize``: scale each example's features to unit L2 norm, the bias kept at 1, before
+    predict and update (features/normalize.py); saved in the model, so ``predict`` does the
+    same. ``multiclass``: None (binary, or joint
     multiclass when the data has more than two classes, see _auto_task), "joint" or "ova";
     ``classes``: a fixed class list ("1,2,3"); ``loss``: "hinge" (classification) or "squared"
     (regression). A run that learns from no labeled example fails (exit 2) and writes no model,
@@ -207,7 +216,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         if bias is not None and bias != meta["bias"]:
             raise StreamherdError(f"{initial_model} was trained with the bias "
                                   f"{'on' if meta['bias'] else 'off'}; drop --no-bias to continue")
-        saved_normalize = bool(meta.get("normalize", False))
+        saved_rule = normalization.rule_of_meta(meta.get("normalize"))
+        saved_normalize = saved_rule != normalization.NONE
         if normalize is not None and normalize != saved_normalize:
             raise StreamherdError(f"{initial_model} was trained "
                                   f"{'with' if saved_normalize else 'without'} --normalize; "
@@ -220,7 +230,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                 f"{initial_model} is a {saved_task}{' ' + saved_mode if saved_mode else ''} model; "
                 f"drop --multiclass, --classes and --loss to continue training it")
         task, multiclass = saved_task, saved_mode
-        normalize = saved_normalize
+        normalize = saved_rule
         algo, bits, bias = meta["algo"], meta["bits"], meta["bias"]
         options = {**meta["hyperparameters"], **options}
         learner_meta = meta.get("learner", {})
@@ -229,7 +239,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     algo = learners.canonical_name(algo or learners.DEFAULT_ALGO)
     bits = DEFAULT_BITS if bits is None else bits
     bias = True if bias is None else bias
-    normalize = bool(normalize)
+    if not isinstance(normalize, str):   # a new model: the flag
+        normalize = normalization.L2 if normalize else normalization.NONE
     _check_bits(bits)
     variant = learners.spec(algo)
     if task == "regression" and variant.regression is None:
@@ -245,6 +256,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         labels = (ClassLabels.from_meta(model_meta) if initial_model is not None
                   else ClassLabels.parse(classes) if classes is not None else ClassLabels())
     dim = 1 << bits
+    scale = _Normalize(normalize, bits, bias)
     chosen_task = task
     # created before any input, so that a bad hyperparameter fails at once; while the task is
     # undecided (_auto_task), with no class block: nothing is allocated until the first chunk
@@ -273,7 +285,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                                                                                 skip_bad)
                 progress.loss_name = runner.loss_name
             try:
-                chunk, loss, describe, updates = runner.step(chunk, normalize)
+                chunk, loss, describe, updates = runner.step(chunk, scale)
             except UnstableUpdate as e:   # e.index: a row of the chunk the runner learned from
                 raise StreamherdError(
                     f"{chunk.source}:{int(runner.chunk.line_numbers[e.index])}: {e.what}; scale "
@@ -312,7 +324,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                                   "class; train it on labeled data (no model was written)")
         meta = {
             "algo": algo, "hyperparameters": learner.options, "bits": bits, "bias": bias,
-            "normalize": normalize, "task": task,
+            "normalize": normalization.meta_of_rule(normalize), "task": task,
             "examples": examples_before + progress.labeled,
             "progressive_loss": summary[f"average progressive {progress.loss_name}"],
             "learner": learner.meta(),
@@ -431,7 +443,8 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
                 f"--proba needs a Gaussian classification model (nherd, arow, cw, scw); "
                 f"{model_path} is a {algo} {task} model, which has no class probabilities: use "
                 f"--raw{' or --scores' if task == 'multiclass' else ''}")
-    normalize = bool(meta.get("normalize", False))
+    scale = _Normalize(normalization.rule_of_meta(meta.get("normalize")), meta["bits"],
+                       meta["bias"])
     if task == "multiclass":
         writer = _MulticlassOutput(learner, ClassLabels.from_meta(meta), proba, raw or scores)
     elif task == "regression":
@@ -442,8 +455,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
     def on_parser_thread(chunk):
         """Runs on a parser thread (the kernels release the GIL), so both parsers share the
         per-chunk work that does not depend on earlier chunks: scaling, and binary margins."""
-        if normalize:
-            normalize_rows(chunk.indptr, chunk.values)
+        scale(chunk)
         if task == "binary":
             margins = np.empty(chunk.n_examples)
             learner.predict_margins(chunk.indptr, chunk.indices, chunk.values, margins)

@@ -412,7 +412,7 @@ def test_option_values_are_converted_as_typer_would(run_cli, tmp_path):
     assert proc.returncode == 0, proc.stderr
     meta, arrays = load_model(model)
     assert (meta["algo"], meta["bits"], meta["bias"], meta["normalize"]) == ("nherd-e", 7,
-                                                                           False, True)
+                                                                           False, "l2")
     assert meta["hyperparameters"] == {"C": 0.25, "a": 2.0}
     assert meta["examples"] == 6          # -d given twice: both files read
     assert len(arrays["mean"]) == 128

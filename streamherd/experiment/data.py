@@ -15,6 +15,7 @@ import numpy as np
 
 from streamherd.errors import StreamherdError
 from streamherd.features.hashing import VW_CONSTANT_HASH
+from streamherd.features.normalize import unit_norm_rows
 
 LOAD_BITS = 30
 DEFAULT_BITS_CAP = 18
@@ -189,12 +190,10 @@ def mask_slots(csr, bits):
 
 def normalize_features(csr, bits):
     """Scale every row's features to unit L2 norm; the bias feature keeps its value 1 (so it
-    stays a bias, whatever the scale of the raw features). All-zero rows stay zero."""
-    is_feature = csr.indices != (VW_CONSTANT_HASH & ((1 << bits) - 1))
-    squares = np.where(is_feature, csr.values * csr.values, 0.0)
-    norms = np.sqrt(np.bincount(csr.row_ids(), weights=squares, minlength=csr.n_rows))
-    scale = np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 1.0)
-    values = np.where(is_feature, csr.values * scale[csr.row_ids()], csr.values)
+    stays a bias, whatever the scale of the raw features). All-zero rows stay zero. The same
+    rule and kernel as ``train --normalize`` (features/normalize.py)."""
+    values = csr.values.copy()
+    unit_norm_rows(csr.indptr, csr.indices, values, VW_CONSTANT_HASH & ((1 << bits) - 1))
     return CSR(csr.labels, csr.importance, csr.indptr, csr.indices, values)
 
 
