@@ -159,7 +159,7 @@ def _auto_task(chunk):
 
 def _create_learner(task, mode, algo, dim, options, state, learner_meta, blocks):
     if task == "multiclass" and mode == "ova":
-        from streamherd.learners.ova import OneVersusAll
+        from streamherd.learners.reductions.ova import OneVersusAll
 
         return OneVersusAll(algo, dim, options, state, learner_meta, blocks=blocks)
     return learners.create(algo, dim, options, state, learner_meta,

@@ -148,7 +148,7 @@ def test_normalize_is_saved_and_used_by_predict(tmp_path):
     streamherd("train", train, "--algo", "arow", "--normalize", "--no-bias", "-f", model,
                "--quiet")
     meta, arrays = load_model(model)
-    assert meta["normalize"] is True
+    assert meta["normalize"] == "l2"
     test = tmp_path / "one.svm"
     test.write_text("1 1:30 2:40\n")
     scaled = float(streamherd("predict", test, "-m", model, "--raw", "--quiet").stdout)

@@ -46,7 +46,7 @@ def make_data(seed, d=D, n=N, nnz=6, scale=1.0):
 
 # ------------------------------------------------------------------ dense references
 
-def gaussian_reference(name, X, y, importance, C=1.0, r=1.0, eta=0.9, a=1.0):
+def gaussian_reference(name, X, y, importance, C=1.0, r=1.0, eta=0.9, a=1.0, b=1.0):
     """Returns (margins, mu, Sigma or sigma) of the issue's equations, example by example."""
     n, d = X.shape
     full = name.endswith("-full")
@@ -92,6 +92,18 @@ def gaussian_reference(name, X, y, importance, C=1.0, r=1.0, eta=0.9, a=1.0):
             if name == "arow-full":
                 Sigma = Sigma - beta * np.outer(Sx, Sx)
             elif name == "arow-p":
+                Sigma = 1 / (1 / Sigma + x ** 2 / rr)
+            else:
+                Sigma = Sigma - beta * (Sigma * x) ** 2
+        elif family == "narow":
+            if m >= 1 or not v > 1 / b:   # no loss, or r_t = +inf
+                continue
+            rr = v / (b * v - 1) / s
+            beta = 1 / (v + rr)
+            mu = mu + (1 - m) * beta * yi * Sx
+            if name == "narow-full":
+                Sigma = Sigma - beta * np.outer(Sx, Sx)
+            elif name == "narow-p":
                 Sigma = 1 / (1 / Sigma + x ** 2 / rr)
             else:
                 Sigma = Sigma - beta * (Sigma * x) ** 2
@@ -176,16 +188,17 @@ def run(name, data, options, chunks=CHUNKS, resume_after=None, tmp_path=None):
     return learner, margins, updates
 
 
-GAUSSIAN = ["nherd-e", "nherd-p", "nherd-d", "nherd-full", "arow-p", "arow-d", "arow-full",
-            "cw", "cw-full", "scw1", "scw2", "scw1-full", "scw2-full"]
+# every learner with a covariance (the registry's), each checked against its reference below
+ALL = [name for name, spec in learners.REGISTRY.items() if spec.covariance != "none"]
+DIAGONAL = [name for name, spec in learners.REGISTRY.items() if spec.covariance == "diagonal"]
 OPTIONS = {  # non-default hyperparameters, to check that each one is used where it belongs
     "nherd": {"C": 0.3, "a": 0.7},
     "arow": {"r": 2.0, "a": 1.5},
     "cw": {"eta": 0.8, "a": 0.7},
     "scw1": {"C": 0.4, "eta": 0.85, "a": 1.2},
     "scw2": {"C": 0.4, "eta": 0.75, "a": 0.9},
+    "narow": {"b": 2.0, "a": 1.5},
 }
-ALL = GAUSSIAN + ["sop", "sop-full"]
 
 
 def options_for(name):
@@ -279,8 +292,7 @@ def test_full_covariance_that_does_not_fit_is_refused():
         learners.create("sop-full", 1 << 30, {})
 
 
-@pytest.mark.parametrize("name", ["nherd-e", "nherd-p", "nherd-d", "arow-p", "arow-d", "cw",
-                                  "scw1", "scw2", "sop"])
+@pytest.mark.parametrize("name", DIAGONAL)
 def test_large_raw_values_stay_finite(name):
     """Raw counts / pixels (values up to 255): every variance stays finite and positive."""
     data = make_data(2, scale=100.0)
@@ -293,7 +305,8 @@ def test_large_raw_values_stay_finite(name):
         assert np.all(learner.state()["variance"] > 0)
 
 
-@pytest.mark.parametrize("name", ["nherd-p", "arow-d", "cw", "scw2", "sop", "avg-perceptron"])
+@pytest.mark.parametrize("name", [name for name in learners.REGISTRY
+                                  if learners.create(name, 4).interleaved])
 def test_per_slot_arrays_sit_side_by_side(name, data, tmp_path):
     """``interleaved`` (learners/base.py): the arrays a kernel reads for each feature are the
     columns of one array (one cache line per feature), in a fresh learner, one loaded from a

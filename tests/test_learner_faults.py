@@ -14,7 +14,7 @@ from streamherd import learners
 from streamherd.errors import StreamherdError
 from streamherd.learners import base
 from streamherd.learners.base import UnstableUpdate
-from streamherd.learners.ova import OneVersusAll
+from streamherd.learners.reductions.ova import OneVersusAll
 
 ALGOS = sorted(learners.REGISTRY)
 REGRESSION = [a for a in ALGOS if learners.spec(a).regression is not None]

@@ -14,7 +14,7 @@ import pytest
 from scipy.stats import norm
 
 from streamherd import learners
-from streamherd.learners.ova import OneVersusAll
+from streamherd.learners.reductions.ova import OneVersusAll
 from streamherd.model import load_model, save_model
 
 D = 16
@@ -25,6 +25,7 @@ ALL = list(learners.REGISTRY)
 OPTIONS = {
     "nherd": {"C": 0.3, "a": 0.7},
     "arow": {"r": 2.0, "a": 1.5},
+    "narow": {"b": 2.0, "a": 1.5},
     "cw": {"eta": 0.8, "a": 0.7},
     "scw1": {"C": 0.4, "eta": 0.85, "a": 1.2},
     "scw2": {"C": 0.4, "eta": 0.75, "a": 0.9},
@@ -88,7 +89,7 @@ class DenseState:
         if self.family == "sop":
             self.S = np.zeros((size, size))
             self.v = np.zeros(size)
-        elif self.family in ("nherd", "arow", "cw", "scw1", "scw2"):
+        elif self.family in ("nherd", "arow", "narow", "cw", "scw1", "scw2"):
             self.Sigma = a * np.eye(size) if self.full else np.full(size, a)
         self.history = np.zeros(size)
         self.seen = 0
@@ -161,6 +162,19 @@ class DenseState:
             if self.full:
                 self.Sigma = self.Sigma - beta * np.outer(Sx, Sx)
             elif self.name == "arow-p":
+                self.Sigma = 1 / (1 / self.Sigma + x ** 2 / rr)
+            else:
+                self.Sigma = self.Sigma - beta * (self.Sigma * x) ** 2
+            return
+        if fam == "narow":
+            if m >= 1 or not v > 1 / o["b"]:   # no loss, or r_t = +inf
+                return
+            rr = v / (o["b"] * v - 1) / s
+            beta = 1 / (v + rr)
+            self.mu = self.mu + (1 - m) * beta * Sx
+            if self.full:
+                self.Sigma = self.Sigma - beta * np.outer(Sx, Sx)
+            elif self.name == "narow-p":
                 self.Sigma = 1 / (1 / self.Sigma + x ** 2 / rr)
             else:
                 self.Sigma = self.Sigma - beta * (self.Sigma * x) ** 2

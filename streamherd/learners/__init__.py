@@ -3,7 +3,7 @@
 A line names the module and class that implement the variant (imported only when the learner
 is created, so listing the algorithms and building the command line's flags imports neither
 the learner modules nor numba) and declares what the rest of streamherd derives from it (see
-spec.py). A new algorithm is one module and one line per variant here.
+spec.py). A new algorithm is one module in algorithms/ and one line per variant here.
 """
 import importlib
 
@@ -24,30 +24,42 @@ ETA = Hyperparameter("eta", ("--eta",), 0.9, Domain(0.5, 1.0), "confidence level
                      (0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95))
 A = Hyperparameter("a", ("-a", "--init-variance"), 1.0, POSITIVE,
                    "initial variance a, Sigma0 = a I", WIDE)
+# NAROW's b: an uncertain example (v = x' Sigma x >> 1/b) is learned as AROW with r = 1/b, so its
+# default 1 is AROW's r = 1 and its grid is r's, inverted (the same powers of two).
+B = Hyperparameter("b", ("--narow-b",), 1.0, POSITIVE,
+                   "NAROW's b: examples with x' Sigma x <= 1/b are not learned; a VW importance "
+                   "weight divides its r_t", WIDE)
 EPSILON = Hyperparameter("epsilon", ("--epsilon",), 0.0, NON_NEGATIVE,
                          "insensitivity epsilon of the regression loss (--loss squared)")
 
 _VARIANTS = (
-    LearnerSpec("perceptron", "perceptron", "Perceptron"),
-    LearnerSpec("avg-perceptron", "perceptron", "AveragedPerceptron"),
-    LearnerSpec("pa", "pa", "PassiveAggressive", (), (EPSILON,)),
-    LearnerSpec("pa1", "pa", "PassiveAggressiveI", (C,), (EPSILON,)),
-    LearnerSpec("pa2", "pa", "PassiveAggressiveII", (C,), (EPSILON,)),
-    LearnerSpec("nherd-e", "nherd", "NherdExact", (C, A), (), "diagonal"),
-    LearnerSpec("nherd-p", "nherd", "NherdProject", (C, A), (), "diagonal"),
-    LearnerSpec("nherd-d", "nherd", "NherdDrop", (C, A), (), "diagonal"),
-    LearnerSpec("nherd-full", "nherd", "NherdFull", (C, A), (), "full"),
-    LearnerSpec("arow-p", "arow", "ArowProject", (R, A), (), "diagonal"),
-    LearnerSpec("arow-d", "arow", "ArowDrop", (R, A), (), "diagonal"),
-    LearnerSpec("arow-full", "arow", "ArowFull", (R, A), (), "full"),
-    LearnerSpec("cw", "cw", "ConfidenceWeighted", (ETA, A), None, "diagonal"),
-    LearnerSpec("cw-full", "cw", "ConfidenceWeightedFull", (ETA, A), None, "full"),
-    LearnerSpec("scw1", "scw", "SoftConfidenceWeightedI", (C, ETA, A), None, "diagonal"),
-    LearnerSpec("scw2", "scw", "SoftConfidenceWeightedII", (C, ETA, A), None, "diagonal"),
-    LearnerSpec("scw1-full", "scw", "SoftConfidenceWeightedIFull", (C, ETA, A), None, "full"),
-    LearnerSpec("scw2-full", "scw", "SoftConfidenceWeightedIIFull", (C, ETA, A), None, "full"),
-    LearnerSpec("sop", "sop", "SecondOrderPerceptron", (A,), None, "diagonal"),
-    LearnerSpec("sop-full", "sop", "SecondOrderPerceptronFull", (A,), None, "full"),
+    LearnerSpec("perceptron", "algorithms.perceptron", "Perceptron"),
+    LearnerSpec("avg-perceptron", "algorithms.perceptron", "AveragedPerceptron"),
+    LearnerSpec("pa", "algorithms.pa", "PassiveAggressive", (), (EPSILON,)),
+    LearnerSpec("pa1", "algorithms.pa", "PassiveAggressiveI", (C,), (EPSILON,)),
+    LearnerSpec("pa2", "algorithms.pa", "PassiveAggressiveII", (C,), (EPSILON,)),
+    LearnerSpec("nherd-e", "algorithms.nherd", "NherdExact", (C, A), (), "diagonal"),
+    LearnerSpec("nherd-p", "algorithms.nherd", "NherdProject", (C, A), (), "diagonal"),
+    LearnerSpec("nherd-d", "algorithms.nherd", "NherdDrop", (C, A), (), "diagonal"),
+    LearnerSpec("nherd-full", "algorithms.nherd", "NherdFull", (C, A), (), "full"),
+    LearnerSpec("arow-p", "algorithms.arow", "ArowProject", (R, A), (), "diagonal"),
+    LearnerSpec("arow-d", "algorithms.arow", "ArowDrop", (R, A), (), "diagonal"),
+    LearnerSpec("arow-full", "algorithms.arow", "ArowFull", (R, A), (), "full"),
+    LearnerSpec("narow-p", "algorithms.narow", "NarowProject", (B, A), None, "diagonal"),
+    LearnerSpec("narow-d", "algorithms.narow", "NarowDrop", (B, A), None, "diagonal"),
+    LearnerSpec("narow-full", "algorithms.narow", "NarowFull", (B, A), None, "full"),
+    LearnerSpec("cw", "algorithms.cw", "ConfidenceWeighted", (ETA, A), None, "diagonal"),
+    LearnerSpec("cw-full", "algorithms.cw", "ConfidenceWeightedFull", (ETA, A), None, "full"),
+    LearnerSpec("scw1", "algorithms.scw", "SoftConfidenceWeightedI", (C, ETA, A), None,
+                "diagonal"),
+    LearnerSpec("scw2", "algorithms.scw", "SoftConfidenceWeightedII", (C, ETA, A), None,
+                "diagonal"),
+    LearnerSpec("scw1-full", "algorithms.scw", "SoftConfidenceWeightedIFull", (C, ETA, A), None,
+                "full"),
+    LearnerSpec("scw2-full", "algorithms.scw", "SoftConfidenceWeightedIIFull", (C, ETA, A), None,
+                "full"),
+    LearnerSpec("sop", "algorithms.sop", "SecondOrderPerceptron", (A,), None, "diagonal"),
+    LearnerSpec("sop-full", "algorithms.sop", "SecondOrderPerceptronFull", (A,), None, "full"),
 )
 REGISTRY = {spec.name: spec for spec in _VARIANTS}
 ALIASES = {"nherd": "nherd-p", "arow": "arow-p"}

@@ -1,6 +1,5 @@
 """What every learner is: hyperparameters, named state arrays, and a kernel over CSR chunks."""
 import os
-from abc import ABC, abstractmethod
 
 import numpy as np
 
@@ -63,8 +62,9 @@ def check_blocks_fit(what, slot_bytes, dim, blocks, held=0):
         f"fits {fit_classes:,}; are the labels classes? real-valued ones want --loss squared)")
 
 
-class Learner(ABC):
-    """Base class. A subclass sets the class attributes and implements ``learn``.
+class Learner:
+    """Base class. A subclass sets the class attributes: its entry points (``train``, ``joint``,
+    ``regress``, see there) and state.
 
     Its hyperparameters are declared in the registry (learners/__init__.py, spec.py), which
     gives ``options``, every one of them with its value; ``state_arrays`` names the arrays
@@ -149,24 +149,44 @@ class Learner(ABC):
         """Arrays to save: ``mean`` plus the learner's named state arrays."""
         return {"mean": self.mean}
 
-    @abstractmethod
+    # The family's cached entry points (algorithms/, over kernels/loops.py), called as
+    # f(<task's arrays>, state, params, ...): ``train`` (binary), ``joint`` and ``regress``
+    # (None: no squared-loss form); staticmethods. ``kernel_state`` and ``kernel_params`` give
+    # the tuples of arrays and of numbers the learner's step rules take.
+    train = joint = regress = None
+
+    def kernel_state(self):
+        return (self.mean,)
+
+    def kernel_params(self):
+        return ()
+
+    def _workspace(self):
+        """(g, active): the zeroed workspace of kernels/covariance.full_sigma_x."""
+        if getattr(self, "_g", None) is None:
+            self._g = np.zeros(self.size)
+            self._active = np.zeros(self.size, np.int64)
+        return self._g, self._active
+
     def learn(self, y, importance, indptr, indices, values, margins_out):
         """Predict-then-update over one chunk; returns the number of updates."""
+        return self.checked(*self.train(y, importance, indptr, indices, values,
+                                        self.kernel_state(), self.kernel_params(), margins_out))
 
     # what ``checked`` says failed (GaussianLearner adds its variances)
     failure = "its margin, its step or the weights it wrote are not finite"
 
     def checked(self, updates, bad, *rest):
         """A kernel's result (updates, bad[, more]) without ``bad``: the index of the example
-        whose margin or update was not finite (learners/sparse.py), or -1. Raises UnstableUpdate
-        for a bad example."""
+        whose margin or update was not finite (learners/kernels/sparse.py), or -1. Raises
+        UnstableUpdate for a bad example."""
         if bad >= 0:
             raise UnstableUpdate(int(bad), f"the {self.name} update failed: {self.failure}")
         return (updates, *rest) if rest else updates
 
     def predict_margins(self, indptr, indices, values, out):
         """Margins of the trained model (no update)."""
-        from streamherd.learners.sparse import margins
+        from streamherd.learners.kernels.sparse import margins
 
         margins(self.mean, indptr, indices, values, out)
 
@@ -179,10 +199,13 @@ class Learner(ABC):
                                                   margins_out))
 
     def _run_regression(self, y, importance, indptr, indices, values, margins_out):
-        # Reached only by a learner without a regression form, which training refuses first
-        # (its registry line declares no regression): a programming error, not a user's.
-        raise TypeError(f"{self.name} has no squared-loss update (its LearnerSpec declares "
-                        f"no regression)")
+        if self.regress is None:
+            # Reached only by a learner without a regression form, which training refuses
+            # first (its registry line declares no regression): a programming error.
+            raise TypeError(f"{self.name} has no squared-loss update (its LearnerSpec "
+                            f"declares no regression)")
+        return self.regress(y, importance, indptr, indices, values, self.kernel_state(),
+                            self.kernel_params(), margins_out)
 
     # ------------------------------------------------------------ joint multiclass
 
@@ -251,25 +274,26 @@ class Learner(ABC):
             check_blocks_fit(self.name, self.state_bytes_per_slot(), self.dim, blocks)
 
     def learn_joint(self, cls, importance, indptr, indices, values, known, predicted_out):
-        """Joint multiclass predict-then-update over one chunk (see learners/multiclass.py).
+        """Joint multiclass predict-then-update over one chunk (see learners/kernels/multiclass.py).
 
         cls: the class id of each example (-1 when unlabeled), < self.blocks; known: the number
         of classes seen before the chunk. Writes the progressive prediction of each example
         (class id, -1 before any class is known) to ``predicted_out``. Returns (updates, known).
         """
-        from streamherd.learners.multiclass import joint_workspace
+        from streamherd.learners.kernels.multiclass import joint_workspace
 
         nnz_max = int(np.max(np.diff(indptr))) if len(indptr) > 1 else 0
         return self.checked(*self._run_joint(cls, importance, indptr, indices, values, known,
                                              predicted_out, joint_workspace(self, nnz_max)))
 
-    @abstractmethod
     def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         """The family's joint kernel (``work``: multiclass.joint_workspace); returns (updates,
         index of a bad update or -1, known)."""
+        return self.joint(cls, importance, indptr, indices, values, self.kernel_state(),
+                          self.kernel_params(), self.dim, known, predicted_out, work)
 
     def class_scores(self, indptr, indices, values, out):
         """out[i, z] = the score of class z for example i (the model's own prediction rule)."""
-        from streamherd.learners.multiclass import all_class_scores
+        from streamherd.learners.kernels.multiclass import all_class_scores
 
         all_class_scores(self.mean, self.dim, self.blocks, indptr, indices, values, out)

@@ -13,16 +13,17 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.base import Learner
-from streamherd.learners.multiclass import (class_scores, joint_prepare, joint_row,
-                                            prefetch_next_row_blocks, visible_classes)
-from streamherd.learners.sparse import axpy, dot, dot_ahead, finite
-from streamherd.learners.prefetch import row_ahead
+from streamherd.learners.kernels.loops import binary_loop, joint_loop, mean_margin, mean_scores
+from streamherd.learners.kernels.multiclass import (class_scores, joint_prepare,
+                                                    prefetch_next_row_blocks, visible_classes)
+from streamherd.learners.kernels.prefetch import row_ahead
+from streamherd.learners.kernels.sparse import axpy, dot, dot_ahead, finite
 
 
 @njit(cache=True, inline="always")
 def perceptron_step(w, indices, values, start, end, m, scale):
     """On a mistake (signed margin m <= 0) w += scale x; returns (updated, ok): ok is False when
-    m or a weight written is not finite (learners/sparse.py)."""
+    m or a weight written is not finite (learners/kernels/sparse.py)."""
     if not finite(m):
         return False, False
     if m > 0.0:
@@ -30,51 +31,25 @@ def perceptron_step(w, indices, values, start, end, m, scale):
     return True, axpy(w, scale, indices, values, start, end)
 
 
-@njit(cache=True, nogil=True)
-def _perceptron_chunk(y, importance, indptr, indices, values, w, margins_out):
-    updates = 0
-    for i in range(len(y)):
-        start, end = indptr[i], indptr[i + 1]
-        m = dot_ahead(w, indices, values, start, end, row_ahead(indptr, i))
-        margins_out[i] = m
-        if not finite(m):
-            return updates, i
-        if np.isnan(y[i]) or importance[i] <= 0.0:
-            continue
-        updated, ok = perceptron_step(w, indices, values, start, end, y[i] * m,
-                                      importance[i] * y[i])
-        updates += updated
-        if not ok:
-            return updates, i
-    return updates, -1
+@njit(cache=True, inline="always")
+def step(state, params, indices, values, start, end, m, v, y, s):
+    return perceptron_step(state[0], indices, values, start, end, m, s * y)
 
 
-@njit(cache=True, nogil=True)
-def _perceptron_joint(cls, importance, indptr, indices, values, w, D, known, predicted_out, work):
-    updates = 0
-    for i in range(len(cls)):
-        predicted_out[i], known, n = joint_row(w, D, known, cls, importance, indptr, indices,
-                                               values, i, work)
-        if n < 0:
-            return updates, i, known
-        if n == 0:
-            continue
-        updated, ok = perceptron_step(w, work[1], work[2], 0, n, dot(w, work[1], work[2], 0, n),
-                                      importance[i])
-        updates += updated
-        if not ok:
-            return updates, i, known
-    return updates, -1, known
+@njit(cache=True, nogil=True, error_model="numpy")
+def train(y, importance, indptr, indices, values, state, params, margins_out):
+    return binary_loop(mean_margin, step, True, y, importance, indptr, indices, values, state,
+                       params, margins_out)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def joint(cls, importance, indptr, indices, values, state, params, D, known, out, work):
+    return joint_loop(mean_scores, mean_margin, step, cls, importance, indptr, indices, values,
+                      state, params, D, known, out, work)
 
 
 class Perceptron(Learner):
-    def learn(self, y, importance, indptr, indices, values, margins_out):
-        return self.checked(*_perceptron_chunk(y, importance, indptr, indices, values, self.mean,
-                                               margins_out))
-
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
-        return _perceptron_joint(cls, importance, indptr, indices, values, self.mean, self.dim,
-                                 known, predicted_out, work)
+    train, joint = map(staticmethod, (train, joint))
 
 
 @njit(cache=True, inline="always")
@@ -98,7 +73,7 @@ def _averaged_step(w, u, seen, indices, values, start, end, m, scale):
     return True, ok
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _averaged_chunk(y, importance, indptr, indices, values, w, u, seen, margins_out):
     """Averaging without touching every slot per example.
 
@@ -128,7 +103,7 @@ def _averaged_chunk(y, importance, indptr, indices, values, w, u, seen, margins_
     return updates, seen, -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _averaged_joint(cls, importance, indptr, indices, values, w, u, seen, D, known, predicted_out,
                     work):
     """The joint form of _averaged_chunk: average class scores w_z.x - u_z.x / T predict."""
@@ -200,7 +175,7 @@ class AveragedPerceptron(Learner):
         return self.checked(updates, bad)
 
     def predict_margins(self, indptr, indices, values, out):
-        from streamherd.learners.sparse import margins
+        from streamherd.learners.kernels.sparse import margins
 
         margins(self.average(), indptr, indices, values, out)
 
@@ -212,6 +187,6 @@ class AveragedPerceptron(Learner):
         return updates, bad, known
 
     def class_scores(self, indptr, indices, values, out):
-        from streamherd.learners.multiclass import all_class_scores
+        from streamherd.learners.kernels.multiclass import all_class_scores
 
         all_class_scores(self.average(), self.dim, self.blocks, indptr, indices, values, out)

@@ -18,7 +18,7 @@ With a fixed class set (``--classes``) every class is known from the start.
 import numpy as np
 from numba import njit
 
-from streamherd.learners.prefetch import prefetch
+from streamherd.learners.kernels.prefetch import prefetch
 
 
 @njit(cache=True, inline="always")
@@ -99,7 +99,7 @@ def joint_prepare(predict_scores, known, cls, importance, indices, values, start
     for the averaged perceptron. Returns (predicted class or -1, known after this example, length
     of the Delta row written to work[1], work[2]; 0 when there is no update to make: unlabeled
     (class -1), importance <= 0, or no second class yet; -1 when a score of the prediction is not
-    finite: the kernel then returns the example as bad, learners/sparse.py). The family's step
+    finite: the kernel then returns the example as bad, kernels/sparse.py). The family's step
     checks the margin on Delta.
     """
     predicted = best_class(predict_scores, known, -1)

@@ -22,12 +22,11 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.base import Learner
-from streamherd.learners.gaussian import (check_full_fits, full_confidences, full_sigma_x,
-                                          full_update, full_reset)
-from streamherd.learners.multiclass import (joint_prepare, joint_row, prefetch_next_row_blocks,
-                                            visible_classes)
-from streamherd.learners.sparse import dot, finite
-from streamherd.learners.prefetch import NO_ROW, prefetch, prefetch_rest, row_ahead
+from streamherd.learners.kernels.covariance import (check_full_fits, full_confidences,
+                                                    full_reset, full_sigma_x, full_update)
+from streamherd.learners.kernels.loops import binary_loop, joint_loop, mean_margin, mean_scores
+from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, prefetch_rest
+from streamherd.learners.kernels.sparse import dot, finite
 
 
 @njit(cache=True, inline="always")
@@ -84,26 +83,6 @@ def _sop_full_step(w, inverse, g, active, n, wx, q, y, s):
                              s / (1.0 + s * q), 0.0)
 
 
-@njit(cache=True, nogil=True)
-def _sop_diag(y, importance, indptr, indices, values, label_sum, diagonal, margins_out):
-    updates = 0
-    for i in range(len(y)):
-        start, end = indptr[i], indptr[i + 1]
-        margin = _sop_diag_margin_ahead(label_sum, diagonal, indices, values, start, end,
-                                        row_ahead(indptr, i))
-        margins_out[i] = margin
-        if not finite(margin):
-            return updates, i
-        if np.isnan(y[i]) or importance[i] <= 0.0:
-            continue
-        updated, ok = _sop_diag_step(label_sum, diagonal, indices, values, start, end,
-                                     y[i] * margin, y[i], importance[i])
-        updates += updated
-        if not ok:
-            return updates, i
-    return updates, -1
-
-
 @njit(cache=True, inline="always")
 def _sop_class_scores(label_sum, diagonal, D, K, indices, values, start, end, scores):
     """scores[z] = the diagonal margin of f(x, z): sum_r v_zr x_r / (D_zr + x_r^2)."""
@@ -116,45 +95,63 @@ def _sop_class_scores(label_sum, diagonal, D, K, indices, values, start, end, sc
             scores[z] += label_sum[z * D + j] * x / (diagonal[z * D + j] + x * x)
 
 
-@njit(cache=True, nogil=True)
-def _sop_diag_joint(cls, importance, indptr, indices, values, label_sum, diagonal, D, known,
-                    predicted_out, work):
-    updates = 0
-    for i in range(len(cls)):
-        start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row_blocks(label_sum, D, known, indptr, indices, i)  # and diagonal
-        _sop_class_scores(label_sum, diagonal, D, visible_classes(known, cls[i]), indices, values,
-                          start, end, work[0])
-        predicted_out[i], known, n = joint_prepare(work[0], known, cls, importance, indices,
-                                                   values, start, end, D, i, work)
-        if n < 0:
-            return updates, i, known
-        if n == 0:
-            continue
-        m = _sop_diag_margin(label_sum, diagonal, work[1], work[2], 0, n)
-        updated, ok = _sop_diag_step(label_sum, diagonal, work[1], work[2], 0, n,
-                                     m, 1.0, importance[i])
-        updates += updated
-        if not ok:
-            return updates, i, known
-    return updates, -1, known
+@njit(cache=True, inline="always")
+def diag_margin(state, indices, values, start, end, ahead):
+    return _sop_diag_margin_ahead(state[0], state[1], indices, values, start, end, ahead), 0.0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, inline="always")
+def diag_scores(state, D, K, indices, values, start, end, out):
+    _sop_class_scores(state[0], state[1], D, K, indices, values, start, end, out)
+
+
+@njit(cache=True, inline="always")
+def diag_step(state, params, indices, values, start, end, m, v, y, s):
+    return _sop_diag_step(state[0], state[1], indices, values, start, end, m, y, s)
+
+
+@njit(cache=True, inline="always")
+def full_joint_step(state, params, indices, values, start, end, m, v, y, s):
+    """On Delta: m = w.Delta; the margin w.Delta / (1 + Delta' A^-1 Delta) has its sign."""
+    q, n = full_sigma_x(state[1], indices, values, start, end, state[2], state[3])
+    return _sop_full_step(state[0], state[1], state[2], state[3], n, m, q, y, s)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def train_diag(y, importance, indptr, indices, values, state, params, margins_out):
+    return binary_loop(diag_margin, diag_step, True, y, importance, indptr, indices, values, state,
+                       params, margins_out)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def joint_diag(cls, importance, indptr, indices, values, state, params, D, known, out, work):
+    return joint_loop(diag_scores, diag_margin, diag_step, cls, importance, indptr, indices, values,
+                      state, params, D, known, out, work)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def joint_full(cls, importance, indptr, indices, values, state, params, D, known, out, work):
+    return joint_loop(mean_scores, mean_margin, full_joint_step, cls, importance, indptr, indices,
+                      values, state, params, D, known, out, work)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _sop_diag_scores(label_sum, diagonal, D, K, indptr, indices, values, out):
     for i in range(len(indptr) - 1):
         _sop_class_scores(label_sum, diagonal, D, K, indices, values, indptr[i], indptr[i + 1],
                           out[i])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _sop_diag_margins(label_sum, diagonal, indptr, indices, values, out):
     for i in range(len(indptr) - 1):
         out[i] = _sop_diag_margin(label_sum, diagonal, indices, values, indptr[i], indptr[i + 1])
 
 
-@njit(cache=True, nogil=True)
-def _sop_full(y, importance, indptr, indices, values, w, inverse, g, active, margins_out):
+@njit(cache=True, nogil=True, error_model="numpy")
+def train_full(y, importance, indptr, indices, values, state, params, margins_out):
+    """Its own loop: the margin w.x / (1 + x' A^-1 x) needs g = A^-1 x before the step."""
+    w, inverse, g, active = state
     updates = 0
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
@@ -172,29 +169,6 @@ def _sop_full(y, importance, indptr, indices, values, w, inverse, g, active, mar
         if not ok:
             return updates, i
     return updates, -1
-
-
-@njit(cache=True, nogil=True)
-def _sop_full_joint(cls, importance, indptr, indices, values, w, inverse, g, active, D, known,
-                    predicted_out, work):
-    """Class scores w_z . x; on Delta the margin w.Delta / (1 + Delta' A^-1 Delta), which has the
-    sign of score_y - score_y'."""
-    updates = 0
-    for i in range(len(cls)):
-        predicted_out[i], known, n = joint_row(w, D, known, cls, importance, indptr, indices,
-                                               values, i, work)
-        if n < 0:
-            return updates, i, known
-        if n == 0:
-            continue
-        q, active_n = full_sigma_x(inverse, work[1], work[2], 0, n, g, active)
-        updated, ok = _sop_full_step(w, inverse, g, active, active_n,
-                                     dot(w, work[1], work[2], 0, n), q, 1.0,
-                                     importance[i])
-        updates += updated
-        if not ok:
-            return updates, i, known
-    return updates, -1, known
 
 
 class SecondOrderPerceptron(Learner):
@@ -227,18 +201,14 @@ class SecondOrderPerceptron(Learner):
     def state(self):
         return {"mean": self.mean, "label_sum": self.label_sum, "diagonal": self.diagonal}
 
-    def learn(self, y, importance, indptr, indices, values, margins_out):
-        self._mean_stale = True
-        return self.checked(*_sop_diag(y, importance, indptr, indices, values, self.label_sum,
-                                       self.diagonal, margins_out))
+    train, joint = map(staticmethod, (train_diag, joint_diag))
+
+    def kernel_state(self):
+        self._mean_stale = True   # the kernels update label_sum and diagonal
+        return (self.label_sum, self.diagonal)
 
     def predict_margins(self, indptr, indices, values, out):
         _sop_diag_margins(self.label_sum, self.diagonal, indptr, indices, values, out)
-
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
-        self._mean_stale = True
-        return _sop_diag_joint(cls, importance, indptr, indices, values, self.label_sum,
-                               self.diagonal, self.dim, known, predicted_out, work)
 
     def class_scores(self, indptr, indices, values, out):
         _sop_diag_scores(self.label_sum, self.diagonal, self.dim, self.blocks, indptr, indices,
@@ -264,19 +234,10 @@ class SecondOrderPerceptronFull(Learner):
     def state(self):
         return {"mean": self.mean, "inverse": self.inverse}
 
-    def _workspace(self):
-        if getattr(self, "_g", None) is None:
-            self._g = np.zeros(self.size)
-            self._active = np.zeros(self.size, np.int64)
-        return self._g, self._active
+    train, joint = map(staticmethod, (train_full, joint_full))
 
-    def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
-        return _sop_full_joint(cls, importance, indptr, indices, values, self.mean, self.inverse,
-                               *self._workspace(), self.dim, known, predicted_out, work)
-
-    def learn(self, y, importance, indptr, indices, values, margins_out):
-        return self.checked(*_sop_full(y, importance, indptr, indices, values, self.mean,
-                                       self.inverse, *self._workspace(), margins_out))
+    def kernel_state(self):
+        return (self.mean, self.inverse, *self._workspace())
 
     def predict_margins(self, indptr, indices, values, out):
         """w.x / (1 + x' A^-1 x), the margin training reports."""

@@ -4,7 +4,7 @@ Class z's learner sees every example with label +1 when its class is z and -1 ot
 the family's own binary chunk kernel: K kernel calls per chunk, no Python work per line. Its
 progressive margin is the score of class z; the prediction is the class of largest score among
 those seen before the example (a class discovered in the chunk is learned from its first example
-on, as in the joint kernels of learners/multiclass.py).
+on, as in the joint kernels of learners/kernels/multiclass.py).
 
 Saved state: class z's arrays are block z of each state array (rows z*D..(z+1)*D), so ``mean`` and
 ``variance`` hold K*D entries and a full ``covariance`` (or ``inverse``) is K*D x D: K separate
@@ -121,8 +121,8 @@ class OneVersusAll:
 
     def class_probabilities(self, indptr, indices, values):
         """P(class z has the largest score | x): the classes' Gaussians are independent, so this
-        is learners/proba.py's quadrature."""
-        from streamherd.learners.proba import independent_argmax_probabilities
+        is learners/reductions/proba.py's quadrature."""
+        from streamherd.learners.reductions.proba import independent_argmax_probabilities
 
         return independent_argmax_probabilities(*self._class_moments(indptr, indices, values))
 

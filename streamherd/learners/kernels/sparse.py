@@ -3,7 +3,7 @@
 Numerical safety: a kernel checks, for each example, the margin it predicts with (every
 example: a margin that is not finite is a garbage prediction), the numbers its update is made of
 (the margin, the squared norm or confidence the step divides by, the step itself: ``finite``) and
-the state entries the update touched (``axpy``, gaussian.entry_ok, gaussian.full_update). On a
+the state entries the update touched (``axpy``, covariance.entry_ok, covariance.full_update). On a
 failure it returns the example's index and ``Learner.checked`` raises ``UnstableUpdate``, which
 training turns into a one-line error naming the file and line. The checks are scalar, or on the
 entries the update has just written (in cache): never a pass over the whole state.
@@ -11,7 +11,7 @@ entries the update has just written (in cache): never a pass over the whole stat
 import numpy as np
 from numba import njit
 
-from streamherd.learners.prefetch import NO_ROW, prefetch, prefetch_rest, row_ahead
+from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, prefetch_rest, row_ahead
 
 
 @njit(cache=True, inline="always")
@@ -65,14 +65,3 @@ def margins(w, indptr, indices, values, out):
     the slots of the row two ahead are prefetched, see prefetch.py)."""
     for i in range(len(indptr) - 1):
         out[i] = dot_ahead(w, indices, values, indptr[i], indptr[i + 1], row_ahead(indptr, i))
-
-
-@njit(cache=True, nogil=True)
-def normalize_rows(indptr, values):
-    """Scale every row to unit L2 norm in place (``--normalize``); all-zero rows stay zero."""
-    for i in range(len(indptr) - 1):
-        norm2 = squared_norm(values, indptr[i], indptr[i + 1])
-        if norm2 > 0.0:
-            scale = 1.0 / np.sqrt(norm2)
-            for k in range(indptr[i], indptr[i + 1]):
-                values[k] *= scale

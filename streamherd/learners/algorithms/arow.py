@@ -1,0 +1,144 @@
+"""AROW, Adaptive Regularization of Weight vectors (Crammer, Kulesza & Dredze, NIPS 2009, Fig. 1).
+
+With m = y mu.x and v = x' Sigma x (old Sigma), update when m < 1:
+  beta = 1 / (v + r),  alpha = (1 - m) beta,  mu += alpha y Sigma x
+  arow-full:  Sigma -= beta Sigma x x' Sigma                                    (Eq. 9)
+Diagonal forms:
+  arow-p (project; equal to the exact diagonal update):  sigma_r <- 1 / (1/sigma_r + x_r^2 / r)
+  arow-d (drop):                                          sigma_r <- sigma_r - beta (sigma_r x_r)^2
+``arow`` is an alias of ``arow-p``. An importance weight s scales 1/r (r becomes r/s: the
+regulariser weighs the example's loss s times as much, as s scales C in PA/NHERD).
+
+Joint multiclass: the same step on Delta = f(x, y) - f(x, y') with y = +1
+(learners/kernels/multiclass.py).
+Regression (``--loss squared``) is recursive least squares (AROW paper, footnote 1 and Sec. 6):
+on every example mu += (y - mu.x) Sigma x / (r + v) and the same covariance updates with
+beta = 1 / (r + v).
+"""
+from numba import njit
+
+from streamherd.learners.gaussian import GaussianLearner
+from streamherd.learners.kernels.covariance import entry_ok, full_sigma_x, full_update
+from streamherd.learners.kernels.loops import (binary_loop, diag_margin, joint_loop,
+                                               mean_margin, mean_scores)
+from streamherd.learners.kernels.sparse import finite
+
+
+@njit(cache=True, inline="always")
+def diag_apply(mu, sigma, indices, values, start, end, v, scale, beta, rs, drop):
+    """mu += scale Sigma x and the diagonal rule (old sigma_r in both); returns ok: False when
+    the confidence v or the step (scale, beta) is not finite (v = inf makes beta 0: an update
+    that learns nothing), or an entry written is not (covariance.entry_ok)."""
+    if not finite(v, scale, beta):
+        return False
+    ok = True
+    for k in range(start, end):
+        j = indices[k]
+        x = values[k]
+        sj = sigma[j]
+        mu[j] += scale * sj * x                     # mu += alpha y Sigma x
+        if drop:
+            sigma[j] = sj - beta * sj * sj * x * x
+        else:
+            sigma[j] = sj / (1.0 + sj * x * x / rs)  # = 1 / (1/s + x^2/r), one division
+        ok = ok and entry_ok(mu[j], sigma[j])
+    return ok
+
+
+@njit(cache=True, inline="always")
+def diag_step(state, params, indices, values, start, end, m, v, y, s):
+    """The classification update (Fig. 1; params = (r, drop), s divides r); returns (updated,
+    ok)."""
+    if not finite(m):
+        return False, False
+    if m >= 1.0:
+        return False, True
+    rs = params[0] / s
+    beta = 1.0 / (v + rs)
+    return True, diag_apply(state[0], state[1], indices, values, start, end, v,
+                            (1.0 - m) * beta * y, beta, rs, params[1])
+
+
+@njit(cache=True, inline="always")
+def diag_regression_step(state, params, indices, values, start, end, m, v, y, s):
+    rs = params[0] / s
+    beta = 1.0 / (v + rs)                                   # recursive least squares
+    return True, diag_apply(state[0], state[1], indices, values, start, end, v, (y - m) * beta,
+                            beta, rs, params[1])
+
+
+@njit(cache=True, inline="always")
+def full_step(state, params, indices, values, start, end, m, v, y, s):
+    if not finite(m):
+        return False, False
+    if m >= 1.0:
+        return False, True
+    rs = params[0] / s
+    v, n = full_sigma_x(state[1], indices, values, start, end, state[2], state[3])
+    beta = 1.0 / (v + rs)
+    alpha = (1.0 - m) * beta
+    return True, full_update(state[0], state[1], state[2], state[3], n, v, alpha * y, beta,
+                             0.0)                                                  # Eq. 9
+
+
+@njit(cache=True, inline="always")
+def full_regression_step(state, params, indices, values, start, end, m, v, y, s):
+    v, n = full_sigma_x(state[1], indices, values, start, end, state[2], state[3])
+    beta = 1.0 / (v + params[0] / s)                        # recursive least squares
+    return True, full_update(state[0], state[1], state[2], state[3], n, v, (y - m) * beta, beta,
+                             0.0)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def train_diag(y, importance, indptr, indices, values, state, params, margins_out):
+    return binary_loop(diag_margin, diag_step, True, y, importance, indptr, indices, values, state,
+                       params, margins_out)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def joint_diag(cls, importance, indptr, indices, values, state, params, D, known, out, work):
+    return joint_loop(mean_scores, diag_margin, diag_step, cls, importance, indptr, indices, values,
+                      state, params, D, known, out, work)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def regress_diag(y, importance, indptr, indices, values, state, params, margins_out):
+    return binary_loop(diag_margin, diag_regression_step, False, y, importance, indptr, indices,
+                       values, state, params, margins_out)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def train_full(y, importance, indptr, indices, values, state, params, margins_out):
+    return binary_loop(mean_margin, full_step, True, y, importance, indptr, indices, values, state,
+                       params, margins_out)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def joint_full(cls, importance, indptr, indices, values, state, params, D, known, out, work):
+    return joint_loop(mean_scores, mean_margin, full_step, cls, importance, indptr, indices, values,
+                      state, params, D, known, out, work)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def regress_full(y, importance, indptr, indices, values, state, params, margins_out):
+    return binary_loop(mean_margin, full_regression_step, False, y, importance, indptr, indices,
+                       values, state, params, margins_out)
+
+
+class ArowProject(GaussianLearner):
+    train, joint, regress = map(staticmethod, (train_diag, joint_diag, regress_diag))
+    drop = False
+
+    def kernel_params(self):
+        return (self.options["r"], self.drop)
+
+
+class ArowDrop(ArowProject):
+    drop = True
+
+
+class ArowFull(ArowProject):
+    train, joint, regress = map(staticmethod, (train_full, joint_full, regress_full))
+    full = True
+    state_arrays = ("covariance",)
+    diagonal_name = "arow-p"

@@ -1,0 +1,163 @@
+"""Normal Herding, NHERD (Crammer & Lee, "Learning via Gaussian Herding", NIPS 2010, Fig. 3).
+
+With m = y mu.x and v = x' Sigma x (old Sigma), update when m <= 1:
+  mu += alpha y Sigma x,  alpha = max(0, 1 - m) / (v + 1/C)                        (Eq. 9)
+  nherd-full:  Sigma -= Sigma x x' Sigma (C^2 v + 2C) / (1 + C v)^2                (Eq. 13)
+Diagonal forms (Eq. 14):
+  nherd-e (exact):    sigma_r <- sigma_r / (1 + C x_r^2 sigma_r)^2
+  nherd-p (project):  sigma_r <- 1 / (1/sigma_r + (2C + C^2 v) x_r^2)
+  nherd-d (drop):     sigma_r <- sigma_r - (sigma_r x_r)^2 (C^2 v + 2C) / (1 + C v)^2
+``nherd`` is an alias of ``nherd-p``. An importance weight s scales C (C s), as in PA-I/PA-II.
+
+Joint multiclass: the same step on Delta = f(x, y) - f(x, y') with y = +1
+(learners/kernels/multiclass.py).
+Regression (``--loss squared``, Sec. 3.1: the squared loss is uniformly 1-bounded): on every
+example mu += (y - mu.x) Sigma x / (v + 1/C), with the same covariance updates.
+"""
+from numba import njit
+
+from streamherd.learners.gaussian import GaussianLearner
+from streamherd.learners.kernels.covariance import entry_ok, full_sigma_x, full_update
+from streamherd.learners.kernels.loops import (binary_loop, diag_margin, joint_loop,
+                                               mean_margin, mean_scores)
+from streamherd.learners.kernels.sparse import finite
+
+EXACT, PROJECT, DROP = 0, 1, 2
+
+
+@njit(cache=True, inline="always")
+def nherd_shrink(c, v):
+    """The coefficient (C^2 v + 2C) / (1 + C v)^2 of Eq. 13."""
+    return (c * c * v + 2.0 * c) / ((1.0 + c * v) * (1.0 + c * v))
+
+
+@njit(cache=True, inline="always")
+def diag_apply(mu, sigma, indices, values, start, end, scale, c, v, variant):
+    """mu += scale Sigma x and the diagonal rule of Eq. 14 (old sigma_r in both); returns ok:
+    False when the confidence v or the step (scale, shrink) is not finite, or an entry written is
+    not (covariance.entry_ok)."""
+    shrink = nherd_shrink(c, v)
+    if not finite(v, scale, shrink):
+        return False
+    ok = True
+    for k in range(start, end):
+        j = indices[k]
+        x = values[k]
+        x2 = x * x
+        s = sigma[j]
+        mu[j] += scale * s * x                                      # mu += alpha y Sigma x
+        if variant == EXACT:                                        # Eq. 14
+            q = 1.0 + c * x2 * s
+            sigma[j] = s / (q * q)
+        elif variant == PROJECT:
+            # 1/(1/s + k x^2) written as s/(1 + s k x^2): one division
+            sigma[j] = s / (1.0 + s * (2.0 * c + c * c * v) * x2)
+        else:
+            sigma[j] = s - s * s * x2 * shrink
+        ok = ok and entry_ok(mu[j], sigma[j])
+    return ok
+
+
+@njit(cache=True, inline="always")
+def diag_step(state, params, indices, values, start, end, m, v, y, s):
+    """The classification update (params = (C, variant); s scales C); returns (updated, ok)."""
+    if not finite(m):
+        return False, False
+    if m > 1.0:
+        return False, True
+    c = params[0] * s
+    alpha = max(0.0, 1.0 - m) / (v + 1.0 / c)                          # Eq. 9
+    return True, diag_apply(state[0], state[1], indices, values, start, end, alpha * y, c, v,
+                            params[1])
+
+
+@njit(cache=True, inline="always")
+def diag_regression_step(state, params, indices, values, start, end, m, v, y, s):
+    c = params[0] * s
+    scale = (y - m) / (v + 1.0 / c)                                    # Sec. 3.1, squared loss
+    return True, diag_apply(state[0], state[1], indices, values, start, end, scale, c, v,
+                            params[1])
+
+
+@njit(cache=True, inline="always")
+def full_step(state, params, indices, values, start, end, m, v, y, s):
+    if not finite(m):
+        return False, False
+    if m > 1.0:
+        return False, True
+    c = params[0] * s
+    v, n = full_sigma_x(state[1], indices, values, start, end, state[2], state[3])
+    alpha = max(0.0, 1.0 - m) / (v + 1.0 / c)                                   # Eq. 9
+    return True, full_update(state[0], state[1], state[2], state[3], n, v, alpha * y,
+                             nherd_shrink(c, v), 0.0)                           # Eq. 13
+
+
+@njit(cache=True, inline="always")
+def full_regression_step(state, params, indices, values, start, end, m, v, y, s):
+    c = params[0] * s
+    v, n = full_sigma_x(state[1], indices, values, start, end, state[2], state[3])
+    return True, full_update(state[0], state[1], state[2], state[3], n, v, (y - m) / (v + 1.0 / c),
+                             nherd_shrink(c, v), 0.0)
+
+
+@njit(cache=True, nogil=True)
+def train_diag(y, importance, indptr, indices, values, state, params, margins_out):
+    return binary_loop(diag_margin, diag_step, True, y, importance, indptr, indices, values, state,
+                       params, margins_out)
+
+
+@njit(cache=True, nogil=True)
+def joint_diag(cls, importance, indptr, indices, values, state, params, D, known, out, work):
+    return joint_loop(mean_scores, diag_margin, diag_step, cls, importance, indptr, indices, values,
+                      state, params, D, known, out, work)
+
+
+@njit(cache=True, nogil=True)
+def regress_diag(y, importance, indptr, indices, values, state, params, margins_out):
+    return binary_loop(diag_margin, diag_regression_step, False, y, importance, indptr, indices,
+                       values, state, params, margins_out)
+
+
+@njit(cache=True, nogil=True)
+def train_full(y, importance, indptr, indices, values, state, params, margins_out):
+    return binary_loop(mean_margin, full_step, True, y, importance, indptr, indices, values, state,
+                       params, margins_out)
+
+
+@njit(cache=True, nogil=True)
+def joint_full(cls, importance, indptr, indices, values, state, params, D, known, out, work):
+    return joint_loop(mean_scores, mean_margin, full_step, cls, importance, indptr, indices, values,
+                      state, params, D, known, out, work)
+
+
+@njit(cache=True, nogil=True)
+def regress_full(y, importance, indptr, indices, values, state, params, margins_out):
+    return binary_loop(mean_margin, full_regression_step, False, y, importance, indptr, indices,
+                       values, state, params, margins_out)
+
+
+class NherdDiagonal(GaussianLearner):
+    train, joint, regress = map(staticmethod, (train_diag, joint_diag, regress_diag))
+    variant = PROJECT
+
+    def kernel_params(self):
+        return (self.options["C"], self.variant)
+
+
+class NherdExact(NherdDiagonal):
+    variant = EXACT
+
+
+class NherdProject(NherdDiagonal):
+    variant = PROJECT
+
+
+class NherdDrop(NherdDiagonal):
+    variant = DROP
+
+
+class NherdFull(NherdDiagonal):
+    train, joint, regress = map(staticmethod, (train_full, joint_full, regress_full))
+    full = True
+    state_arrays = ("covariance",)
+    diagonal_name = "nherd-p"

@@ -1,0 +1,130 @@
+"""Soft Confidence-Weighted learning, SCW-I and SCW-II (Wang, Zhao & Hoi, ICML 2012).
+
+With m = y mu.x, v = x' Sigma x (old Sigma), phi = Phi^-1(eta), psi = 1 + phi^2/2, xi = 1 + phi^2,
+update when the loss max(0, phi sqrt(v) - m) is > 0:
+  SCW-I:  alpha = min(C, max(0, (-m psi + sqrt(m^2 phi^4 / 4 + v phi^2 xi)) / (v xi)))
+  SCW-II: n = v + 1/(2C), gamma = phi sqrt(phi^2 m^2 v^2 + 4 n v (n + v phi^2)),
+          alpha = max(0, (-(2 m n + phi^2 m v) + gamma) / (2 (n^2 + n v phi^2)))
+then, as in CW: sqrt(u) = 2v / (alpha v phi + sqrt(alpha^2 v^2 phi^2 + 4v)),
+beta = alpha phi / (sqrt(u) + v alpha phi), mu += alpha y Sigma x and
+  scw1-full, scw2-full:  Sigma -= beta Sigma x x' Sigma
+  scw1, scw2 (the diagonal of that update):  sigma_r <- sigma_r - beta (sigma_r x_r)^2
+An importance weight s scales C (C s). All four keep the variance floor of cw.py
+(VARIANCE_FLOOR times the initial variance). Examples with v <= 0 (no features) are not learned.
+Joint multiclass: the same step on Delta = f(x, y) - f(x, y') with y = +1
+(learners/kernels/multiclass.py).
+SCW has no regression form in the paper: ``--loss squared`` refuses it.
+"""
+import numpy as np
+from numba import njit
+
+from streamherd.learners.algorithms.cw import (VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha,
+                                               cw_full_apply, cw_sqrt_u_beta)
+from streamherd.learners.kernels.covariance import entry_ok, full_sigma_x
+from streamherd.learners.kernels.loops import (binary_loop, diag_margin, joint_loop,
+                                               mean_margin, mean_scores)
+from streamherd.learners.kernels.sparse import finite, squared_norm
+
+
+@njit(cache=True, inline="always")
+def scw_alpha(m, v, phi, psi, xi, C, variant):
+    if variant == 1:                                          # SCW-I
+        return min(C, cw_alpha(m, v, phi, psi, xi))
+    n = v + 1.0 / (2.0 * C)                                   # SCW-II
+    gamma = phi * np.sqrt(phi * phi * m * m * v * v + 4.0 * n * v * (n + v * phi * phi))
+    return max(0.0, (-(2.0 * m * n + phi * phi * m * v) + gamma)
+               / (2.0 * (n * n + n * v * phi * phi)))
+
+
+@njit(cache=True, inline="always")
+def diag_step(state, params, indices, values, start, end, m, v, y, s):
+    """The scw update on row x with signed margin m when the loss max(0, phi sqrt(v) - m) is
+    > 0 (counted as an update even when alpha is 0); returns (updated, ok): ok is False when m,
+    the confidence v or alpha is not finite, or an entry written is not (covariance.entry_ok).
+    params = (phi, C, variant, floor); s scales C."""
+    mu, sigma = state[0], state[1]
+    phi, c, variant, floor = params[0], params[1] * s, params[2], params[3]
+    if not finite(m, v):
+        return False, False
+    if not scw_loss(m, v, phi):
+        return False, True
+    alpha = scw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi, c, variant)
+    if not finite(alpha):
+        return True, False
+    sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
+    scale = alpha * y
+    ok = True
+    for k in range(start, end):
+        j = indices[k]
+        x = values[k]
+        sj = sigma[j]
+        mu[j] += scale * sj * x                     # mu += alpha y Sigma x
+        sigma[j] = max(floor, sj - beta * sj * sj * x * x)
+        ok = ok and entry_ok(mu[j], sigma[j])
+    return True, ok
+
+
+@njit(cache=True, inline="always")
+def scw_loss(m, v, phi):
+    """Whether the SCW loss max(0, phi sqrt(v) - m) is positive (and v > 0)."""
+    return v > 0.0 and phi * np.sqrt(v) - m > 0.0
+
+
+@njit(cache=True, inline="always")
+def full_step(state, params, indices, values, start, end, m, v, y, s):
+    phi, c, variant, floor = params[0], params[1] * s, params[2], params[3]
+    v, n = full_sigma_x(state[1], indices, values, start, end, state[2], state[3])
+    v_min = floor * squared_norm(values, start, end)
+    alpha = 0.0
+    if v > v_min and scw_loss(m, v, phi):
+        alpha = scw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi, c, variant)
+    return cw_full_apply(state[0], state[1], state[2], state[3], n, m, alpha, y, v, v_min, phi,
+                         floor)
+
+
+@njit(cache=True, nogil=True)
+def train_diag(y, importance, indptr, indices, values, state, params, margins_out):
+    return binary_loop(diag_margin, diag_step, True, y, importance, indptr, indices, values, state,
+                       params, margins_out)
+
+
+@njit(cache=True, nogil=True)
+def joint_diag(cls, importance, indptr, indices, values, state, params, D, known, out, work):
+    return joint_loop(mean_scores, diag_margin, diag_step, cls, importance, indptr, indices, values,
+                      state, params, D, known, out, work)
+
+
+@njit(cache=True, nogil=True)
+def train_full(y, importance, indptr, indices, values, state, params, margins_out):
+    return binary_loop(mean_margin, full_step, True, y, importance, indptr, indices, values, state,
+                       params, margins_out)
+
+
+@njit(cache=True, nogil=True)
+def joint_full(cls, importance, indptr, indices, values, state, params, D, known, out, work):
+    return joint_loop(mean_scores, mean_margin, full_step, cls, importance, indptr, indices, values,
+                      state, params, D, known, out, work)
+
+
+class SoftConfidenceWeightedI(ConfidenceWeighted):
+    train, joint = map(staticmethod, (train_diag, joint_diag))
+    variant = 1
+
+    def kernel_params(self):
+        return (self.phi, self.options["C"], self.variant, VARIANCE_FLOOR * self.options["a"])
+
+
+class SoftConfidenceWeightedII(SoftConfidenceWeightedI):
+    variant = 2
+
+
+class SoftConfidenceWeightedIFull(SoftConfidenceWeightedI):
+    train, joint = map(staticmethod, (train_full, joint_full))
+    full = True
+    state_arrays = ("covariance",)
+    diagonal_name = "scw1"
+
+
+class SoftConfidenceWeightedIIFull(SoftConfidenceWeightedIFull):
+    variant = 2
+    diagonal_name = "scw2"
