@@ -1,4 +1,4 @@
-"""One numba kernel turns a block of complete text lines into a CSR chunk, in either format."""
+"""The parse kernel turns a block of complete text lines into a CSR chunk: one kernel per format."""
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -15,121 +15,147 @@ SVMLIGHT = 0
 VW = 1
 
 
-@njit(cache=True, nogil=True)
 def parse_block(buf, n, fmt, mask, add_bias, bias_slot, skip_bad, first_line,
                 labels, importance, line_numbers, indptr, indices, values,
                 tag_start, tag_end, label_start, label_end, bad_line_numbers,
                 merge_keys, merge_stamps, merge_positions, general_only=False,
                 strict_format=False):
-    """Parse the complete lines in ``buf[:n]`` (fmt SVMLIGHT or VW) into the output arrays.
+    """Parse the complete lines in ``buf[:n]`` (fmt SVMLIGHT or VW) into the output arrays:
+    the parse kernel of that format (see _block_parser)."""
+    return _BLOCK_PARSERS[fmt](buf, n, mask, add_bias, bias_slot, skip_bad, first_line, labels,
+                               importance, line_numbers, indptr, indices, values, tag_start,
+                               tag_end, label_start, label_end, bad_line_numbers, merge_keys,
+                               merge_stamps, merge_positions, general_only, strict_format)
 
-    Blank lines and lines whose first non-blank byte is '#' are skipped but counted, so line
-    numbers stay those of the file (``first_line`` is the number of the block's first line).
-    Each row gets the bias feature (when add_bias) and has its repeated slots summed.
-    Returns (rows, nnz, lines, bad_lines, error_code, error_line, error_start, error_end);
-    on a malformed line without skip_bad, parsing stops there and rows holds the lines before it.
-    With skip_bad, the line numbers of the malformed lines go to bad_line_numbers[:bad_lines];
-    a line of the other format (linecodes.OTHER_FORMAT) still stops parsing when
-    ``strict_format`` (the format was guessed: see reader.ChunkReader).
 
-    Most lines go through a one-pass scanner that finds the line end as it parses; a line it
-    does not accept goes to the general line parser. ``general_only`` sends every line there
-    (the tests compare both ways).
-    """
-    merge_stamps[:] = -1
-    p = 0
-    line = first_line
-    row = 0
-    nnz = 0
-    bad = 0
-    indptr[0] = 0
-    while p < n:
-        status = USE_GENERAL
-        next_p = n
-        new_nnz = nnz
-        label = 0.0
-        ls = le = tgs = tge = -1
-        weight = 1.0
-        distinct = False
-        q = skip_blanks(buf, p, n)
-        if q == n or buf[q] == LF:
-            status = NOT_A_ROW
-            next_p = q + 1
-        elif buf[q] == HASH:
-            status = NOT_A_ROW
-            next_p = find_byte(buf, q, n, LF) + 1
-        elif not general_only:
-            if fmt == VW:
-                status, next_p, new_nnz, label, ls, le, distinct = scan_vw_line(
-                    buf, q, n, mask, bias_slot, indices, values, nnz)
-            else:
-                status, next_p, new_nnz, label, ls, le, distinct = scan_svmlight_line(
-                    buf, q, n, mask, bias_slot, indices, values, nnz)
-        if status == USE_GENERAL:
-            eol = find_byte(buf, p, n, LF)
-            next_p = eol + 1
-            end = eol
-            if end > p and buf[end - 1] == CR:
-                end -= 1
-            q = skip_blanks(buf, p, end)
-            if q == end or buf[q] == HASH:
+def _block_parser(fmt):
+    """The parse kernel of one format. ``fmt`` is a constant of the kernel (a closure cell), so
+    numba prunes the other format's branches before typing: a command compiles the line
+    parsers of the format it reads, not both. (numba's cache keys an entry by the closure's
+    contents too, so the two kernels share an index file and each finds its own entries.)"""
+
+    @njit(cache=True, nogil=True)
+    def parse_format_block(buf, n, mask, add_bias, bias_slot, skip_bad, first_line,
+                           labels, importance, line_numbers, indptr, indices, values,
+                           tag_start, tag_end, label_start, label_end, bad_line_numbers,
+                           merge_keys, merge_stamps, merge_positions, general_only,
+                           strict_format):
+        """Parse the complete lines in ``buf[:n]`` (fmt SVMLIGHT or VW) into the output arrays.
+
+        Blank lines and lines whose first non-blank byte is '#' are skipped but counted, so line
+        numbers stay those of the file (``first_line`` is the number of the block's first line).
+        Each row gets the bias feature (when add_bias) and has its repeated slots summed.
+        Returns (rows, nnz, lines, bad_lines, error_code, error_line, error_start, error_end);
+        on a malformed line without skip_bad, parsing stops there and rows holds the lines before
+        it. With skip_bad, the line numbers of the malformed lines go to
+        bad_line_numbers[:bad_lines]; a line of the other format (linecodes.OTHER_FORMAT) still
+        stops parsing when ``strict_format`` (the format was guessed: see reader.ChunkReader).
+
+        Most lines go through a one-pass scanner that finds the line end as it parses; a line it
+        does not accept goes to the general line parser. ``general_only`` sends every line there
+        (the tests compare both ways).
+        """
+        merge_stamps[:] = -1
+        # np.int64(0), not 0: with a literal 0, numba types the loop's first round with
+        # Literal[int](0) and compiles every parser the loop calls once more for that type
+        p = np.int64(0)
+        line = first_line
+        row = np.int64(0)
+        nnz = np.int64(0)
+        bad = 0
+        indptr[0] = 0
+        while p < n:
+            status = USE_GENERAL
+            next_p = n
+            new_nnz = nnz
+            label = 0.0
+            ls = le = tgs = tge = -1
+            weight = 1.0
+            distinct = False
+            q = skip_blanks(buf, p, n)
+            if q == n or buf[q] == LF:
                 status = NOT_A_ROW
-            else:
+                next_p = q + 1
+            elif buf[q] == HASH:
+                status = NOT_A_ROW
+                next_p = find_byte(buf, q, n, LF) + 1
+            elif not general_only:
                 if fmt == VW:
-                    code, new_nnz, ts, te, label, weight, ls, le, tgs, tge = parse_vw_line(
-                        buf, q, end, mask, indices, values, nnz)
+                    status, next_p, new_nnz, label, ls, le, distinct = scan_vw_line(
+                        buf, q, n, mask, bias_slot, indices, values, nnz)
                 else:
-                    code, new_nnz, ts, te, label, weight, ls, le, tgs, tge = parse_svmlight_line(
-                        buf, q, end, mask, indices, values, nnz)
-                if (code != codes.OK and code != codes.BINARY_BYTES and fmt != VW
-                        and vw_shaped(buf, q, end)):
-                    code, ts, te = codes.VW_LINE, q, end
-                if code != codes.OK:
-                    if not skip_bad or (strict_format and (code == codes.VW_LINE
-                                                           or code == codes.SVMLIGHT_LINE)):
-                        return row, nnz, line - first_line, bad, code, line, ts, te
-                    bad_line_numbers[bad] = line
-                    bad += 1
+                    status, next_p, new_nnz, label, ls, le, distinct = scan_svmlight_line(
+                        buf, q, n, mask, bias_slot, indices, values, nnz)
+            if status == USE_GENERAL:
+                eol = find_byte(buf, p, n, LF)
+                next_p = eol + 1
+                end = eol
+                if end > p and buf[end - 1] == CR:
+                    end -= 1
+                q = skip_blanks(buf, p, end)
+                if q == end or buf[q] == HASH:
                     status = NOT_A_ROW
                 else:
-                    status = ROW
-                    distinct = slots_ordered(indices, nnz, new_nnz, bias_slot)
-        if status == ROW:
-            if add_bias:
-                indices[new_nnz] = bias_slot
-                values[new_nnz] = 1.0
-                new_nnz += 1
-            if not distinct:  # (the usual line has nothing to merge)
-                # stamped with the line, not the row: a row dropped here leaves its stamps
-                merged = merge_row(indices, values, nnz, new_nnz, merge_keys, merge_stamps,
-                                   merge_positions, line)
-                if merged < 0:  # repeated features summed to infinity: a bad line
-                    if not skip_bad:
-                        q = skip_blanks(buf, p, n)
-                        end = find_byte(buf, q, n, LF)
-                        if end > q and buf[end - 1] == CR:
-                            end -= 1
-                        return (row, nnz, line - first_line, bad, codes.VALUE_OVERFLOW, line, q,
-                                end)
-                    bad_line_numbers[bad] = line
-                    bad += 1
-                    line += 1
-                    p = next_p
-                    continue
-                new_nnz = merged
-            nnz = new_nnz
-            labels[row] = label
-            importance[row] = weight
-            line_numbers[row] = line
-            tag_start[row] = tgs
-            tag_end[row] = tge
-            label_start[row] = ls
-            label_end[row] = le
-            row += 1
-            indptr[row] = nnz
-        line += 1
-        p = next_p
-    return row, nnz, line - first_line, bad, codes.OK, 0, 0, 0
+                    if fmt == VW:
+                        code, new_nnz, ts, te, label, weight, ls, le, tgs, tge = parse_vw_line(
+                            buf, q, end, mask, indices, values, nnz)
+                    else:
+                        (code, new_nnz, ts, te, label, weight, ls, le, tgs,
+                         tge) = parse_svmlight_line(buf, q, end, mask, indices, values, nnz)
+                    if (code != codes.OK and code != codes.BINARY_BYTES and fmt != VW
+                            and vw_shaped(buf, q, end)):
+                        code, ts, te = codes.VW_LINE, q, end
+                    if code != codes.OK:
+                        if not skip_bad or (strict_format and (code == codes.VW_LINE
+                                                               or code == codes.SVMLIGHT_LINE)):
+                            return row, nnz, line - first_line, bad, code, line, ts, te
+                        bad_line_numbers[bad] = line
+                        bad += 1
+                        status = NOT_A_ROW
+                    else:
+                        status = ROW
+                        distinct = slots_ordered(indices, nnz, new_nnz, bias_slot)
+            if status == ROW:
+                if add_bias:
+                    indices[new_nnz] = bias_slot
+                    values[new_nnz] = 1.0
+                    new_nnz += 1
+                if not distinct:  # (the usual line has nothing to merge)
+                    # stamped with the line, not the row: a row dropped here leaves its stamps
+                    merged = merge_row(indices, values, nnz, new_nnz, merge_keys, merge_stamps,
+                                       merge_positions, line)
+                    if merged < 0:  # repeated features summed to infinity: a bad line
+                        if not skip_bad:
+                            q = skip_blanks(buf, p, n)
+                            end = find_byte(buf, q, n, LF)
+                            if end > q and buf[end - 1] == CR:
+                                end -= 1
+                            return (row, nnz, line - first_line, bad, codes.VALUE_OVERFLOW, line, q,
+                                    end)
+                        bad_line_numbers[bad] = line
+                        bad += 1
+                        line += 1
+                        p = next_p
+                        continue
+                    new_nnz = merged
+                nnz = new_nnz
+                labels[row] = label
+                importance[row] = weight
+                line_numbers[row] = line
+                tag_start[row] = tgs
+                tag_end[row] = tge
+                label_start[row] = ls
+                label_end[row] = le
+                row += 1
+                indptr[row] = nnz
+            line += 1
+            p = next_p
+        return row, nnz, line - first_line, bad, codes.OK, 0, 0, 0
+
+    return parse_format_block
+
+
+_BLOCK_PARSERS = (_block_parser(SVMLIGHT), _block_parser(VW))
 
 
 @njit(cache=True, nogil=True)

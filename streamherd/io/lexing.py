@@ -328,7 +328,7 @@ def _decimal_to_float(buf, start, end):
         exp2 += n
     if exp2 + 1023 >= 0x7FF:
         return np.inf
-    nd, dp, trunc = _shift(d, nd, dp, trunc, 53)
+    nd, dp, trunc = _shift(d, nd, dp, trunc, np.int64(53))  # (typed: see _shift)
     mantissa = _rounded_integer(d, nd, dp, trunc)
     if mantissa == 2 << 52:  # rounding carried into a new bit
         mantissa >>= 1
@@ -360,14 +360,17 @@ def _trim(d, nd, dp):
 
 @njit(cache=True)
 def _shift(d, nd, dp, trunc, k):
-    """The decimal times 2**k (k may be negative); returns (nd, dp, trunc)."""
+    """The decimal times 2**k (k may be negative); returns (nd, dp, trunc).
+
+    k reaches _shift, _left_shift and _right_shift as an int64, never a bare constant (numba
+    types a constant argument as a literal and would compile them once more per constant)."""
     if nd == 0:
         return nd, dp, trunc
     while k > _MAX_SHIFT:
-        nd, dp, trunc = _left_shift(d, nd, dp, trunc, _MAX_SHIFT)
+        nd, dp, trunc = _left_shift(d, nd, dp, trunc, np.int64(_MAX_SHIFT))
         k -= _MAX_SHIFT
     while k < -_MAX_SHIFT:
-        nd, dp, trunc = _right_shift(d, nd, dp, trunc, _MAX_SHIFT)
+        nd, dp, trunc = _right_shift(d, nd, dp, trunc, np.int64(_MAX_SHIFT))
         k += _MAX_SHIFT
     if k > 0:
         return _left_shift(d, nd, dp, trunc, k)
@@ -508,8 +511,10 @@ def parse_index(buf, start, end):
     return value, True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def find_byte(buf, start, end, byte):
+    # inlined: its callers pass the byte as a constant, for which numba would compile a
+    # specialisation per byte value (and per literal start)
     for p in range(start, end):
         if buf[p] == byte:
             return p

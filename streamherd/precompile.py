@@ -1,0 +1,229 @@
+"""Compile the kernels of the usual commands into numba's on-disk cache, ahead of the first run.
+
+    python -m streamherd.precompile [--all]
+
+The wheel build runs it (setup.py, on the built package, whose ``__pycache__`` folders then
+ship in the wheel; ``pip install -e`` runs it on the source tree), and it can be run after any
+install, e.g. with NUMBA_CACHE_DIR set as the runs will have it. It runs the real ``train`` and
+``predict`` on a few generated lines, so that the kernels get exactly the argument types of a
+real run (numba caches one entry per signature: a run whose types differ compiles again). The
+cache goes where numba puts it for any run: NUMBA_CACHE_DIR when set, else ``__pycache__``
+beside each module when writable, else numba's user-wide cache folder. The generated lines,
+models and predictions go to a scratch folder inside that same cache folder (the system's
+temporary folder if numba has none), removed at the end.
+
+numba keys a cache entry by its own version, the CPU it compiles for, the Python version and a
+hash of the module's source (not its file time, which installing changes): a wheel built by
+``pip install`` on the machine that runs it matches; one built elsewhere, or run beside another
+numba, compiles on first use, as without this.
+
+Default: the README's commands (``train`` and ``predict`` on svmlight and on VW input, about
+10 s each on two cores, the parser of the format most of it) and every binary learner but the
+``-full`` ones (a second or less each): 25-40 s in all. ``--all`` adds the ``-full`` learners,
+regression, joint and one-versus-all multiclass, ``--normalize`` and the other ``predict``
+outputs (``--raw``, ``--proba``, ``--scores``): about 70 s in all.
+
+Exit status 0 when every run compiled; 1 when one failed (the others still ran): a command
+whose kernels failed to compile here compiles on first use, as it would have without this.
+"""
+import argparse
+import contextlib
+import io
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+
+# A few lines of each task and format. Only the argument types of the kernels matter (the same
+# in every real run), not which of their branches these lines take. Labels as most data writes
+# them (+1/-1, 1/0, class numbers, reals), features as both formats write them.
+DATA = {
+    "svmlight": {
+        "binary": b"+1 1:0.5 3:1 7:2.25\n-1 2:1 3:0.5 10:1\n+1 4:1e-2 9:-1 # c\n-1 5:1 5:2\n",
+        "binary10": b"1 1:1 2:0.5\n0 2:1 3:2\n1 3:1 4:1\n0 1:0.25 4:1\n",
+        "multiclass": b"1 1:1 2:1\n2 2:1 3:1\n3 3:1 1:1\n1 1:1 3:0.5\n",
+        "regression": b"0.5 1:1 2:1\n-1.25 2:1 3:1\n2 3:1\n0 1:2\n",
+    },
+    "vw": {
+        "binary": b"1 'a| 1:0.5 3 7:2.25\n-1 'b| 2 3:0.5 10\n1 |f x y:2 |g z\n-1 2.0 |ns w:3\n",
+        "binary10": b"1 |f 1 2:0.5\n0 |f 2 3:2\n1 |f 3 4\n0 |f 1:0.25 4\n",
+        "multiclass": b"1 |f 1 2\n2 |f 2 3\n3 |f 3 1\n1 |f 1 3:0.5\n",
+        "regression": b"0.5 |f 1 2\n-1.25 |f 2 3\n2 |f 3\n0 |f 1:2\n",
+    },
+}
+
+
+def jobs(everything=False):
+    """The runs, in order: (description, function of the scratch folder)."""
+    from streamherd import learners
+
+    names = [name for name in learners.REGISTRY if everything or not name.endswith("-full")]
+    # a full covariance is (2^bits)^2: 2^8 slots keep it small (the kernels' argument types do
+    # not depend on bits; with the default 18 the learner would refuse the state's size)
+    bits = {name: 8 if name.endswith("-full") else None for name in names}
+    out = []
+    for fmt in DATA:   # the README's train and predict first, in each format
+        out.append((f"train and predict, {fmt}", _binary(fmt, "pa2", ("binary", "binary10"))))
+    for name in names:
+        out.append((f"train and predict --algo {name}",
+                    _binary("svmlight", name, ("binary",), bits=bits[name])))
+    if everything:
+        for name in names:
+            out.append((f"train --algo {name} --normalize",
+                        _train("svmlight", "binary", name, bits=bits[name], normalize=True)))
+            out.append((f"train --algo {name} --loss squared",
+                        _binary("svmlight", name, ("regression",), bits=bits[name],
+                                loss="squared")))
+            for mode in ("joint", "ova"):
+                out.append((f"train --algo {name} --multiclass {mode}",
+                            _binary("svmlight", name, ("multiclass",), bits=bits[name],
+                                    multiclass=mode)))
+    return out
+
+
+def _binary(fmt, algo, tasks, **train_options):
+    """Train on each file of ``tasks``, then predict with the model (every output with --all)."""
+    def run(folder, everything, refusals):
+        from streamherd.training import predict
+
+        for task in tasks:
+            model = _train(fmt, task, algo, **train_options)(folder, everything, refusals)
+            if model is None:
+                continue
+            data = _data(folder, fmt, task)
+            outputs = [{}]
+            if everything:
+                outputs += [{"raw": True}, {"proba": True}, {"scores": True}]
+            for output in outputs:
+                try:
+                    predict(model, [data], output=os.path.join(folder, "predictions"),
+                            **output)
+                except _refused():   # --proba of a model without probabilities, --scores of a
+                    pass             # binary model...: expected, these are tried on every model
+    return run
+
+
+def _train(fmt, task, algo, **options):
+    def run(folder, everything, refusals):
+        from streamherd.training import train
+
+        model = os.path.join(folder, f"{algo}-{task}.npz")
+        try:
+            train([_data(folder, fmt, task)], algo=algo, final_model=model, **options)
+        except _refused() as e:   # e.g. --loss squared with a learner that has no squared loss
+            refusals.append(f"train: {e}")
+            return None
+        return model
+    return run
+
+
+def _refused():
+    from streamherd.errors import StreamherdError
+
+    return StreamherdError
+
+
+def _data(folder, fmt, task):
+    path = os.path.join(folder, f"{task}.{'svm' if fmt == 'svmlight' else 'vw'}")
+    if not os.path.exists(path):
+        with open(path, "wb") as f:
+            f.write(DATA[fmt][task])
+    return path
+
+
+def cache_folder():
+    """The folder numba caches streamherd's kernels in (this module's, as it chooses for each
+    module: NUMBA_CACHE_DIR, else __pycache__ when writable, else its user-wide cache), or None
+    when it has none."""
+    from numba.core import caching
+
+    for locator_class in getattr(caching.CacheImpl, "_locator_classes", ()):
+        try:
+            locator = locator_class.from_function(main, os.path.abspath(__file__))
+        except Exception:   # numba internals changed: no folder known
+            return None
+        if locator is not None:
+            return locator.get_cache_path()
+    return None
+
+
+def _start_up():
+    """What a command runs before its work (cli._end_start_up loads numba's target with it)."""
+    import numpy as np
+
+    from streamherd.io.block import count_newlines
+
+    count_newlines(np.zeros(1, np.uint8), 1)
+
+
+def precompile(everything=False, log=None):
+    """Run the jobs; returns the descriptions of those that failed."""
+    from streamherd import compilation, numba_runtime
+
+    numba_runtime.install()   # as a command does: numba's runtime library is cached too
+    watch = compilation.watch(quiet=True)
+    _start_up()
+    folder = cache_folder()
+    if folder is not None:
+        os.makedirs(folder, exist_ok=True)
+    failed = []
+    scratch = tempfile.mkdtemp(prefix="streamherd-precompile-", dir=folder)
+    try:
+        for description, run in jobs(everything):
+            started, compiling = time.perf_counter(), watch.seconds
+            refusals = []
+            # the commands' own output (progress, notices) is not this one's
+            with contextlib.redirect_stderr(io.StringIO()):
+                try:
+                    run(scratch, everything, refusals)
+                except Exception:
+                    failed.append(description)
+                    error = traceback.format_exc()
+                else:
+                    error = None
+            if log is not None:
+                print(f"  {description}: {time.perf_counter() - started:.1f} s "
+                      f"({watch.seconds - compiling:.1f} s compiling)"
+                      + "".join(f"; refused ({refusal})" for refusal in refusals),
+                      file=log, flush=True)
+            if error is not None:
+                print(f"streamherd.precompile: {description} failed:\n{error}", file=sys.stderr)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return failed
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m streamherd.precompile",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--all", action="store_true",
+                        help="also -full learners, regression, multiclass, --normalize and "
+                             "every predict output")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--into", metavar="DIR",
+                        help="compile only if the cache goes inside DIR (the build's package: "
+                             "setup.py passes it, so that a build writes nowhere else)")
+    args = parser.parse_args(argv)
+    if args.into is not None:
+        folder = cache_folder()
+        inside = folder is not None and os.path.commonpath(
+            [os.path.realpath(folder), os.path.realpath(args.into)]) == os.path.realpath(args.into)
+        if not inside:
+            print(f"streamherd.precompile: numba's cache folder {folder} is not inside "
+                  f"{args.into}; nothing compiled", file=sys.stderr)
+            return 1
+    started = time.perf_counter()
+    failed = precompile(args.all, log=None if args.quiet else sys.stdout)
+    if not args.quiet:
+        print(f"streamherd: kernels compiled into {cache_folder()} in "
+              f"{time.perf_counter() - started:.1f} s", flush=True)
+    if failed:
+        print(f"streamherd.precompile: failed: {', '.join(failed)} (their kernels compile on "
+              f"first use)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

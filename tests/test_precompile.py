@@ -1,0 +1,124 @@
+"""streamherd.precompile (run by the wheel build and by ``pip install -e``, see setup.py): after
+it, the README's commands compile nothing; it writes only into numba's cache folder; a failure
+never fails the build. The precompile runs once, into a NUMBA_CACHE_DIR of its own (~20-40 s)."""
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import COMPILE_NOTICE, REPO
+
+
+@pytest.fixture(scope="module")
+def precompiled(tmp_path_factory):
+    """(environment whose NUMBA_CACHE_DIR holds the precompiled kernels, that folder, the
+    precompile's working folder)."""
+    cache = tmp_path_factory.mktemp("numba-cache")
+    cwd = tmp_path_factory.mktemp("cwd")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["NUMBA_CACHE_DIR"] = str(cache)
+    proc = subprocess.run([sys.executable, "-m", "streamherd.precompile"], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert str(cache) in proc.stdout
+    return env, cache, cwd
+
+
+def _run(env, *args):
+    proc = subprocess.run([sys.executable, "-m", "streamherd", *map(str, args)], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.mark.parametrize("command", [
+    ["train", "samples/sample.svm", "-f", "{tmp}/sample.npz"],          # the README's
+    ["train", "samples/sample.vw", "-f", "{tmp}/sample.npz", "--format", "vw"],
+    ["train", "--algo", "nherd-p", "samples/sample.svm"],
+    ["train", "--algo", "arow", "-b", "20", "--no-bias", "--skip-bad", "samples/sample.svm"],
+], ids=["readme-train", "vw", "nherd-p", "arow-options"])
+def test_the_usual_commands_compile_nothing_after_it(precompiled, tmp_path, command):
+    env = precompiled[0]
+    proc = _run(env, *(word.format(tmp=tmp_path) for word in command))
+    assert COMPILE_NOTICE not in proc.stderr
+    assert "kernel compilation seconds" not in proc.stderr
+
+
+def test_predict_compiles_nothing_after_it(precompiled, tmp_path):
+    env = precompiled[0]
+    _run(env, "train", "samples/sample.svm", "-f", tmp_path / "m.npz", "--quiet")
+    for output in (["-p", tmp_path / "predictions.txt"], []):
+        proc = _run(env, "predict", "-m", tmp_path / "m.npz", "samples/sample.svm", *output)
+        assert COMPILE_NOTICE not in proc.stderr
+
+
+def test_it_writes_numba_cache_files_and_nothing_else(precompiled):
+    env, cache, cwd = precompiled
+    assert list(cwd.iterdir()) == []
+    files = [path for path in cache.rglob("*") if path.is_file()]
+    assert files
+    assert {path.suffix for path in files} <= {".nbi", ".nbc", ".nrt"}, files
+    # the scratch folder (generated lines, models, predictions) is gone
+    assert not [path for path in cache.rglob("*") if "precompile" in path.name]
+
+
+def test_it_compiles_nothing_when_the_cache_would_go_elsewhere(tmp_path):
+    # setup.py passes --into (the package being built): a cache folder outside it (numba's
+    # user-wide one, when the package's __pycache__ cannot be written) is never written
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
+    proc = subprocess.run([sys.executable, "-m", "streamherd.precompile", "--into",
+                           tmp_path / "package"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 1 and "nothing compiled" in proc.stderr, proc.stderr
+    assert not [path for path in tmp_path.rglob("*") if path.is_file()]
+
+
+def _setup_module():
+    spec = importlib.util.spec_from_file_location("streamherd_setup", REPO / "setup.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)   # not __main__: defines, does not run setup()
+    return module
+
+
+def test_a_failing_precompile_does_not_fail_the_build(tmp_path, monkeypatch, capsys):
+    setup = _setup_module()
+    package = tmp_path / "streamherd" / "io" / "__pycache__"
+    package.mkdir(parents=True)
+    stale = [package / "block.parse_block-18.py311.nbi",
+             package / "block.parse_block-18.py311.1.nbc"]
+    for path in stale:
+        path.write_bytes(b"from an earlier build")
+
+    def fail(*args, **kwargs):
+        raise subprocess.CalledProcessError(1, args[0])
+
+    monkeypatch.setattr(setup.subprocess, "run", fail)
+    assert setup.precompile(tmp_path) is False
+    assert "WARNING: streamherd's kernels were not precompiled" in capsys.readouterr().err
+    # the stale cache files of an earlier build are gone all the same (they could hold
+    # kernels compiled from older helpers)
+    assert not any(path.exists() for path in stale)
+
+
+def test_the_build_step_can_be_skipped(tmp_path, monkeypatch):
+    setup = _setup_module()
+    monkeypatch.setenv("STREAMHERD_NO_PRECOMPILE", "1")
+    monkeypatch.setattr(setup, "_precompile", lambda tree: pytest.fail("precompiled"))
+    assert setup.precompile(tmp_path) is False
+
+
+def test_the_build_runs_it_on_the_package_being_built(tmp_path, monkeypatch):
+    setup = _setup_module()
+    calls = []
+    monkeypatch.delenv("STREAMHERD_NO_PRECOMPILE", raising=False)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "elsewhere"))
+    monkeypatch.setattr(setup.subprocess, "run", lambda argv, **kw: calls.append((argv, kw)))
+    assert setup.precompile(tmp_path) is True
+    (argv, kw), = calls
+    assert argv[1:] == ["-m", "streamherd.precompile", "--into", str(tmp_path / "streamherd")]
+    assert kw["cwd"] == tmp_path
+    assert kw["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path)
+    assert "NUMBA_CACHE_DIR" not in kw["env"]   # into the package's own __pycache__ folders
