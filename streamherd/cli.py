@@ -17,7 +17,7 @@ from typing import List, Optional
 import typer
 
 from streamherd import __version__, cli_coercion
-from streamherd.errors import Interrupted
+from streamherd.errors import Interrupted, say
 from streamherd.learners import ALIASES, DEFAULT_ALGO, REGISTRY, hyperparameters
 from streamherd.learners.spec import POSITIVE
 
@@ -357,14 +357,6 @@ def _exit_for_cli_exception(e):
     raise e
 
 
-def _say(text):
-    """A message on stderr; a closed stderr does not turn an exit code into a traceback."""
-    try:
-        print(text, file=sys.stderr, flush=True)
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
 def _terminate(signum, frame):
     raise Interrupted(128 + signum)
 
@@ -387,13 +379,13 @@ def run(argv=None):
     try:
         code = command.main(args=argv, prog_name="streamherd", standalone_mode=False)
     except StreamherdError as e:
-        _say(f"streamherd: {e}")
+        say(f"streamherd: {e}")
         sys.exit(e.exit_code)
     except _Stopped as e:
-        _say(f"streamherd: {e.interrupted.message}")
+        say(f"streamherd: {e.interrupted.message}")
         sys.exit(e.interrupted.exit_code)
     except KeyboardInterrupt as e:   # outside a command: while parsing the command line
-        _say("streamherd: interrupted")
+        say("streamherd: interrupted")
         sys.exit(getattr(e, "exit_code", 130))
     except (BrokenPipeError, _OutputClosed):
         # The reader of our stdout went away (e.g. '| head'): stop quietly with the status
@@ -421,7 +413,7 @@ def main():
     except SystemExit as e:
         code = e.code
     if code is not None and not isinstance(code, int):  # sys.exit("message")
-        _say(str(code))
+        say(str(code))
         code = 1
     try:
         if sys.stdout is not None:
@@ -429,7 +421,7 @@ def main():
     except BrokenPipeError:  # the reader of our stdout went away, as in run
         os._exit(141)
     except OSError as e:   # e.g. a full disk under '> file': the output is incomplete
-        _say(f"streamherd: cannot write to standard output: {e.strerror}")
+        say(f"streamherd: cannot write to standard output: {e.strerror}")
         code = code or 2
     try:
         if sys.stderr is not None:

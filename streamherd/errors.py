@@ -1,5 +1,6 @@
 """Errors a user can cause, and interruptions. The CLI prints their message as one line and
 exits with their code."""
+import sys
 
 
 class StreamherdError(Exception):
@@ -23,3 +24,12 @@ class Interrupted(KeyboardInterrupt):
         super().__init__(message)
         self.exit_code = exit_code
         self.message = message
+
+
+def say(text):
+    """A line on stderr. A closed stderr, or one whose reader went away, neither turns an exit
+    code into a traceback nor makes a finished run fail."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):   # AttributeError: sys.stderr is None
+        pass

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 from streamherd import compilation, learners
-from streamherd.errors import Interrupted, StreamherdError
+from streamherd.errors import Interrupted, StreamherdError, say
 from streamherd.features import normalize as normalization
 from streamherd.features.hashing import VW_CONSTANT_HASH
 from streamherd.io.reader import (DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader,
@@ -500,18 +500,10 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
                               f"{e.strerror or e}; {'free some space' if e.errno == errno.ENOSPC else 'check where they go'}"
                               f"{' (' + str(output) + ' was left as it was)' if output else ''}") from None
     if not quiet and skipped:
-        _say(f"{skipped} malformed lines skipped (an empty output line for each)")
+        say(f"{skipped} malformed lines skipped (an empty output line for each)")
     if not quiet and writer.labeled:
-        _say(writer.report())
+        say(writer.report())
     return writer.loss, writer.labeled
-
-
-def _say(text):
-    """A summary line on stderr; a closed stderr does not make a finished run fail."""
-    try:
-        print(text, file=sys.stderr, flush=True)
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 def _with_skipped_lines(chunk, values):
