@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from streamherd import learners
 from streamherd.model import load_model
 from streamherd.training import train
 
 DATA = Path("/work/shared/data")
-DIAGONAL = ["nherd-e", "nherd-p", "nherd-d", "arow-p", "arow-d", "cw", "scw1", "scw2", "sop"]
+DIAGONAL = [name for name, variant in learners.REGISTRY.items() if variant.covariance == "diagonal"]
 
 
 def data_file(name):
