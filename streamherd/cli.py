@@ -105,10 +105,10 @@ def _reported_to_run(command, interrupted_message):
             return command(*args, **kwargs)
         except BrokenPipeError as e:
             raise _OutputClosed() from e
-        except Interrupted as e:
-            raise _Stopped(e) from None
-        except KeyboardInterrupt:
-            raise _Stopped(Interrupted(130, interrupted_message)) from None
+        except KeyboardInterrupt as e:   # Ctrl-C, or an Interrupted (SIGTERM too)
+            raise _Stopped(Interrupted(getattr(e, "exit_code", 130),
+                                       getattr(e, "message", None) or interrupted_message)
+                           ) from None
     return wrapper
 
 

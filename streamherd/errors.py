@@ -20,7 +20,9 @@ class Interrupted(KeyboardInterrupt):
     stopped) treats both alike. ``exit_code`` is 128 + the signal number, as a shell reports a
     process ended by that signal: 130 for Ctrl-C, 143 for SIGTERM."""
 
-    def __init__(self, exit_code=130, message="interrupted"):
+    def __init__(self, exit_code=130, message=None):
+        """``message``: what the interruption left undone, when the code that caught it knows
+        (predict's count); None: the command's own words (cli)."""
         super().__init__(message)
         self.exit_code = exit_code
         self.message = message

@@ -11,7 +11,6 @@ import json
 import math
 import os
 import reprlib
-import tempfile
 import zipfile
 import zlib
 
@@ -19,6 +18,7 @@ import numpy as np
 
 from streamherd import __version__
 from streamherd.errors import StreamherdError
+from streamherd.outputs import replaced_on_success
 
 # Version 2 added multiclass and regression models (meta "task", "classes", "multiclass"); a
 # version 1 file is a binary model, read as before.
@@ -47,31 +47,16 @@ _short.maxlevel = 2
 
 
 def save_model(path, meta, arrays):
+    """Write the model to a temporary file beside ``path`` that replaces it only once written
+    whole (outputs.replaced_on_success)."""
     meta = {"format": _MARKER, "format_version": FORMAT_VERSION, "streamherd_version": __version__,
             **meta}
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".streamherd-", suffix=".npz.tmp", dir=folder)
-    except OSError as e:
-        raise StreamherdError(f"cannot write model {path}: {e.strerror}; "
-                              f"check that the folder exists and is writable") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
+        with replaced_on_success(path, "wb", what="model") as f:
             np.savez(f, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; a model is an ordinary file
-        os.replace(tmp, path)
-    except BaseException as e:
-        os.unlink(tmp)
-        if isinstance(e, OSError):
-            raise StreamherdError(f"cannot write model {path}: {e.strerror}") from None
-        raise
-
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    except OSError as e:
+        raise StreamherdError(f"cannot write model {path}: {e.strerror}") from None
 
 
 def require_arrays(path, arrays, names):

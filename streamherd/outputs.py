@@ -118,15 +118,16 @@ def check_stdout_output(inputs):
 
 
 @contextlib.contextmanager
-def replaced_on_success(real_path, mode="w"):
+def replaced_on_success(real_path, mode="w", what="output"):
     """A file object writing to a temporary file beside ``real_path``, which replaces it when
     the block ends without an exception; otherwise the temporary file is removed and whatever
-    was at ``real_path`` stays as it was."""
-    folder = os.path.dirname(real_path)
+    was at ``real_path`` stays as it was. ``what`` names the file in an error."""
+    folder = os.path.dirname(os.path.abspath(real_path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".streamherd-", suffix=".tmp", dir=folder)
     except OSError as e:
-        raise StreamherdError(f"cannot write {real_path}: {e.strerror}") from None
+        raise StreamherdError(f"cannot write {what} {real_path}: {e.strerror}; check that the "
+                              f"folder exists and is writable") from None
     try:
         with os.fdopen(fd, mode, encoding="utf-8" if "b" not in mode else None) as f:
             yield f

@@ -269,39 +269,35 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                                      compile_watch=compilation.watch(quiet))
     runner = None
     announced = False
-    try:
-        for chunk in reader:
-            if runner is None:
-                if task is None:
-                    task = _auto_task(chunk)
-                    if task == "multiclass":
-                        multiclass, labels = "joint", ClassLabels()
-                    else:
-                        learner = _create_learner(task, None, algo, dim, options, None, {}, 1)
+    for chunk in reader:
+        if runner is None:
+            if task is None:
+                task = _auto_task(chunk)
                 if task == "multiclass":
-                    runner = _Multiclass(learner, labels, skip_bad)
+                    multiclass, labels = "joint", ClassLabels()
                 else:
-                    runner = (_Regression if task == "regression" else _Binary)(learner, model_meta,
-                                                                                skip_bad)
-                progress.loss_name = runner.loss_name
-            try:
-                chunk, loss, describe, updates = runner.step(chunk, scale)
-            except UnstableUpdate as e:   # e.index: a row of the chunk the runner learned from
-                raise StreamherdError(
-                    f"{chunk.source}:{int(runner.chunk.line_numbers[e.index])}: {e.what}; scale "
-                    f"the features (--normalize){_gentler(learner.options)}; no model was written"
-                ) from None
-            if not announced and chunk.n_examples:
-                announced = True
-                progress.preamble(_preamble(final_model, algo, learner.options,
-                                            bits, task, multiclass, labels, runner,
-                                            chosen_task is None, paths))
-            progress.add_chunk(chunk.importance, loss, chunk.indptr, describe,
-                               updates=updates, bad_lines=chunk.bad_lines,
-                               bytes_done=reader.bytes_done)
-    except KeyboardInterrupt as e:
-        raise Interrupted(getattr(e, "exit_code", 130),
-                          "interrupted; no model was written") from None
+                    learner = _create_learner(task, None, algo, dim, options, None, {}, 1)
+            if task == "multiclass":
+                runner = _Multiclass(learner, labels, skip_bad)
+            else:
+                runner = (_Regression if task == "regression" else _Binary)(learner, model_meta,
+                                                                            skip_bad)
+            progress.loss_name = runner.loss_name
+        try:
+            chunk, loss, describe, updates = runner.step(chunk, scale)
+        except UnstableUpdate as e:   # e.index: a row of the chunk the runner learned from
+            raise StreamherdError(
+                f"{chunk.source}:{int(runner.chunk.line_numbers[e.index])}: {e.what}; scale "
+                f"the features (--normalize){_gentler(learner.options)}; no model was written"
+            ) from None
+        if not announced and chunk.n_examples:
+            announced = True
+            progress.preamble(_preamble(final_model, algo, learner.options,
+                                        bits, task, multiclass, labels, runner,
+                                        chosen_task is None, paths))
+        progress.add_chunk(chunk.importance, loss, chunk.indptr, describe,
+                           updates=updates, bad_lines=chunk.bad_lines,
+                           bytes_done=reader.bytes_done)
     if task is None:   # no input at all
         task = "binary"
         learner = _create_learner(task, None, algo, dim, options, None, {}, 1)
@@ -334,11 +330,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
             meta["labels"] = binary.to_meta()
         elif task == "multiclass":
             meta.update({"multiclass": multiclass, **labels.to_meta()})
-        try:
-            save_model(model_path, meta, learner.state())
-        except KeyboardInterrupt as e:   # save_model removed its temporary file
-            raise Interrupted(getattr(e, "exit_code", 130),
-                              "interrupted; no model was written") from None
+        save_model(model_path, meta, learner.state())
     return summary
 
 

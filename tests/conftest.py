@@ -93,6 +93,17 @@ def read_rows():
     return _read_rows
 
 
+@pytest.fixture
+def parse(tmp_path, read_rows):
+    """Write bytes to a file and parse it; returns the rows (see conftest.read_rows)."""
+    def _parse(content, name="data.txt", **kwargs):
+        path = tmp_path / name
+        path.write_bytes(content)
+        rows, _, _ = read_rows(path, **kwargs)
+        return rows
+    return _parse
+
+
 # ---------------------------------------------------------------- independent VW hashing model
 
 def py_hashstring(name: bytes, seed: int) -> int:

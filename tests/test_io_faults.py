@@ -20,17 +20,6 @@ from streamherd.io.reader import ChunkReader, detect_format
 CONSTANT = 11650396
 
 
-@pytest.fixture
-def parse(tmp_path, read_rows):
-    """Write bytes to a file and parse it; returns the rows (see conftest.read_rows)."""
-    def _parse(content, name="data.txt", **kwargs):
-        path = tmp_path / name
-        path.write_bytes(content)
-        rows, _, _ = read_rows(path, **kwargs)
-        return rows
-    return _parse
-
-
 def read_error(path, **kwargs):
     """The StreamherdError reading ``path`` raises (one line)."""
     with pytest.raises(StreamherdError) as info:

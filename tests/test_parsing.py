@@ -24,17 +24,6 @@ def bias_slot(bits):
     return CONSTANT & ((1 << bits) - 1)
 
 
-@pytest.fixture
-def parse(tmp_path, read_rows):
-    """Write bytes to a file and parse it; returns the rows (see conftest.read_rows)."""
-    def _parse(content, name="data.txt", **kwargs):
-        path = tmp_path / name
-        path.write_bytes(content)
-        rows, _, _ = read_rows(path, **kwargs)
-        return rows
-    return _parse
-
-
 def xs(rows):
     return [r["x"] for r in rows]
 
