@@ -32,10 +32,11 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data"
 
 def load(path):
     """The whole file as one CSR chunk (copied: the reader reuses its buffers)."""
+    from streamherd.features.space import FeatureSpace
     from streamherd.io.reader import ChunkReader
 
     parts = [(c.labels.copy(), c.indptr.copy(), c.indices.copy(), c.values.copy())
-             for c in ChunkReader([str(path)], bits=BITS)]
+             for c in ChunkReader([str(path)], features=FeatureSpace(BITS))]
     labels = np.concatenate([p[0] for p in parts])
     offsets = np.cumsum([0] + [p[1][-1] for p in parts])
     indptr = np.concatenate([[0]] + [p[1][1:] + o for p, o in zip(parts, offsets)])

@@ -188,7 +188,7 @@ def _check_meta(path, meta):
     """Checks every key of the meta; returns the arrays the model must hold (name -> shape) and
     what model it is (for messages)."""
     from streamherd import learners
-    from streamherd.training import MAX_BITS
+    from streamherd.features.space import MAX_BITS
 
     m = _Meta(path, meta)
     m.get("streamherd_version", lambda v: isinstance(v, str), "a version string",

@@ -9,7 +9,7 @@ import numpy as np
 from streamherd import compilation, learners
 from streamherd.errors import Interrupted, StreamherdError, say
 from streamherd.features import normalize as normalization
-from streamherd.features.hashing import VW_CONSTANT_HASH
+from streamherd.features.space import DEFAULT_BITS, FeatureSpace
 from streamherd.io.reader import (DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader,
                                   numeric_labels_only)
 from streamherd.labels import BinaryLabels, ClassLabels, class_name_rows
@@ -18,15 +18,6 @@ from streamherd.model import load_model, save_model
 from streamherd.outputs import (check_inputs, check_stdout_output, replaced_on_success,
                                 resolve_output)
 from streamherd.progress import ProgressiveValidation, zero_one_loss
-
-DEFAULT_BITS = 18
-MAX_BITS = 30
-
-
-def _check_bits(bits):
-    if not 1 <= bits <= MAX_BITS:
-        raise StreamherdError(f"--bits {bits} is out of range; use 1 to {MAX_BITS} (2^bits weight slots)")
-
 
 def _label_token(chunk, i):
     start = chunk.label_start[i]
@@ -49,10 +40,9 @@ class _Binary:
         self.labels = BinaryLabels.from_meta(meta) if meta else BinaryLabels()
         self.skip_bad = skip_bad
 
-    def step(self, chunk, normalize):
+    def step(self, chunk):
         self.chunk = chunk = numeric_labels_only(chunk, self.skip_bad)
         y = self.labels.observe(chunk)
-        normalize(chunk)
         margins = np.empty(chunk.n_examples)
         updates = self.learner.learn(y, chunk.importance, chunk.indptr, chunk.indices,
                                      chunk.values, margins)
@@ -76,10 +66,9 @@ class _Regression:
         self.learner = learner
         self.skip_bad = skip_bad
 
-    def step(self, chunk, normalize):
+    def step(self, chunk):
         self.chunk = chunk = numeric_labels_only(
             chunk, self.skip_bad, expected="a real number (--loss squared is regression)")
-        normalize(chunk)
         predictions = np.empty(chunk.n_examples)
         updates = self.learner.learn_regression(chunk.labels, chunk.importance, chunk.indptr,
                                                 chunk.indices, chunk.values, predictions)
@@ -106,11 +95,10 @@ class _Multiclass:
         # classes a prediction may choose: the fixed set, or those seen so far
         self.known = len(labels)
 
-    def step(self, chunk, normalize):
+    def step(self, chunk):
         chunk, cls = self.labels.observe(chunk, self.skip_bad)
         self.chunk = chunk
         self.learner.grow(len(self.labels))
-        normalize(chunk)
         predicted = np.empty(chunk.n_examples, np.int64)
         updates, self.known = self.learner.learn_joint(cls, chunk.importance, chunk.indptr,
                                                        chunk.indices, chunk.values, self.known,
@@ -124,18 +112,6 @@ class _Multiclass:
 
     def meta(self):
         return self.labels.to_meta()
-
-
-class _Normalize:
-    """The model's --normalize rule (features/normalize.py) applied to a chunk in place."""
-
-    def __init__(self, rule, bits, bias):
-        self.rule = rule
-        self.bias_slot = VW_CONSTANT_HASH & ((1 << bits) - 1) if bias else -1
-
-    def __call__(self, chunk):
-        normalization.normalize(self.rule, chunk.indptr, chunk.indices, chunk.values,
-                                self.bias_slot)
 
 
 def _auto_task(chunk):
@@ -241,7 +217,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     bias = True if bias is None else bias
     if not isinstance(normalize, str):   # a new model: the flag
         normalize = normalization.L2 if normalize else normalization.NONE
-    _check_bits(bits)
+    space = FeatureSpace(bits, bias, normalize)
     variant = learners.spec(algo)
     if task == "regression" and variant.regression is None:
         with_regression = ", ".join(name for name, other in learners.REGISTRY.items()
@@ -256,13 +232,12 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         labels = (ClassLabels.from_meta(model_meta) if initial_model is not None
                   else ClassLabels.parse(classes) if classes is not None else ClassLabels())
     dim = 1 << bits
-    scale = _Normalize(normalize, bits, bias)
     chosen_task = task
     # created before any input, so that a bad hyperparameter fails at once; while the task is
     # undecided (_auto_task), with no class block: nothing is allocated until the first chunk
     learner = _create_learner(task or "multiclass", multiclass, algo, dim, options, state,
                               learner_meta, len(labels) if labels is not None else 0)
-    reader = ChunkReader(paths, fmt=fmt, bits=bits, bias=bias, skip_bad=skip_bad,
+    reader = ChunkReader(paths, fmt=fmt, features=space, skip_bad=skip_bad,
                          block_size=block_size, workers=TRAINING_WORKERS,
                          text_labels=task in (None, "multiclass"))
     progress = ProgressiveValidation(quiet=quiet, total_bytes=reader.total_bytes,
@@ -284,7 +259,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                                                                             skip_bad)
             progress.loss_name = runner.loss_name
         try:
-            chunk, loss, describe, updates = runner.step(chunk, scale)
+            chunk, loss, describe, updates = runner.step(chunk)
         except UnstableUpdate as e:   # e.index: a row of the chunk the runner learned from
             raise StreamherdError(
                 f"{chunk.source}:{int(runner.chunk.line_numbers[e.index])}: {e.what}; scale "
@@ -319,8 +294,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
             raise StreamherdError("no labeled example was read, so the multiclass model has no "
                                   "class; train it on labeled data (no model was written)")
         meta = {
-            "algo": algo, "hyperparameters": learner.options, "bits": bits, "bias": bias,
-            "normalize": normalization.meta_of_rule(normalize), "task": task,
+            "algo": algo, "hyperparameters": learner.options, **space.to_meta(), "task": task,
             "examples": examples_before + progress.labeled,
             "progressive_loss": summary[f"average progressive {progress.loss_name}"],
             "learner": learner.meta(),
@@ -435,8 +409,6 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
                 f"--proba needs a Gaussian classification model (nherd, arow, cw, scw); "
                 f"{model_path} is a {algo} {task} model, which has no class probabilities: use "
                 f"--raw{' or --scores' if task == 'multiclass' else ''}")
-    scale = _Normalize(normalization.rule_of_meta(meta.get("normalize")), meta["bits"],
-                       meta["bias"])
     if task == "multiclass":
         writer = _MulticlassOutput(learner, ClassLabels.from_meta(meta), proba, raw or scores)
     elif task == "regression":
@@ -446,8 +418,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
 
     def on_parser_thread(chunk):
         """Runs on a parser thread (the kernels release the GIL), so both parsers share the
-        per-chunk work that does not depend on earlier chunks: scaling, and binary margins."""
-        scale(chunk)
+        per-chunk work that does not depend on earlier chunks: binary margins."""
         if task == "binary":
             margins = np.empty(chunk.n_examples)
             learner.predict_margins(chunk.indptr, chunk.indices, chunk.values, margins)
@@ -455,7 +426,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
         return None
 
     compilation.watch(quiet)
-    reader = ChunkReader(paths, fmt=fmt, bits=meta["bits"], bias=meta["bias"], skip_bad=skip_bad,
+    reader = ChunkReader(paths, fmt=fmt, features=FeatureSpace.from_meta(meta), skip_bad=skip_bad,
                          block_size=block_size, text_labels=task != "binary",
                          process=on_parser_thread)  # regression: _RegressionOutput checks labels
     destination = "standard output" if output is None else str(output)

@@ -62,10 +62,13 @@ def _read_rows(paths, **kwargs):
 
     Each row is a dict: label, importance, line, tag, x (dict slot -> value).
     """
+    from streamherd.features.space import FeatureSpace
     from streamherd.io.reader import ChunkReader
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    if "bits" in kwargs or "bias" in kwargs:
+        kwargs["features"] = FeatureSpace(kwargs.pop("bits", 18), kwargs.pop("bias", True))
     reader = ChunkReader([str(p) for p in paths], **kwargs)
     rows = []
     chunks = []

@@ -158,10 +158,11 @@ def _compare_with_vw(tmp_path, lines, bits=18):
     path = tmp_path / "audit.vw"
     path.write_bytes(b"\n".join(lines) + b"\n")
     expected = _vw_audit(path, bits)
+    from streamherd.features.space import FeatureSpace
     from streamherd.io.reader import ChunkReader
 
     got = []
-    for chunk in ChunkReader([str(path)], fmt="vw", bits=bits):
+    for chunk in ChunkReader([str(path)], fmt="vw", features=FeatureSpace(bits)):
         for i in range(chunk.n_examples):
             s, e = chunk.indptr[i], chunk.indptr[i + 1]
             got.append(dict(zip(chunk.indices[s:e].tolist(), chunk.values[s:e].tolist())))

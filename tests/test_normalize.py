@@ -6,6 +6,7 @@ import pytest
 from streamherd.experiment.data import CSR, normalize_features
 from streamherd.features import normalize as normalization
 from streamherd.features.hashing import VW_CONSTANT_HASH
+from streamherd.features.space import FeatureSpace
 from streamherd.io.reader import ChunkReader
 from streamherd.model import load_model
 
@@ -41,7 +42,7 @@ def test_train_and_experiment_normalize_alike(tmp_path):
     path = tmp_path / "d.svm"
     path.write_text("1 1:3 2:4\n-1 3:10\n1 4:0.5 1:2 7:1\n-1\n")
     bits = 10
-    (chunk,) = list(ChunkReader([str(path)], bits=bits, bias=True, workers=0))
+    (chunk,) = list(ChunkReader([str(path)], features=FeatureSpace(bits), workers=0))
     as_experiment = normalize_features(
         CSR(chunk.labels.copy(), chunk.importance.copy(), chunk.indptr.copy(),
             chunk.indices.copy(), chunk.values.copy()), bits)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from streamherd.errors import StreamherdError
+from streamherd.features.space import FeatureSpace
 from streamherd.io.reader import ChunkReader
 
 BLOCK_SIZES = [1, 64, 4 << 20]
@@ -168,7 +169,7 @@ _STDIN_SCRIPT = r"""
 import json, sys
 from streamherd.io.reader import ChunkReader
 rows = []
-for chunk in ChunkReader(["-"], fmt=sys.argv[1], bits=18, block_size=int(sys.argv[2])):
+for chunk in ChunkReader(["-"], fmt=sys.argv[1], block_size=int(sys.argv[2])):
     for i in range(chunk.n_examples):
         s, e = int(chunk.indptr[i]), int(chunk.indptr[i + 1])
         rows.append([chunk.labels[i], int(chunk.line_numbers[i]),
@@ -612,7 +613,7 @@ def test_readme_lists_every_data_file(data_dir):
 @pytest.mark.parametrize("name", sorted(REAL_FILES))
 def test_real_file_counts_match_readme(data_dir, name):
     lines, label_counts, max_index, nnz_per_line = REAL_FILES[name]
-    reader, stats, labels, empty, positives, seen_max = _scan(data_dir / name, bits=30, bias=False)
+    reader, stats, labels, empty, positives, seen_max = _scan(data_dir / name, features=FeatureSpace(30, bias=False))
     assert reader.formats_seen == {"vw" if ".vw" in name else "svmlight"}
     assert stats["lines"] == lines
     assert stats["examples"] == lines

@@ -141,11 +141,12 @@ def read_csr(path, fmt="auto"):
 
     Lines without a label (VW allows them) cannot be scored and are left out.
     """
+    from streamherd.features.space import FeatureSpace
     from streamherd.io.reader import ChunkReader
 
     # The reader reuses its buffers block after block: copy each chunk's arrays as it comes.
     labels, importance, lengths, indices, values = [], [], [], [], []
-    for chunk in ChunkReader([path], fmt=fmt, bits=LOAD_BITS, bias=True, workers=0):
+    for chunk in ChunkReader([path], fmt=fmt, features=FeatureSpace(LOAD_BITS), workers=0):
         labels.append(chunk.labels.copy())
         importance.append(chunk.importance.copy())
         lengths.append(np.diff(chunk.indptr))

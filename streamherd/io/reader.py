@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamherd.errors import StreamherdError
-from streamherd.features.hashing import VW_CONSTANT_HASH
+from streamherd.features.space import FeatureSpace
 from streamherd.io import linecodes
 from streamherd.io.csr import Chunk, allocate_outputs, new_merge_table
 from streamherd.io.sources import Source
@@ -83,9 +83,11 @@ def describe_token(token: bytes) -> str:
 class ChunkReader:
     """Iterates the chunks of every source in order (``"-"`` is stdin)."""
 
-    def __init__(self, paths, fmt="auto", bits=18, bias=True, skip_bad=False,
+    def __init__(self, paths, fmt="auto", features=None, skip_bad=False,
                  block_size=DEFAULT_BLOCK_SIZE, workers=None, text_labels=False, process=None):
-        """``text_labels``: accept labels that are not numbers (class names, for multiclass);
+        """``features``: the FeatureSpace (features/space.py) that turns the tokens into rows,
+        and scales them, on the parser threads (default: FeatureSpace()).
+        ``text_labels``: accept labels that are not numbers (class names, for multiclass);
         without it such a line is a bad line, as any malformed one.
         ``process(chunk)``, when given, runs in the parser thread right after parsing and its
         result becomes ``chunk.derived``: work on a chunk that does not depend on the chunks
@@ -94,9 +96,7 @@ class ChunkReader:
             raise StreamherdError(f"unknown --format '{fmt}'; use one of {', '.join(FORMATS)}")
         self.sources = [Source(p) for p in (paths or ["-"])]
         self.fmt = fmt
-        self.mask = (1 << bits) - 1
-        self.bias = bias
-        self.bias_slot = VW_CONSTANT_HASH & self.mask
+        self.features = FeatureSpace() if features is None else features
         self.skip_bad = skip_bad
         self.block_size = block_size
         self.bytes_done = 0  # raw bytes of finished sources plus the current position
@@ -305,7 +305,7 @@ class ChunkReader:
         buf = slot.buf
         outputs = slot.outputs_for(complete, block.newlines)
         rows, nnz, lines, bad, code, err_line, err_start, err_end = parse_block(
-            buf, complete, block.fmt, self.mask, self.bias, self.bias_slot, self.skip_bad,
+            buf, complete, block.fmt, *self.features.kernel_params(), self.skip_bad,
             block.first_line, *outputs, *merge_table, False, self.fmt == "auto")
         if code != linecodes.OK:
             what, expected = linecodes.MESSAGES[code]
@@ -322,6 +322,7 @@ class ChunkReader:
                       line_numbers[:rows], indptr[:rows + 1], indices[:nnz], values[:nnz],
                       tag_start[:rows], tag_end[:rows], label_start[:rows], label_end[:rows],
                       lines, bad, complete, bad_line_numbers=bad_line_numbers[:bad])
+        self.features.transform(chunk)
         if not self.text_labels:
             chunk = numeric_labels_only(chunk, self.skip_bad)
         if self.process is not None:
