@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from streamherd.io.block import SVMLIGHT, VW, count_newlines, parse_block
-from streamherd.io.csr import allocate_outputs, new_merge_table
+from streamherd.features.rows import new_merge_table
+from streamherd.features.space import FeatureSpace
+from streamherd.io.csr import allocate_outputs
 
 NUMBERS = ["0", "1", "7", "12", "0.5", ".5", "5.", ".", "1234567", "12345678", "123456789",
            "0.1234567", "0.12345678", "1234567.1234567", "00012", "-1", "+1", "1e3", "1E-2",
@@ -51,7 +53,7 @@ def _vw_line(rng):
 
 def _parse(data, n, fmt, skip_bad, general_only, bits=20, strict_format=False):
     mask = (1 << bits) - 1
-    outputs = allocate_outputs(n, count_newlines(data, n))
+    outputs = allocate_outputs(n, count_newlines(data, n), FeatureSpace(bits))
     result = parse_block(data, n, fmt, mask, True, 11650396 & mask, skip_bad, 1, *outputs,
                          *new_merge_table(), general_only, strict_format)
     rows, nnz = result[0], result[1]

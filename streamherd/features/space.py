@@ -51,10 +51,11 @@ class FeatureSpace:
         """What the feature stage's numba functions take (features/stage.py)."""
         return (self.mask, self.bias, self.bias_slot)
 
-    def max_row_features(self, tokens):
-        """An upper bound on the features of a row of ``tokens`` tokens: one each, plus the bias
-        (the parser's output arrays are sized with it, see io/csr.allocate_outputs)."""
-        return tokens + 1
+    def max_block_features(self, tokens, lines):
+        """An upper bound on the features that ``tokens`` tokens on ``lines`` lines make: one
+        per token, plus the bias of each line (the parser's output arrays are sized with it,
+        see io/csr.allocate_outputs)."""
+        return tokens + lines
 
     def transform(self, chunk):
         """Scale the chunk's rows in place by the ``normalize`` rule (the bias kept, unless the

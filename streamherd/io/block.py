@@ -5,7 +5,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from streamherd.io import linecodes as codes
-from streamherd.io.csr import merge_row, slots_ordered
+from streamherd.features.rows import merge_row, slots_ordered
 from streamherd.io.lexing import CR, HASH, LF, find_byte, skip_blanks
 from streamherd.io.svmlight import (NOT_A_ROW, ROW, USE_GENERAL, parse_svmlight_line,
                                     scan_svmlight_line, vw_shaped)

@@ -13,7 +13,8 @@ import numpy as np
 from streamherd.errors import StreamherdError
 from streamherd.features.space import FeatureSpace
 from streamherd.io import linecodes
-from streamherd.io.csr import Chunk, allocate_outputs, new_merge_table
+from streamherd.features.rows import new_merge_table
+from streamherd.io.csr import Chunk, allocate_outputs
 from streamherd.io.sources import Source
 
 # Measured on the 1M-line benchmark (nherd-p, medians of 8 alternating runs): 1 MiB blocks peak
@@ -303,7 +304,7 @@ class ChunkReader:
             merge_table = self._local.merge_table = new_merge_table()
         slot, complete = block.slot, block.complete
         buf = slot.buf
-        outputs = slot.outputs_for(complete, block.newlines)
+        outputs = slot.outputs_for(complete, block.newlines, self.features)
         rows, nnz, lines, bad, code, err_line, err_start, err_end = parse_block(
             buf, complete, block.fmt, *self.features.kernel_params(), self.skip_bad,
             block.first_line, *outputs, *merge_table, False, self.fmt == "auto")
@@ -455,14 +456,16 @@ class _Slot:
             self.buf = np.empty(size + _CARRY_ROOM, np.uint8)
         return self.buf
 
-    def outputs_for(self, n_bytes, newlines):
-        """Output arrays for a block of n_bytes with that many newlines (see allocate_outputs)."""
+    def outputs_for(self, n_bytes, newlines, features):
+        """Output arrays for a block of n_bytes with that many newlines, for the rows of the
+        FeatureSpace ``features`` (see allocate_outputs)."""
         if n_bytes > self.bytes_capacity or newlines > self.newlines_capacity:
             # Room for a quarter more lines than asked: blocks of a file hold about as many
             # lines each, and growing by one line at a time would reallocate block after block.
             self.bytes_capacity = max(n_bytes, self.bytes_capacity)
             self.newlines_capacity = max(newlines + newlines // 4, self.newlines_capacity)
-            self.outputs = allocate_outputs(self.bytes_capacity, self.newlines_capacity)
+            self.outputs = allocate_outputs(self.bytes_capacity, self.newlines_capacity,
+                                            features)
         return self.outputs
 
 

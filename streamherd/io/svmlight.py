@@ -4,7 +4,7 @@ from numba import njit
 
 from streamherd.io import linecodes as codes
 from streamherd.io import simd
-from streamherd.io.csr import append_rising_slot
+from streamherd.features.rows import append_rising_slot
 from streamherd.io.lexing import (BAR, COLON, HASH, LF, MINUS, PLUS, SPACE, SWAR_REACH,
                                   fast_decimal, find_byte, is_blank, load_u8, parse_float,
                                   parse_index, simple_decimal, skip_blanks, swar_decimal,

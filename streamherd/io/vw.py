@@ -5,7 +5,7 @@ from numba import njit
 from streamherd.features.hashing import hashstring, murmur3_32
 from streamherd.io import linecodes as codes
 from streamherd.io import simd
-from streamherd.io.csr import append_wrapping_slot, wrapping_slots_distinct
+from streamherd.features.rows import append_wrapping_slot, wrapping_slots_distinct
 from streamherd.io.lexing import (BAR, COLON, HASH, LF, MINUS, PLUS, QUOTE, SPACE, fast_decimal,
                                   find_byte, is_binary, is_blank, load_u8, parse_float,
                                   simple_decimal, skip_blanks, swar_decimal, swar_digits_of,
@@ -272,7 +272,7 @@ def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
     """One pass over the usual VW line, ``[label] |ns feature[:value] ... |ns2 ...``, finding
     the line end as it goes; the contract of svmlight.scan_svmlight_line (p: the first byte,
     neither blank nor '#'), except that ``distinct`` also holds for slots that wrap around
-    once (csr.wrapping_slots_distinct).
+    once (features/rows.wrapping_slots_distinct).
 
     Accepted: a plain decimal label (or none) then the first '|'; namespaces without a scale;
     names of bytes above 0x20 without ':'; plain decimal values. Anything else (importance,
