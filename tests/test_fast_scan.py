@@ -52,10 +52,9 @@ def _vw_line(rng):
 
 
 def _parse(data, n, fmt, skip_bad, general_only, bits=20, strict_format=False):
-    mask = (1 << bits) - 1
     outputs = allocate_outputs(n, count_newlines(data, n), FeatureSpace(bits))
-    result = parse_block(data, n, fmt, mask, True, 11650396 & mask, skip_bad, 1, *outputs,
-                         *new_merge_table(), general_only, strict_format)
+    result = parse_block(data, n, fmt, FeatureSpace(bits).kernel_params(), skip_bad, 1, outputs,
+                         new_merge_table(), general_only, strict_format)
     rows, nnz = result[0], result[1]
     (labels, importance, line_numbers, indptr, indices, values,
      tag_start, tag_end, label_start, label_end, bad_line_numbers) = outputs
@@ -230,8 +229,9 @@ def test_vector_and_word_readers_agree_with_the_byte_reader(fmt):
         vector, words = vw._vector_vw_feature, vw._swar_vw_feature
 
         @njit
-        def slow(buf, s, n):
-            return vw._slow_vw_feature(buf, s, n, np.uint64(0))
+        def slow(buf, s, n):   # a name the fast readings take is all digits: its number
+            ok, end, _, all_digits, number, value = vw._slow_vw_feature(buf, s, n)
+            return ok and all_digits, end, number, value
 
     @njit
     def read(buf, s, n, use_vector):

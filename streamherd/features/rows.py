@@ -1,6 +1,5 @@
-"""Rows of slots as the feature stage writes them: appending a feature while tracking whether
-the row may hold a slot twice, and the per-line merge that sums repeated slots, so that each row
-is a proper sparse vector."""
+"""The per-line merge that sums a row's repeated slots, so that each row is a proper sparse
+vector (the feature stage, stage.py, calls it when a row may hold a slot twice)."""
 import numpy as np
 from numba import njit
 
@@ -15,50 +14,6 @@ def new_merge_table():
     """Scratch for merge_row: slot keys, owning-row stamps, positions."""
     return (np.zeros(MERGE_TABLE_SIZE, np.int64), np.full(MERGE_TABLE_SIZE, -1, np.int64),
             np.zeros(MERGE_TABLE_SIZE, np.int64))
-
-
-@njit(cache=True, inline="always")
-def append_rising_slot(indices, values, nnz, slot, value, last_slot, distinct, bias_slot):
-    """Write one feature at nnz; returns (new nnz, distinct): distinct stays True while the
-    slots rise strictly and none is bias_slot, so the row needs no merge_row (svmlight rows)."""
-    indices[nnz] = slot
-    values[nnz] = value
-    return nnz + 1, distinct and last_slot < slot != bias_slot
-
-
-@njit(cache=True, inline="always")
-def append_wrapping_slot(indices, values, nnz, slot, value, last_slot, falls, bias_seen,
-                         bias_slot):
-    """append_rising_slot for VW rows, whose all-digit names plus the namespace seed rise and
-    then wrap around once at the mask; returns (new nnz, falls, bias_seen), from which
-    wrapping_slots_distinct tells at the row's end whether it needs merge_row.
-
-    Counting the falls (a slot at or below the one before) and noting the bias slot is less
-    work per feature than keeping a distinct flag up to date, which also needs the row's first
-    slot; and it has no branch (a branch here also kept numba's reference counting of
-    ``indices`` in the scanner's loop).
-    """
-    indices[nnz] = slot
-    values[nnz] = value
-    return nnz + 1, falls + (slot <= last_slot), bias_seen | (slot == bias_slot)
-
-
-@njit(cache=True, inline="always")
-def wrapping_slots_distinct(indices, row_start, last_slot, falls, bias_seen):
-    """Whether the slots append_wrapping_slot wrote from row_start are all different and none
-    is the bias slot: they rise strictly (no fall), or rise, fall once and then rise strictly,
-    up to a last slot below the row's first one. (last_slot is -1 for an empty row.)"""
-    return not bias_seen and (falls == 0 or (falls == 1 and last_slot < indices[row_start]))
-
-
-@njit(cache=True, inline="always")
-def slots_ordered(indices, start, end, bias_slot):
-    """True when the slots rise strictly and none is bias_slot: appending the bias then leaves
-    nothing for merge_row to merge."""
-    for k in range(start, end):
-        if indices[k] == bias_slot or (k > start and indices[k] <= indices[k - 1]):
-            return False
-    return True
 
 
 @njit(cache=True)

@@ -4,8 +4,9 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from streamherd.features.rows import merge_row
+from streamherd.features.stage import finish_row, new_row
 from streamherd.io import linecodes as codes
-from streamherd.features.rows import merge_row, slots_ordered
 from streamherd.io.lexing import CR, HASH, LF, find_byte, skip_blanks
 from streamherd.io.svmlight import (NOT_A_ROW, ROW, USE_GENERAL, parse_svmlight_line,
                                     scan_svmlight_line, vw_shaped)
@@ -15,17 +16,14 @@ SVMLIGHT = 0
 VW = 1
 
 
-def parse_block(buf, n, fmt, mask, add_bias, bias_slot, skip_bad, first_line,
-                labels, importance, line_numbers, indptr, indices, values,
-                tag_start, tag_end, label_start, label_end, bad_line_numbers,
-                merge_keys, merge_stamps, merge_positions, general_only=False,
-                strict_format=False):
-    """Parse the complete lines in ``buf[:n]`` (fmt SVMLIGHT or VW) into the output arrays:
-    the parse kernel of that format (see _block_parser)."""
-    return _BLOCK_PARSERS[fmt](buf, n, mask, add_bias, bias_slot, skip_bad, first_line, labels,
-                               importance, line_numbers, indptr, indices, values, tag_start,
-                               tag_end, label_start, label_end, bad_line_numbers, merge_keys,
-                               merge_stamps, merge_positions, general_only, strict_format)
+def parse_block(buf, n, fmt, space, skip_bad, first_line, outputs, merge_table,
+                general_only=False, strict_format=False):
+    """Parse the complete lines in ``buf[:n]`` (fmt SVMLIGHT or VW) into ``outputs``
+    (io/csr.allocate_outputs) with the feature stage's ``space`` (FeatureSpace.kernel_params)
+    and ``merge_table`` (features/rows.new_merge_table): the parse kernel of that format (see
+    _block_parser)."""
+    return _BLOCK_PARSERS[fmt](buf, n, space, skip_bad, first_line, outputs, merge_table,
+                               general_only, strict_format)
 
 
 def _block_parser(fmt):
@@ -35,16 +33,14 @@ def _block_parser(fmt):
     contents too, so the two kernels share an index file and each finds its own entries.)"""
 
     @njit(cache=True, nogil=True)
-    def parse_format_block(buf, n, mask, add_bias, bias_slot, skip_bad, first_line,
-                           labels, importance, line_numbers, indptr, indices, values,
-                           tag_start, tag_end, label_start, label_end, bad_line_numbers,
-                           merge_keys, merge_stamps, merge_positions, general_only,
-                           strict_format):
+    def parse_format_block(buf, n, space, skip_bad, first_line, outputs, merge_table,
+                           general_only, strict_format):
         """Parse the complete lines in ``buf[:n]`` (fmt SVMLIGHT or VW) into the output arrays.
 
         Blank lines and lines whose first non-blank byte is '#' are skipped but counted, so line
         numbers stay those of the file (``first_line`` is the number of the block's first line).
-        Each row gets the bias feature (when add_bias) and has its repeated slots summed.
+        The line parsers find the tokens; the feature stage (features/stage.py) makes the rows
+        of them, and ends each (the bias feature, repeated slots summed).
         Returns (rows, nnz, lines, bad_lines, error_code, error_line, error_start, error_end);
         on a malformed line without skip_bad, parsing stops there and rows holds the lines before
         it. With skip_bad, the line numbers of the malformed lines go to
@@ -55,6 +51,9 @@ def _block_parser(fmt):
         does not accept goes to the general line parser. ``general_only`` sends every line there
         (the tests compare both ways).
         """
+        (labels, importance, line_numbers, indptr, indices, values, tag_start, tag_end,
+         label_start, label_end, bad_line_numbers) = outputs
+        merge_keys, merge_stamps, merge_positions = merge_table
         merge_stamps[:] = -1
         # np.int64(0), not 0: with a literal 0, numba types the loop's first round with
         # Literal[int](0) and compiles every parser the loop calls once more for that type
@@ -67,11 +66,10 @@ def _block_parser(fmt):
         while p < n:
             status = USE_GENERAL
             next_p = n
-            new_nnz = nnz
+            row_features = new_row(nnz)
             label = 0.0
             ls = le = tgs = tge = -1
             weight = 1.0
-            distinct = False
             q = skip_blanks(buf, p, n)
             if q == n or buf[q] == LF:
                 status = NOT_A_ROW
@@ -81,11 +79,11 @@ def _block_parser(fmt):
                 next_p = find_byte(buf, q, n, LF) + 1
             elif not general_only:
                 if fmt == VW:
-                    status, next_p, new_nnz, label, ls, le, distinct = scan_vw_line(
-                        buf, q, n, mask, bias_slot, indices, values, nnz)
+                    status, next_p, row_features, label, ls, le = scan_vw_line(
+                        buf, q, n, space, indices, values, row_features)
                 else:
-                    status, next_p, new_nnz, label, ls, le, distinct = scan_svmlight_line(
-                        buf, q, n, mask, bias_slot, indices, values, nnz)
+                    status, next_p, row_features, label, ls, le = scan_svmlight_line(
+                        buf, q, n, space, indices, values, row_features)
             if status == USE_GENERAL:
                 eol = find_byte(buf, p, n, LF)
                 next_p = eol + 1
@@ -96,12 +94,13 @@ def _block_parser(fmt):
                 if q == end or buf[q] == HASH:
                     status = NOT_A_ROW
                 else:
+                    row_features = new_row(nnz)   # the scanner's, if any, is left
                     if fmt == VW:
-                        code, new_nnz, ts, te, label, weight, ls, le, tgs, tge = parse_vw_line(
-                            buf, q, end, mask, indices, values, nnz)
+                        (code, row_features, ts, te, label, weight, ls, le, tgs,
+                         tge) = parse_vw_line(buf, q, end, space, indices, values, row_features)
                     else:
-                        (code, new_nnz, ts, te, label, weight, ls, le, tgs,
-                         tge) = parse_svmlight_line(buf, q, end, mask, indices, values, nnz)
+                        (code, row_features, ts, te, label, weight, ls, le, tgs,
+                         tge) = parse_svmlight_line(buf, q, end, space, indices, values, row_features)
                     if (code != codes.OK and code != codes.BINARY_BYTES and fmt != VW
                             and vw_shaped(buf, q, end)):
                         code, ts, te = codes.VW_LINE, q, end
@@ -114,30 +113,25 @@ def _block_parser(fmt):
                         status = NOT_A_ROW
                     else:
                         status = ROW
-                        distinct = slots_ordered(indices, nnz, new_nnz, bias_slot)
             if status == ROW:
-                if add_bias:
-                    indices[new_nnz] = bias_slot
-                    values[new_nnz] = 1.0
-                    new_nnz += 1
-                if not distinct:  # (the usual line has nothing to merge)
+                new_nnz, distinct = finish_row(space, indices, values, row_features)
+                if not distinct:   # (the usual line has nothing to merge)
                     # stamped with the line, not the row: a row dropped here leaves its stamps
-                    merged = merge_row(indices, values, nnz, new_nnz, merge_keys, merge_stamps,
-                                       merge_positions, line)
-                    if merged < 0:  # repeated features summed to infinity: a bad line
-                        if not skip_bad:
-                            q = skip_blanks(buf, p, n)
-                            end = find_byte(buf, q, n, LF)
-                            if end > q and buf[end - 1] == CR:
-                                end -= 1
-                            return (row, nnz, line - first_line, bad, codes.VALUE_OVERFLOW, line, q,
-                                    end)
-                        bad_line_numbers[bad] = line
-                        bad += 1
-                        line += 1
-                        p = next_p
-                        continue
-                    new_nnz = merged
+                    new_nnz = merge_row(indices, values, nnz, new_nnz, merge_keys, merge_stamps,
+                                        merge_positions, line)
+                if new_nnz < 0:  # repeated features summed to infinity: a bad line
+                    if not skip_bad:
+                        q = skip_blanks(buf, p, n)
+                        end = find_byte(buf, q, n, LF)
+                        if end > q and buf[end - 1] == CR:
+                            end -= 1
+                        return (row, nnz, line - first_line, bad, codes.VALUE_OVERFLOW, line, q,
+                                end)
+                    bad_line_numbers[bad] = line
+                    bad += 1
+                    line += 1
+                    p = next_p
+                    continue
                 nnz = new_nnz
                 labels[row] = label
                 importance[row] = weight

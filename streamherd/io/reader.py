@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamherd.errors import StreamherdError
+from streamherd.features.rows import new_merge_table
 from streamherd.features.space import FeatureSpace
 from streamherd.io import linecodes
-from streamherd.features.rows import new_merge_table
 from streamherd.io.csr import Chunk, allocate_outputs
 from streamherd.io.sources import Source
 
@@ -306,8 +306,8 @@ class ChunkReader:
         buf = slot.buf
         outputs = slot.outputs_for(complete, block.newlines, self.features)
         rows, nnz, lines, bad, code, err_line, err_start, err_end = parse_block(
-            buf, complete, block.fmt, *self.features.kernel_params(), self.skip_bad,
-            block.first_line, *outputs, *merge_table, False, self.fmt == "auto")
+            buf, complete, block.fmt, self.features.kernel_params(), self.skip_bad,
+            block.first_line, outputs, merge_table, False, self.fmt == "auto")
         if code != linecodes.OK:
             what, expected = linecodes.MESSAGES[code]
             token = describe_token(buf[err_start:err_end].tobytes())

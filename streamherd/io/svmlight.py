@@ -2,9 +2,9 @@
 import numpy as np
 from numba import njit
 
+from streamherd.features.stage import add, default_namespace, number_key
 from streamherd.io import linecodes as codes
 from streamherd.io import simd
-from streamherd.features.rows import append_rising_slot
 from streamherd.io.lexing import (BAR, COLON, HASH, LF, MINUS, PLUS, SPACE, SWAR_REACH,
                                   fast_decimal, find_byte, is_blank, load_u8, parse_float,
                                   parse_index, simple_decimal, skip_blanks, swar_decimal,
@@ -48,17 +48,18 @@ def vw_shaped(buf, p, end):
 
 
 @njit(cache=True)
-def parse_svmlight_line(buf, p, end, mask, indices, values, nnz):
-    """Parse one non-blank line into indices/values from position nnz.
+def parse_svmlight_line(buf, p, end, space, indices, values, row):
+    """Parse one non-blank line, its features going to ``row`` (features/stage.py).
 
-    Returns (code, new_nnz, token_start, token_end, label, importance, label_start, label_end,
+    Returns (code, row, token_start, token_end, label, importance, label_start, label_end,
     tag_start, tag_end), the contract of every line parser (see io/block.py).
     """
+    ns = default_namespace()
     label_end = token_end(buf, p, end)
     label, ok = parse_float(buf, p, label_end)
     if not ok:
         if not is_text_label(buf, p, label_end):
-            return codes.BAD_LABEL, nnz, p, label_end, 0.0, 1.0, p, label_end, -1, -1
+            return codes.BAD_LABEL, row, p, label_end, 0.0, 1.0, p, label_end, -1, -1
         label = np.nan  # a class name: label_start/label_end keep it
     q = label_end
     while True:
@@ -74,37 +75,35 @@ def parse_svmlight_line(buf, p, end, mask, indices, values, nnz):
         if q < r < end and r - q <= 18 and buf[r] == COLON:
             value, stop = simple_decimal(buf, r + 1, end)
             if stop > 0 and (stop == end or is_blank(buf[stop])):
-                if value != 0.0:
-                    indices[nnz] = index & mask
-                    values[nnz] = value
-                    nnz += 1
+                if value != 0.0:  # explicit zeros carry nothing (VW drops them too)
+                    key = number_key(ns, np.uint64(index))
+                    row = add(space, indices, values, row, ns, key, value)
                 q = stop
                 continue
         # General path: qid, signs, exponents, and every malformed token.
         te = token_end(buf, q, end)
         colon = find_byte(buf, q, te, COLON)
         if colon == te:
-            return codes.MISSING_COLON, nnz, q, te, label, 1.0, p, label_end, -1, -1
+            return codes.MISSING_COLON, row, q, te, label, 1.0, p, label_end, -1, -1
         if _is_qid(buf, q, colon):
             _, ok = parse_index(buf, colon + 1, te)
             if not ok:
-                return codes.BAD_INDEX, nnz, q, te, label, 1.0, p, label_end, -1, -1
+                return codes.BAD_INDEX, row, q, te, label, 1.0, p, label_end, -1, -1
             q = te
             continue
         index, ok = parse_index(buf, q, colon)
         if not ok:
-            return codes.BAD_INDEX, nnz, q, te, label, 1.0, p, label_end, -1, -1
+            return codes.BAD_INDEX, row, q, te, label, 1.0, p, label_end, -1, -1
         if colon + 1 == te:
-            return codes.MISSING_VALUE, nnz, q, te, label, 1.0, p, label_end, -1, -1
+            return codes.MISSING_VALUE, row, q, te, label, 1.0, p, label_end, -1, -1
         value, ok = parse_float(buf, colon + 1, te)
         if not ok:
-            return codes.BAD_VALUE, nnz, q, te, label, 1.0, p, label_end, -1, -1
-        if value != 0.0:  # explicit zeros carry nothing (VW drops them too)
-            indices[nnz] = index & mask
-            values[nnz] = value
-            nnz += 1
+            return codes.BAD_VALUE, row, q, te, label, 1.0, p, label_end, -1, -1
+        if value != 0.0:
+            key = number_key(ns, np.uint64(index))
+            row = add(space, indices, values, row, ns, key, value)
         q = te
-    return codes.OK, nnz, 0, 0, label, 1.0, p, label_end, -1, -1
+    return codes.OK, row, 0, 0, label, 1.0, p, label_end, -1, -1
 
 
 @njit(cache=True, inline="always")
@@ -184,13 +183,13 @@ def _slow_feature(buf, s, n):
 
 
 @njit(cache=True, nogil=True)
-def scan_svmlight_line(buf, p, n, mask, bias_slot, indices, values, nnz):
+def scan_svmlight_line(buf, p, n, space, indices, values, row):
     """One pass over the usual line, ``label index:value ... [# comment]`` with plain decimals,
     from its first byte p, which parse_block has found is neither blank nor '#'.
 
     Finds the line end itself (no separate search for the newline): returns (status, next_p,
-    new_nnz, label, label_start, label_end, distinct), next_p being the start of the next line.
-    ``distinct``: the slots rise strictly and none is bias_slot, so the row needs no merge.
+    row, label, label_start, label_end), next_p being the start of the next line, the features
+    gone to ``row`` (features/stage.py).
     Any other shape (qid, signs and exponents in values, long numbers, malformed tokens)
     returns USE_GENERAL before anything is committed: the caller then runs parse_svmlight_line
     on the line, which gives the same result for every line this function accepts.
@@ -201,31 +200,28 @@ def scan_svmlight_line(buf, p, n, mask, bias_slot, indices, values, nnz):
         p += 1
     label, p = fast_decimal(buf, p, n)
     if p < 0 or not _ends_number(buf, p, n):
-        return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
+        return USE_GENERAL, 0, row, 0.0, -1, -1
     if c == MINUS:
         label = -label
     label_end = p
-    last_slot = -1
-    distinct = True
+    ns = default_namespace()
     while True:
         p, next_line = next_token(buf, p, n)
         if next_line >= 0:
-            return ROW, next_line, nnz, label, label_start, label_end, distinct
+            return ROW, next_line, row, label, label_start, label_end
         if buf[p] == HASH:
-            return ROW, find_byte(buf, p, n, LF) + 1, nnz, label, label_start, label_end, distinct
+            return ROW, find_byte(buf, p, n, LF) + 1, row, label, label_start, label_end
         ok = False
         if p + FEATURE_REACH <= n:
             ok, end, index, value = _fast_feature(buf, p)
         if not ok:
             ok, end, index, value = _slow_feature(buf, p, n)
         if not ok or not _ends_number(buf, end, n):
-            return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
+            return USE_GENERAL, 0, row, 0.0, -1, -1
         while True:
             if value != 0.0:  # explicit zeros carry nothing, as in parse_svmlight_line
-                slot = index & mask
-                nnz, distinct = append_rising_slot(indices, values, nnz, slot, value,
-                                                   last_slot, distinct, bias_slot)
-                last_slot = slot
+                key = number_key(ns, np.uint64(index))
+                row = add(space, indices, values, row, ns, key, value)
             p = end
             # The usual next feature, after one space: no blank skipping, no checks for the
             # line's end or a comment. Its end is a byte up to 0x20 (_fast_feature's ok); when

@@ -2,10 +2,9 @@
 import numpy as np
 from numba import njit
 
-from streamherd.features.hashing import hashstring, murmur3_32
+from streamherd.features.stage import add, default_namespace, name_key, namespace, number_key
 from streamherd.io import linecodes as codes
 from streamherd.io import simd
-from streamherd.features.rows import append_wrapping_slot, wrapping_slots_distinct
 from streamherd.io.lexing import (BAR, COLON, HASH, LF, MINUS, PLUS, QUOTE, SPACE, fast_decimal,
                                   find_byte, is_binary, is_blank, load_u8, parse_float,
                                   simple_decimal, skip_blanks, swar_decimal, swar_digits_of,
@@ -81,40 +80,41 @@ def _parse_header(buf, p, bar):
 
 
 @njit(cache=True)
-def _parse_features(buf, p, end, mask, indices, values, nnz):
-    """Namespaces and features from the first '|' (at p) to the end of the line.
+def _parse_features(buf, p, end, space, indices, values, row):
+    """Namespaces and features from the first '|' (at p) to the end of the line, the features
+    going to ``row`` (features/stage.py).
 
-    Returns (code, new_nnz, token_start, token_end).
+    Returns (code, row, token_start, token_end).
     """
-    seed = np.uint64(0)
+    ns = default_namespace()
     scale = 1.0
     q = p
     while q < end:
         c = buf[q]
         if is_binary(c):
-            return codes.BINARY_BYTES, nnz, q, q + 1
+            return codes.BINARY_BYTES, row, q, q + 1
         if c == BAR:
             q += 1
-            seed = np.uint64(0)
+            ns = default_namespace()
             scale = 1.0
             if q < end and not is_blank(buf[q]) and buf[q] != BAR:
                 te = _vw_token_end(buf, q, end)
                 colon = find_byte(buf, q, te, COLON)
                 for k in range(q, te):
                     if is_binary(buf[k]):
-                        return codes.BINARY_BYTES, nnz, q, te
+                        return codes.BINARY_BYTES, row, q, te
                 if colon < te:
                     scale, ok = parse_float(buf, colon + 1, te)
                     if not ok:
-                        return codes.BAD_SCALE, nnz, q, te
-                seed = hashstring(buf, q, colon, np.uint64(0))
+                        return codes.BAD_SCALE, row, q, te
+                ns = namespace(buf, q, colon)
                 q = te
             continue
         if is_blank(c):
             q += 1
             continue
-        # One pass over the name: where it ends, whether it is all digits (VW then uses the
-        # number itself, see hashing.hashstring), and no NUL byte.
+        # One pass over the name: where it ends, whether it is all digits (a number, which the
+        # feature stage takes as one), and no NUL byte.
         name_end = q
         number = np.uint64(0)
         all_digits = True
@@ -123,7 +123,7 @@ def _parse_features(buf, p, end, mask, indices, values, nnz):
             if is_blank(c) or c == BAR or c == COLON:
                 break
             if c == 0:
-                return codes.BINARY_BYTES, nnz, q, _vw_token_end(buf, q, end)
+                return codes.BINARY_BYTES, row, q, _vw_token_end(buf, q, end)
             if all_digits and 48 <= c <= 57:
                 number = number * np.uint64(10) + np.uint64(c - 48)
             else:
@@ -136,26 +136,19 @@ def _parse_features(buf, p, end, mask, indices, values, nnz):
             if te < 0 or not (te == end or is_blank(buf[te]) or buf[te] == BAR):
                 te = _vw_token_end(buf, name_end + 1, end)
                 if name_end + 1 == te:
-                    return codes.MISSING_VALUE, nnz, q, te
+                    return codes.MISSING_VALUE, row, q, te
                 value, ok = parse_float(buf, name_end + 1, te)
                 if not ok:
-                    return codes.BAD_VALUE, nnz, q, te
+                    return codes.BAD_VALUE, row, q, te
         if scale != 1.0:
             value *= scale
             if np.isinf(value):  # both finite, the product not
-                return codes.VALUE_OVERFLOW, nnz, q, te
-        if value != 0.0:
-            if name_end > q and (buf[q] <= 32 or buf[name_end - 1] <= 32):
-                slot = hashstring(buf, q, name_end, seed) & np.uint64(mask)  # VW trims these
-            elif all_digits:
-                slot = (number + seed) & np.uint64(mask)
-            else:
-                slot = murmur3_32(buf, q, name_end, seed & np.uint64(0xFFFFFFFF)) & np.uint64(mask)
-            indices[nnz] = np.int64(slot)
-            values[nnz] = value
-            nnz += 1
+                return codes.VALUE_OVERFLOW, row, q, te
+        if value != 0.0:  # explicit zeros carry nothing (VW drops them too)
+            key = number_key(ns, number) if all_digits else name_key(ns, buf, q, name_end)
+            row = add(space, indices, values, row, ns, key, value)
         q = te
-    return codes.OK, nnz, 0, 0
+    return codes.OK, row, 0, 0
 
 
 @njit(cache=True)
@@ -178,17 +171,17 @@ def svmlight_shaped(buf, p, bar, end):
 
 
 @njit(cache=True)
-def parse_vw_line(buf, p, end, mask, indices, values, nnz):
+def parse_vw_line(buf, p, end, space, indices, values, row):
     """Parse one non-blank line; same contract as svmlight.parse_svmlight_line. A line of
     svmlight features (svmlight_shaped) is SVMLIGHT_LINE, whatever the rest of it."""
     bar = find_byte(buf, p, end, BAR)
     if bar > p and svmlight_shaped(buf, p, bar, end):  # (a line starting with '|' is VW)
-        return codes.SVMLIGHT_LINE, nnz, p, end, np.nan, 1.0, -1, -1, -1, -1
+        return codes.SVMLIGHT_LINE, row, p, end, np.nan, 1.0, -1, -1, -1, -1
     code, ts, te, label, weight, ls, le, tgs, tge = _parse_header(buf, p, bar)
     if code != codes.OK:
-        return code, nnz, ts, te, label, weight, ls, le, tgs, tge
-    code, nnz, ts, te = _parse_features(buf, bar, end, mask, indices, values, nnz)
-    return code, nnz, ts, te, label, weight, ls, le, tgs, tge
+        return code, row, ts, te, label, weight, ls, le, tgs, tge
+    code, row, ts, te = _parse_features(buf, bar, end, space, indices, values, row)
+    return code, row, ts, te, label, weight, ls, le, tgs, tge
 
 
 @njit(cache=True, inline="always")
@@ -235,13 +228,12 @@ _fast_vw_feature = _vector_vw_feature if simd.AVAILABLE else _swar_vw_feature
 
 
 @njit(cache=True)
-def _slow_vw_feature(buf, s, n, seed):
-    """(ok, end, key, value) for any feature token scan_vw_line takes at s, reading nothing
-    past n: a name of bytes above 0x20 other than '|' and ':', then maybe ':' and a value
-    simple_decimal takes, then a blank, '|', the line end or the block end. key is the slot
-    before the mask: the name's number plus seed when it is all digits (also the empty name),
-    else its murmur3 hash. For the tokens _fast_vw_feature does not take, and malformed ones
-    (ok False: control bytes in the name, junk after the value...)."""
+def _slow_vw_feature(buf, s, n):
+    """(ok, end, name_end, all_digits, number, value) for any feature token scan_vw_line takes
+    at s, reading nothing past n: a name of bytes above 0x20 other than '|' and ':' (its number
+    when all digits, also the empty name), then maybe ':' and a value simple_decimal takes, then
+    a blank, '|', the line end or the block end. For the tokens _fast_vw_feature does not take,
+    and malformed ones (ok False: control bytes in the name, junk after the value...)."""
     number = np.uint64(0)
     all_digits = True
     p = s
@@ -259,20 +251,15 @@ def _slow_vw_feature(buf, s, n, seed):
     if p < n and buf[p] == COLON:
         value, p = simple_decimal(buf, p + 1, n)
         if p < 0:
-            return False, p, np.uint64(0), value
-    if not _ends_vw_token(buf, p, n):
-        return False, p, np.uint64(0), value
-    if all_digits:
-        return True, p, number + seed, value
-    return True, p, murmur3_32(buf, s, name_end, seed & np.uint64(0xFFFFFFFF)), value
+            return False, p, name_end, all_digits, number, value
+    return _ends_vw_token(buf, p, n), p, name_end, all_digits, number, value
 
 
 @njit(cache=True, nogil=True)
-def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
+def scan_vw_line(buf, p, n, space, indices, values, row):
     """One pass over the usual VW line, ``[label] |ns feature[:value] ... |ns2 ...``, finding
     the line end as it goes; the contract of svmlight.scan_svmlight_line (p: the first byte,
-    neither blank nor '#'), except that ``distinct`` also holds for slots that wrap around
-    once (features/rows.wrapping_slots_distinct).
+    neither blank nor '#').
 
     Accepted: a plain decimal label (or none) then the first '|'; namespaces without a scale;
     names of bytes above 0x20 without ':'; plain decimal values. Anything else (importance,
@@ -289,50 +276,46 @@ def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
             p += 1
         label, p = fast_decimal(buf, p, n)
         if p < 0 or p == n or not is_blank(buf[p]):
-            return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
+            return USE_GENERAL, 0, row, 0.0, -1, -1
         if c == MINUS:
             label = -label
         label_end = p
         while p < n and is_blank(buf[p]):
             p += 1
         if p == n or buf[p] != BAR:
-            return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
-    seed = np.uint64(0)
-    row_start = nnz
-    last_slot = -1
-    falls = 0
-    bias_seen = False
+            return USE_GENERAL, 0, row, 0.0, -1, -1
+    ns = default_namespace()
     while True:
         p, next_line = next_token(buf, p, n)
         if next_line >= 0:
-            distinct = wrapping_slots_distinct(indices, row_start, last_slot, falls, bias_seen)
-            return ROW, next_line, nnz, label, label_start, label_end, distinct
+            return ROW, next_line, row, label, label_start, label_end
         if buf[p] == BAR:
             p += 1
-            seed = np.uint64(0)
+            ns = default_namespace()
             if not _ends_vw_token(buf, p, n):
                 start = p
                 while p < n and buf[p] > 32 and buf[p] != BAR and buf[p] != COLON:
                     p += 1
                 if not _ends_vw_token(buf, p, n):  # a scale, or control bytes
-                    return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
-                seed = hashstring(buf, start, p, np.uint64(0))
+                    return USE_GENERAL, 0, row, 0.0, -1, -1
+                ns = namespace(buf, start, p)
             continue
         ok = False
         if p + FEATURE_REACH <= n:
             ok, end, number, value = _fast_vw_feature(buf, p)
-            key = number + seed
         if not ok:
-            ok, end, key, value = _slow_vw_feature(buf, p, n, seed)
+            ok, end, name_end, all_digits, number, value = _slow_vw_feature(buf, p, n)
             if not ok:
-                return USE_GENERAL, 0, nnz, 0.0, -1, -1, False
-        while True:
+                return USE_GENERAL, 0, row, 0.0, -1, -1
             if value != 0.0:
-                slot = np.int64(key & np.uint64(mask))
-                nnz, falls, bias_seen = append_wrapping_slot(indices, values, nnz, slot, value,
-                                                            last_slot, falls, bias_seen,
-                                                            bias_slot)
-                last_slot = slot
+                key = number_key(ns, number) if all_digits else name_key(ns, buf, p, name_end)
+                row = add(space, indices, values, row, ns, key, value)
+            p = end
+            continue
+        # a run of features named by numbers, the usual line
+        while True:
+            if value != 0.0:  # explicit zeros carry nothing (VW drops them too)
+                row = add(space, indices, values, row, ns, number_key(ns, number), value)
             p = end
             # The usual next feature, after one space: no blank skipping, no checks for the
             # line's end or a '|'. When the run stops at _fast_vw_feature's end byte, the outer
@@ -343,4 +326,3 @@ def scan_vw_line(buf, p, n, mask, bias_slot, indices, values, nnz):
             ok, end, number, value = _fast_vw_feature(buf, p + 1)
             if not ok:
                 break
-            key = number + seed
