@@ -121,6 +121,9 @@ _INTERRUPTED = {"train": "interrupted; no model was written",
 Quiet = typer.Option(False, "--quiet", help="No progress table or summary on stderr.")
 SkipBad = typer.Option(False, "--skip-bad", help="Skip malformed lines (counted in the summary) "
                        "instead of stopping at the first one.")
+SkipBadKeepingLines = typer.Option(False, "--skip-bad", help="Skip malformed lines instead of "
+                                   "stopping at the first one; each skipped line gets an empty "
+                                   "output line, so that output line k is still example k.")
 
 
 def _version(value: bool):
@@ -173,16 +176,11 @@ def train(
     **hyperparameters,
 ):
     """Train a model, one online update per line, reporting progressive validation loss."""
-    _import_numba()
-    from streamherd.training import train as run_train
-
-    _end_start_up()
-
-    run_train(_inputs(files, data), algo=algo, options=hyperparameters,
-              bits=bits, bias=False if no_bias else None, fmt=fmt, final_model=final_model,
-              initial_model=initial_model, quiet=quiet, skip_bad=skip_bad,
-              normalize=True if normalize else None, multiclass=multiclass, classes=classes,
-              loss=loss, allow_empty=allow_empty)
+    _training().train(_inputs(files, data), algo=algo, options=hyperparameters, bits=bits,
+                      bias=False if no_bias else None, fmt=fmt, final_model=final_model,
+                      initial_model=initial_model, quiet=quiet, skip_bad=skip_bad,
+                      normalize=True if normalize else None, multiclass=multiclass,
+                      classes=classes, loss=loss, allow_empty=allow_empty)
 
 
 @app.command()
@@ -201,19 +199,21 @@ def predict(
                                 "every class instead of the label."),
     fmt: str = Format,
     quiet: bool = Quiet,
-    skip_bad: bool = typer.Option(False, "--skip-bad",
-                                  help="Skip malformed lines instead of stopping at the first "
-                                       "one; each skipped line gets an empty output line, so "
-                                       "that output line k is still example k."),
+    skip_bad: bool = SkipBadKeepingLines,
 ):
     """Predict one line per example (label, or margin with --raw; VW tags follow the value)."""
+    _training().predict(model, _inputs(files, data), output=predictions, raw=raw, fmt=fmt,
+                        quiet=quiet, skip_bad=skip_bad, proba=proba, scores=scores)
+
+
+def _training():
+    """streamherd.training, imported the way start-up is fastest (_import_numba, then
+    _end_start_up)."""
     _import_numba()
-    from streamherd.training import predict as run_predict
+    from streamherd import training
 
     _end_start_up()
-
-    run_predict(model, _inputs(files, data), output=predictions, raw=raw, fmt=fmt, quiet=quiet,
-                skip_bad=skip_bad, proba=proba, scores=scores)
+    return training
 
 
 def _begin_start_up():

@@ -1,5 +1,6 @@
-"""Labels: binary (any two label values, mapped to y = +1 (label > 0) and -1 (otherwise)) and
-multiclass (any integer or string labels, mapped to class ids)."""
+"""The label rules the tasks (streamherd/tasks/) apply to chunks: which label tokens are bad lines
+(numbers_only, looks_like_number), binary labels (any two label values, mapped to y = +1 and -1)
+and multiclass labels (any integer or string labels, mapped to class ids)."""
 import re
 import unicodedata
 
@@ -7,7 +8,9 @@ import numpy as np
 from numba import njit
 
 from streamherd.errors import StreamherdError
+from streamherd.io import linecodes
 from streamherd.io.lexing import parse_float
+from streamherd.io.reader import describe_token
 
 
 def label_text(value):
@@ -38,6 +41,23 @@ _NUMBER_LIKE = re.compile(r"[+-]?(\d+\.?\d*|\.\d*)([eE][+-]?\d*)?|[+-]|[+-]?(nan
                           re.IGNORECASE)
 
 
+def numbers_only(chunk, skip_bad, expected=None):
+    """Binary and regression data: a label that is not a number is a malformed line (an error
+    naming its line and saying what was ``expected``, or with ``skip_bad`` the row is dropped
+    and counted)."""
+    text = chunk.text_label_rows()
+    if not text.any():
+        return chunk
+    if skip_bad:
+        return chunk.select(~text)
+    i = int(np.argmax(text))
+    what, default_expected = linecodes.MESSAGES[linecodes.BAD_LABEL]
+    token = describe_token(chunk.block[chunk.label_start[i]:chunk.label_end[i]].tobytes())
+    raise StreamherdError(
+        f"{chunk.source}:{int(chunk.line_numbers[i])}: {what} '{token}'; expected "
+        f"{expected or default_expected}. Fix the line, or pass --skip-bad to skip such lines")
+
+
 def looks_like_number(token):
     """Whether a label token that did not parse as a number was meant to be one."""
     return _NUMBER_LIKE.fullmatch(unicodedata.normalize("NFKC", token).strip()) is not None
@@ -52,15 +72,11 @@ def class_name_rows(chunk):
     rows = np.flatnonzero(text)
     keys = label_keys(chunk.block, chunk.label_start[rows], chunk.label_end[rows])
     distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    is_name = np.array([not looks_like_number(_token(chunk, rows[i])) for i in first.tolist()])
+    is_name = np.array([not looks_like_number(chunk.label_token(rows[i]))
+                        for i in first.tolist()])
     names = np.zeros_like(text)
     names[rows] = is_name[inverse.ravel()]
     return names
-
-
-def _token(chunk, row):
-    return chunk.block[chunk.label_start[row]:chunk.label_end[row]].tobytes().decode(
-        "utf-8", "replace")
 
 
 def _or_nan(value):
@@ -68,7 +84,8 @@ def _or_nan(value):
 
 
 class BinaryLabels:
-    """Discovers the two label values of a stream and converts labels to +1/-1.
+    """The two label values of a binary problem and which is positive: given, or discovered
+    from a stream, where labels > 0 are the positive class. Converts labels to +1/-1.
 
     ``1/0`` and ``+1/-1`` both work. A third distinct value, or two values on the same side
     of zero, is an error that names its line. Predictions are printed with the data's own
@@ -98,6 +115,13 @@ class BinaryLabels:
         for value in values[np.argsort(first)]:   # in line order: an error names the first line
             self._add(float(value), chunk)
         return np.where(labels > 0, 1.0, np.where(np.isnan(labels), np.nan, -1.0))
+
+    def value_targets(self, values):
+        """(rows whose label value is one of the two, their y): in-memory labels of a problem
+        over two given values (the experiment's pairs of classes, where either may be the
+        positive one); rows of other values are not part of it."""
+        rows = np.flatnonzero((values == self.positive) | (values == self.negative))
+        return rows, np.where(values[rows] == self.positive, 1.0, -1.0)
 
     def _add(self, value, chunk):
         side = "positive" if value > 0 else "negative"
@@ -206,6 +230,11 @@ class ClassLabels:
     def from_meta(cls, meta):
         return cls(meta.get("classes", []), fixed=bool(meta.get("fixed_classes", False)))
 
+    @classmethod
+    def of_values(cls, values):
+        """A fixed set of numeric classes, in the order given (as their label texts)."""
+        return cls([label_text(value) for value in values], fixed=True)
+
     def to_meta(self):
         return {"classes": list(self.texts), "fixed_classes": self.fixed}
 
@@ -229,7 +258,7 @@ class ClassLabels:
         for q in np.argsort(first, kind="stable"):   # new classes in order of appearance
             key = int(distinct[q])
             if key not in self.ids:
-                token = _token(chunk, rows[first[q]])
+                token = chunk.label_token(rows[first[q]])
                 if np.isnan(chunk.labels[rows[first[q]]]) and looks_like_number(token):
                     ids[q] = _DAMAGED_NUMBER
                     continue
@@ -248,7 +277,7 @@ class ClassLabels:
             if skip_bad:
                 return chunk.select(~bad), cls[~bad]
             i = int(np.argmax(bad))
-            where = f"{chunk.source}:{int(chunk.line_numbers[i])}: label '{_token(chunk, i)}'"
+            where = f"{chunk.source}:{int(chunk.line_numbers[i])}: label '{chunk.label_token(i)}'"
             if cls[i] == _DAMAGED_NUMBER:
                 raise StreamherdError(
                     f"{where} reads as a number but is not a finite one, so it is no class "
@@ -257,6 +286,16 @@ class ClassLabels:
                 f"{where} is not one of --classes {','.join(self.texts)}; fix the line, add the "
                 f"class to --classes, or pass --skip-bad to skip such lines")
         return chunk, cls
+
+    def value_ids(self, values):
+        """(rows whose label value is a class, their class ids): in-memory numeric labels, keyed
+        as label_keys keys a number (by value), one dict lookup per distinct value."""
+        keys = (np.asarray(values, np.float64) + 0.0).view(np.uint64)   # + 0.0: -0 is 0
+        distinct, inverse = np.unique(keys, return_inverse=True)
+        ids = np.array([self.ids.get(int(key), _OUTSIDE) for key in distinct.tolist()],
+                       np.int64)[inverse.ravel()]
+        rows = np.flatnonzero(ids >= 0)
+        return rows, ids[rows]
 
     def text(self, class_id):
         return self.texts[class_id] if 0 <= class_id < len(self.texts) else "?"

@@ -19,6 +19,7 @@ import numpy as np
 from streamherd import __version__
 from streamherd.errors import StreamherdError
 from streamherd.outputs import replaced_on_success
+from streamherd.tasks import KINDS, MULTICLASS_MODES
 
 # Version 2 added multiclass and regression models (meta "task", "classes", "multiclass"); a
 # version 1 file is a binary model, read as before.
@@ -26,8 +27,6 @@ FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 _MARKER = "streamherd-model"
 
-TASKS = ("binary", "multiclass", "regression")
-MULTICLASS_MODES = ("joint", "ova")
 # state arrays that are matrices over the slots (the full-covariance learners), the others are
 # vectors of one entry per slot
 _MATRICES = ("covariance", "inverse")
@@ -200,7 +199,7 @@ def _check_meta(path, meta):
                         f"(they are {', '.join(learners.REGISTRY)})")
     cls = learners.learner_class(name)
     variant = learners.spec(name)
-    task = m.get("task", lambda v: v in TASKS, f"one of {', '.join(TASKS)}", required=False,
+    task = m.get("task", lambda v: v in KINDS, f"one of {', '.join(KINDS)}", required=False,
                  default="binary")
     if task != "binary" and meta["format_version"] == 1:
         raise m.damaged(f"it is a format-1 model, which is binary, but its meta says task "

@@ -52,21 +52,6 @@ def _account_chunk(importance, loss, weighted, loss_sum, next_row, find_rows, ro
     return found, chunk_weight, chunk_loss, labeled, nonzero, next_row
 
 
-@njit(cache=True, nogil=True)
-def _zero_one_loss(y, margins, loss):
-    # without branches (y - y is 0, or NaN for no label): mistakes come in no predictable order
-    for i in range(len(y)):
-        loss[i] = ((margins[i] > 0.0) != (y[i] > 0.0)) * 1.0 + (y[i] - y[i])
-
-
-def zero_one_loss(y, margins):
-    """Binary progressive loss: 1 where the sign of the margin (> 0: positive) is not y's, NaN
-    where there is no label (y NaN)."""
-    loss = np.empty(len(y))
-    _zero_one_loss(y, margins, loss)
-    return loss
-
-
 class ProgressiveValidation:
     def __init__(self, quiet=False, total_bytes=None, stream=None, loss_name="0/1 loss",
                  compile_watch=None):

@@ -1,5 +1,6 @@
-"""Shared fixtures: the real-data folder, a CLI runner, a reader of parsed rows, random CSR data,
-and an independent (pure Python + mmh3) model of VW's feature hashing."""
+"""Shared fixtures: the real-data folder, a CLI runner, a reader of parsed rows, random CSR data
+and chunks of in-memory rows, and an independent (pure Python + mmh3) model of VW's feature
+hashing."""
 import os
 import subprocess
 import sys
@@ -192,3 +193,23 @@ def split_csr(data, bounds):
 @pytest.fixture(scope="session")
 def csr_chunks():
     return split_csr
+
+
+def chunk_of_rows(labels, importance, indptr, indices, values, source="rows.svm"):
+    """In-memory rows as a Chunk (io/csr.py), as if each were a line of a file: its label
+    written as a token (none for NaN), so that the label rules read it as they read a file's."""
+    from streamherd.io.csr import Chunk
+    from streamherd.labels import label_text
+
+    labels = np.asarray(labels, np.float64)
+    n = len(labels)
+    tokens = [b"" if np.isnan(v) else label_text(v).encode() for v in labels.tolist()]
+    lengths = np.array([len(t) for t in tokens], np.int64)
+    starts = np.cumsum(lengths + 1) - lengths - 1   # each token, then a newline
+    absent = np.full(n, -1, np.int64)
+    return Chunk(source, np.frombuffer(b"".join(t + b"\n" for t in tokens), np.uint8), labels,
+                 np.asarray(importance, np.float64), np.arange(1, n + 1, dtype=np.int64),
+                 np.asarray(indptr, np.int64), np.asarray(indices, np.int32),
+                 np.asarray(values, np.float64), absent, absent,
+                 np.where(lengths > 0, starts, -1), np.where(lengths > 0, starts + lengths, -1),
+                 n, 0, int(lengths.sum()) + n)

@@ -2,7 +2,7 @@
 
 The reference computations here map labels to class ids with a Python dict, drive the learner's
 ``learn_joint`` by hand, and score the test rows with a dense matrix product over the learner's
-mean (not ``class_scores``), so they share neither the task's target mapping nor the adapter.
+mean (not ``class_scores``), so they share neither the task's target mapping nor its learning.
 """
 import numpy as np
 import pytest
@@ -45,8 +45,8 @@ def class_ids(labels):
 
 def dense_predictions(learner, rows, k):
     """argmax_z of mean_z . x, from a dense matrix (first class on ties)."""
-    x = np.zeros((rows.n_rows, learner.dim))
-    for i in range(rows.n_rows):
+    x = np.zeros((rows.n_examples, learner.dim))
+    for i in range(rows.n_examples):
         np.add.at(x[i], rows.indices[rows.indptr[i]:rows.indptr[i + 1]],
                   rows.values[rows.indptr[i]:rows.indptr[i + 1]])
     return np.argmax(x @ learner.mean.reshape(k, learner.dim).T, axis=1)
@@ -56,7 +56,7 @@ def by_hand(algo, options, bits, k, train, train_cls, passes=1):
     learner = learners.create(algo, 1 << bits, options, blocks=k)
     updates, progressive = 0, []
     for train_rows, cls in zip(train, train_cls):
-        predicted = np.empty(train_rows.n_rows, np.int64)
+        predicted = np.empty(train_rows.n_examples, np.int64)
         count, _ = learner.learn_joint(cls, train_rows.importance, train_rows.indptr,
                                        train_rows.indices, train_rows.values, k, predicted)
         updates += count
@@ -66,11 +66,12 @@ def by_hand(algo, options, bits, k, train, train_cls, passes=1):
 
 def test_a_multiclass_file_is_one_multiclass_task(blobs):
     (task,) = tasks_of(blobs)
-    assert task.kind == "multiclass" and task.name == "blobs" and task.blocks == 3
-    assert task.target_values == (0.0, 1.0, 2.0)
-    rows, targets = task.targets(np.array([7.0, 2.0, 3.0, 5.0, 7.0]))
+    problem = task.problem
+    assert problem.kind == "multiclass" and task.name == "blobs" and problem.blocks == 3
+    assert problem.target_values == (0.0, 1.0, 2.0)
+    rows, targets = problem.value_targets(np.array([7.0, 2.0, 3.0, 5.0, 7.0]))
     assert rows.tolist() == [0, 1, 3, 4] and targets.tolist() == [2.0, 0.0, 1.0, 2.0]
-    assert all(t.kind == "binary" for t in tasks_of(blobs, all_pairs=True))
+    assert all(t.problem.kind == "binary" for t in tasks_of(blobs, all_pairs=True))
 
 
 @pytest.mark.parametrize("algo, options", [
@@ -80,11 +81,12 @@ def test_a_multiclass_file_is_one_multiclass_task(blobs):
 def test_adapter_pass_and_predictions_equal_the_joint_api_by_hand(blobs, algo, options):
     (task,) = tasks_of(blobs)
     hyperparameter, value = next(iter(options.items()), (None, None))
-    model = adapter.new_model(task.kind, algo, blobs.bits, hyperparameter, value, task.blocks)
-    rows, targets = task.targets(blobs.train.labels)
+    problem = task.problem
+    model = adapter.new_model(problem, algo, blobs.bits, hyperparameter, value)
+    rows, targets = problem.value_targets(blobs.train.labels)
     train = blobs.train.take(rows)
-    updates, progressive = adapter.learn_pass(model, task.kind, targets, train)
-    predicted = adapter.predict(model, task.kind, blobs.test)
+    updates, progressive = adapter.learn_pass(problem, model, targets, train)
+    predicted = problem.predict(model, blobs.test)
 
     reference, ref_updates, (ref_progressive,) = by_hand(
         algo, options, blobs.bits, 3, [train], [class_ids(blobs.train.labels)])
@@ -93,7 +95,7 @@ def test_adapter_pass_and_predictions_equal_the_joint_api_by_hand(blobs, algo, o
     assert np.array_equal(model.mean, reference.mean)
     test_cls = class_ids(blobs.test.labels)
     assert np.array_equal(predicted, dense_predictions(reference, blobs.test, 3))
-    error = np.mean(predicted != task.targets(blobs.test.labels)[1])
+    error = np.mean(predicted != problem.value_targets(blobs.test.labels)[1])
     assert error == np.mean(dense_predictions(reference, blobs.test, 3) != test_cls)
     assert error < 0.3   # the clusters are learnable: well below chance (2/3)
 

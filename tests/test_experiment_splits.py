@@ -5,8 +5,11 @@ import pytest
 from scipy import stats
 
 from streamherd.experiment import splits
-from streamherd.experiment.data import CSR, Dataset, Task
+from streamherd.experiment.data import Dataset, Task
 from streamherd.experiment.runner import Grid, Prepared, Settings
+from streamherd.tasks import BinaryTask
+
+from conftest import chunk_of_rows
 
 
 def binomial_interval(n, p, tail=1e-6):
@@ -85,7 +88,7 @@ def _dataset(rng, n_train, n_test, d=12):
         indptr = np.concatenate([[0], np.cumsum((dense != 0).sum(axis=1))]).astype(np.int64)
         indices = np.nonzero(dense)[1].astype(np.int32)
         labels = np.where(dense @ np.arange(d) > 0, 1.0, -1.0)
-        return CSR(labels, np.ones(n), indptr, indices, dense[dense != 0])
+        return chunk_of_rows(labels, np.ones(n), indptr, indices, dense[dense != 0])
 
     train = rows(n_train)
     return Dataset("toy", ("toy.svm",), train, rows(n_test) if n_test else None,
@@ -98,7 +101,7 @@ def _settings(**kwargs):
     return Settings(**{**defaults, **kwargs})
 
 
-TOY_TASK = Task("toy", "toy", "binary", 1.0, -1.0)
+TOY_TASK = Task("toy", "toy", BinaryTask.of_values(1.0, -1.0))
 
 
 def test_noise_reaches_training_labels_only():
@@ -125,8 +128,8 @@ def test_prepared_folds_split_the_task_rows():
     seen = []
     for fold in range(settings.folds):
         prepared = Prepared(dataset, TOY_TASK, fold, 0.0, settings, fold_of)
-        assert prepared.train.n_rows + prepared.test.n_rows == 999
-        assert prepared.fit.n_rows + prepared.validation.n_rows == prepared.train.n_rows
+        assert prepared.train.n_examples + prepared.test.n_examples == 999
+        assert prepared.fit.n_examples + prepared.validation.n_examples == prepared.train.n_examples
         seen.append(prepared.test.values)
         # training rows are exactly the rows of the other folds, in file order
         expected = dataset.train.take(np.flatnonzero(fold_of != fold))
@@ -137,7 +140,7 @@ def test_prepared_folds_split_the_task_rows():
 def test_max_train_keeps_a_stratified_subset_and_the_test_rows():
     dataset = _dataset(np.random.default_rng(2), 3000, 400)
     prepared = Prepared(dataset, TOY_TASK, 0, 0.1, _settings(max_train=500), None)
-    assert prepared.train.n_rows == 500
-    assert prepared.test.n_rows == 400
+    assert prepared.train.n_examples == 500
+    assert prepared.test.n_examples == 400
     share = np.mean(dataset.train.labels == 1.0)
     assert abs(np.mean(prepared.clean_targets == 1.0) - share) <= 1 / 500 + 1e-12

@@ -36,7 +36,7 @@ def error_rate(stderr):
 # ---------------------------------------------------------------- labels
 
 def chunks_of(path, **kwargs):
-    return list(ChunkReader([str(path)], text_labels=True, **kwargs))
+    return list(ChunkReader([str(path)], **kwargs))
 
 
 def test_class_ids_in_order_of_first_appearance(tmp_path):

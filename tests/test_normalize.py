@@ -3,7 +3,7 @@ features to unit L2 norm, the bias kept at 1; models from before keep their rule
 import numpy as np
 import pytest
 
-from streamherd.experiment.data import CSR, normalize_features
+from streamherd.experiment.data import normalize_features
 from streamherd.features import normalize as normalization
 from streamherd.features.hashing import VW_CONSTANT_HASH
 from streamherd.features.space import FeatureSpace
@@ -43,9 +43,7 @@ def test_train_and_experiment_normalize_alike(tmp_path):
     path.write_text("1 1:3 2:4\n-1 3:10\n1 4:0.5 1:2 7:1\n-1\n")
     bits = 10
     (chunk,) = list(ChunkReader([str(path)], features=FeatureSpace(bits), workers=0))
-    as_experiment = normalize_features(
-        CSR(chunk.labels.copy(), chunk.importance.copy(), chunk.indptr.copy(),
-            chunk.indices.copy(), chunk.values.copy()), bits)
+    as_experiment = normalize_features(chunk.copy(), bits)
     normalization.normalize(normalization.L2, chunk.indptr, chunk.indices, chunk.values,
                             VW_CONSTANT_HASH & ((1 << bits) - 1))
     np.testing.assert_array_equal(chunk.values, as_experiment.values)

@@ -396,8 +396,6 @@ BAD_LINES = [
     ("svmlight", b"1 3:inf", "3:inf"),
     ("svmlight", b"1 3:-inf", "3:-inf"),
     ("svmlight", b"1 3:1e999", "3:1e999"),
-    ("svmlight", b"abc 1:1", "abc"),
-    ("svmlight", b"nan 1:1", "nan"),
     ("svmlight", b"1 abc", "abc"),
     ("svmlight", b"1 2:1 abc 3:1", "abc"),
     ("svmlight", b"1 -3:1", "-3:1"),
@@ -408,8 +406,6 @@ BAD_LINES = [
     ("vw", b"1 |f a:", "a:"),
     ("vw", b"1 |f a:nan", "a:nan"),
     ("vw", b"1 |f a:inf", "a:inf"),
-    ("vw", b"abc |f a", "abc"),
-    ("vw", b"nan |f a", "nan"),
     ("vw", b"1 -2 |f a", "-2"),
     ("vw", b"1 x2 |f a", "x2"),
     ("vw", b"1 1 0.5 2 |f a", "2"),
@@ -446,6 +442,44 @@ def test_malformed_line_skipped_and_counted_with_skip_bad(tmp_path, read_rows, f
     assert [r["line"] for r in rows] == [1, 4]
     assert rows[0] == {**rows[1], "line": 1}
     assert reader.bad_lines == 1
+    assert sum(c.bad_lines for c in chunks) == 1
+    assert sum(c.n_lines for c in chunks) == 4
+
+
+# labels that are not numbers: class names for the reader, bad lines for a binary (or
+# regression) task, whose label rule (labels.numbers_only) names them as the reader names any
+BAD_LABELS = [
+    ("svmlight", b"abc 1:1", "abc"),
+    ("svmlight", b"nan 1:1", "nan"),
+    ("vw", b"abc |f a", "abc"),
+    ("vw", b"nan |f a", "nan"),
+]
+
+
+@pytest.mark.parametrize("fmt,bad,token", BAD_LABELS, ids=[repr(b[1]) for b in BAD_LABELS])
+def test_a_label_no_number_is_a_one_line_error_for_numbers_only(tmp_path, fmt, bad, token):
+    from streamherd.labels import numbers_only
+
+    path = _bad_file(tmp_path, fmt, bad)
+    with pytest.raises(StreamherdError) as info:
+        [numbers_only(chunk, skip_bad=False) for chunk in ChunkReader([str(path)], fmt=fmt)]
+    message = str(info.value)
+    assert f"{path}:3:" in message
+    assert f"'{token}'" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("fmt,bad,token", BAD_LABELS, ids=[repr(b[1]) for b in BAD_LABELS])
+@pytest.mark.parametrize("block_size", [64, 4 << 20])
+def test_a_label_no_number_is_skipped_and_counted_by_numbers_only(tmp_path, fmt, bad, token,
+                                                                  block_size):
+    from streamherd.labels import numbers_only
+
+    path = _bad_file(tmp_path, fmt, bad, crlf=block_size == 64)
+    chunks = [numbers_only(chunk, skip_bad=True).copy()
+              for chunk in ChunkReader([str(path)], fmt=fmt, skip_bad=True,
+                                       block_size=block_size)]
+    assert [line for c in chunks for line in c.line_numbers.tolist()] == [1, 4]
     assert sum(c.bad_lines for c in chunks) == 1
     assert sum(c.n_lines for c in chunks) == 4
 

@@ -1,5 +1,5 @@
 """Progressive validation and binary labels against per-example Python: the table's rows, the
-summary, and y / 0-1 loss, however the stream is cut into chunks."""
+summary, and y, however the stream is cut into chunks (the 0/1 loss: test_tasks.py)."""
 import io
 import math
 from types import SimpleNamespace
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from streamherd.errors import StreamherdError
 from streamherd.labels import BinaryLabels
-from streamherd.progress import ProgressiveValidation, format_row, zero_one_loss
+from streamherd.progress import ProgressiveValidation, format_row
 
 
 def reference_table(importance, loss, lengths):
@@ -128,12 +128,3 @@ def test_binary_labels_reject_two_values_on_one_side():
     with pytest.raises(StreamherdError, match=r"data.svm:3: label 2 is positive like the earlier "
                                               r"label 1"):
         labels.observe(chunk_of([np.nan, 1.0, 2.0]))
-
-
-def test_zero_one_loss_against_numpy():
-    rng = np.random.default_rng(3)
-    y = rng.choice([1.0, -1.0, np.nan], 1000)
-    margins = rng.normal(size=1000)
-    margins[:50] = 0.0   # a zero margin predicts the negative class
-    expected = np.where(np.isnan(y), np.nan, ((margins > 0) != (y > 0)).astype(float))
-    np.testing.assert_array_equal(zero_one_loss(y, margins), expected)

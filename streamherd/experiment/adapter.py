@@ -1,22 +1,11 @@
-"""The one place the experiment calls into ``streamherd.learners``.
-
-A task kind decides how targets reach a learner and how its predictions come back:
-
-- "binary": targets +1/-1, ``learn`` and the sign of ``predict_margins`` (a multiclass file
-  with ``--all-pairs`` is K(K-1)/2 binary tasks);
-- "multiclass": targets are class ids 0..K-1; the learner has K class blocks and learns with
-  ``learn_joint``, every class known from the start (as ``streamherd train --classes``), and
-  predicts the argmax of ``class_scores``. Its error is the multiclass 0/1 error.
-
-Everything else in the experiment compares predicted and true targets with ``==``.
+"""The one place the experiment calls into ``streamherd.learners``, and how it drives a task's
+learner (streamherd.tasks): a binary task (targets +1/-1; a multiclass file with ``--all-pairs``
+is K(K-1)/2 of them) or a multiclass one (targets are class ids 0..K-1, every class known from
+the start, as ``streamherd train --classes``; its learner has K class blocks and learns with
+``learn_joint``). A task's loss against the targets gives the experiment's errors.
 """
-import numpy as np
-
 from streamherd import learners
-from streamherd.errors import StreamherdError
 from streamherd.learners.base import UnstableUpdate
-
-TASK_KINDS = ("binary", "multiclass")
 
 
 class Diverged(Exception):
@@ -53,45 +42,16 @@ def validate(algo, hyperparameter, values):
         learners.create(algo, 1, {hyperparameter: value} if hyperparameter else {})
 
 
-def new_model(kind, algo, bits, hyperparameter, value, blocks=1):
-    """A fresh learner over 2^bits slots per class block (``blocks``: the task's, K for
-    multiclass)."""
-    if kind not in TASK_KINDS:
-        raise StreamherdError(f"task kind '{kind}' is not supported; use one of {TASK_KINDS}")
-    return learners.create(algo, 1 << bits, {hyperparameter: value} if hyperparameter else {},
-                           blocks=blocks if kind == "multiclass" else 1)
+def new_model(problem, algo, bits, hyperparameter, value):
+    """A fresh learner of the task ``problem`` over 2^bits slots per class block."""
+    return problem.new_learner(algo, 1 << bits,
+                               {hyperparameter: value} if hyperparameter else {})
 
 
-def learn_pass(model, kind, targets, rows):
-    """One online pass (predict, then update) over ``rows`` (a CSR) in its order; returns
+def learn_pass(problem, model, targets, rows):
+    """One online pass (predict, then update) over ``rows`` (a Chunk) in its order; returns
     (updates, the progressive predictions, made before each update)."""
     try:
-        if kind == "multiclass":
-            predicted = np.empty(rows.n_rows, np.int64)
-            updates, _ = model.learn_joint(targets.astype(np.int64), rows.importance,
-                                           rows.indptr, rows.indices, rows.values, model.blocks,
-                                           predicted)
-            return updates, predicted
-        margins = np.empty(rows.n_rows)
-        updates = model.learn(targets, rows.importance, rows.indptr, rows.indices, rows.values,
-                              margins)
+        return problem.learn(model, targets, rows)
     except UnstableUpdate:
         raise Diverged() from None
-    return updates, _signs(margins)
-
-
-def predict(model, kind, rows):
-    """The model's predicted targets for ``rows`` (no update)."""
-    if kind == "multiclass":
-        scores = np.empty((rows.n_rows, model.blocks))
-        model.class_scores(rows.indptr, rows.indices, rows.values, scores)
-        # ties: the earliest class, as the joint kernels predict
-        return np.argmax(scores, axis=1)
-    margins = np.empty(rows.n_rows)
-    model.predict_margins(rows.indptr, rows.indices, rows.values, margins)
-    return _signs(margins)
-
-
-def _signs(margins):
-    # binary: the sign of the margin, 0 counted negative as ``streamherd predict`` does
-    return np.where(margins > 0, 1.0, -1.0)

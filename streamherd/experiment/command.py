@@ -226,15 +226,16 @@ def _check_full_covariance(datasets, tasks, algos):
         return
     for task in tasks:
         dataset = datasets[task.dataset]
-        if task.blocks << dataset.bits <= 1 << FULL_COVARIANCE_MAX_BITS:
+        blocks = task.problem.blocks
+        if blocks << dataset.bits <= 1 << FULL_COVARIANCE_MAX_BITS:
             continue
-        if task.blocks == 1:
+        if blocks == 1:
             raise StreamherdError(
                 f"{dataset.paths[0]}: its features need {dataset.bits} bits (2^{dataset.bits} "
                 f"slots), too many for {full[0]}'s full covariance (at most "
                 f"{FULL_COVARIANCE_MAX_BITS} bits); drop that dataset or use the diagonal variant")
         raise StreamherdError(
-            f"{dataset.paths[0]}: its {task.blocks} classes of 2^{dataset.bits} slots are too "
+            f"{dataset.paths[0]}: its {blocks} classes of 2^{dataset.bits} slots are too "
             f"many for {full[0]}'s joint multiclass full covariance (at most "
             f"2^{FULL_COVARIANCE_MAX_BITS} slots in all); drop that dataset, use the diagonal "
             f"variant, or --all-pairs")

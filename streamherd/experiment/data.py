@@ -1,5 +1,6 @@
-"""Datasets in memory: every file is read once into one CSR matrix, and a task (a binary problem,
-a multiclass file as a whole, or one pair of its classes) is a subset of its rows.
+"""Datasets in memory: every file is read once into one Chunk (io/csr.py), and a task (a binary
+problem, a multiclass file as a whole, or one pair of its classes) is a subset of its rows, learned
+as streamherd.tasks learns it.
 
 Slots: files are read at the full hash width (``LOAD_BITS``) and then masked down, per dataset,
 to the fewest bits at which no two slots collide (an svmlight file with 256 features gets 9
@@ -9,13 +10,15 @@ bits (svmlight indices, VW hashes and the bias slot are all masked last), so the
 what ``streamherd train -b B`` sees. Small weight vectors also keep the learners in cache.
 """
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from streamherd.errors import StreamherdError
 from streamherd.features.hashing import VW_CONSTANT_HASH
 from streamherd.features.normalize import unit_norm_rows
+from streamherd.io.csr import Chunk
+from streamherd.tasks import BinaryTask, MulticlassTask
 
 LOAD_BITS = 30
 DEFAULT_BITS_CAP = 18
@@ -25,44 +28,14 @@ NORMALIZATIONS = ("l2", "none")
 
 
 @dataclass
-class CSR:
-    """Rows of examples: labels as written in the file, VW importance weights, sparse rows."""
-
-    labels: np.ndarray
-    importance: np.ndarray
-    indptr: np.ndarray
-    indices: np.ndarray
-    values: np.ndarray
-
-    @property
-    def n_rows(self):
-        return len(self.labels)
-
-    def take(self, rows):
-        """The rows ``rows`` (an index array, in that order) as a new CSR; vectorized gather."""
-        rows = np.asarray(rows, np.int64)
-        starts = self.indptr[rows]
-        lengths = self.indptr[rows + 1] - starts
-        indptr = np.zeros(len(rows) + 1, np.int64)
-        np.cumsum(lengths, out=indptr[1:])
-        # position k of the new arrays reads old position k - (new row start - old row start)
-        source = np.arange(indptr[-1], dtype=np.int64) - np.repeat(indptr[:-1] - starts, lengths)
-        return CSR(self.labels[rows], self.importance[rows], indptr, self.indices[source],
-                   self.values[source])
-
-    def row_ids(self):
-        return np.repeat(np.arange(self.n_rows, dtype=np.int64), np.diff(self.indptr))
-
-
-@dataclass
 class Dataset:
     """One dataset: its training rows and, for a train/test pair, its test rows (else None:
     the experiment splits ``train`` into folds)."""
 
     name: str
     paths: tuple
-    train: CSR
-    test: "CSR | None"
+    train: Chunk
+    test: "Chunk | None"
     classes: np.ndarray   # the distinct label values of train and test, ascending
     bits: int
 
@@ -73,42 +46,16 @@ class Dataset:
 
 @dataclass(frozen=True)
 class Task:
-    """One classification problem over a dataset's rows.
-
-    kind "binary": rows labelled ``positive`` get y = +1, rows labelled ``negative`` y = -1;
-    other rows are not part of the task (all-pairs). kind "multiclass": every row labelled one
-    of ``classes`` (ascending) is in the task, its target the index of its label there (0..K-1,
-    as a float, like the binary targets). Only ``targets`` and the learner adapter need to know
-    the kind.
+    """One problem of the tournament over a dataset's rows: ``problem``, the streamherd.tasks
+    task that learns it, over fixed label values. A binary one (BinaryTask.of_values) takes only
+    the rows of its two labels (all-pairs); a multiclass one (MulticlassTask.of_values, the
+    classes ascending) the rows labelled one of its classes, its target the index of the label
+    there (0..K-1, as a float, like the binary targets: label noise draws from either).
     """
 
     name: str
     dataset: str
-    kind: str
-    positive: float = float("nan")
-    negative: float = float("nan")
-    classes: tuple = ()
-
-    def targets(self, labels):
-        """(rows of ``labels`` in this task, their targets)."""
-        if self.kind == "multiclass":
-            classes = np.asarray(self.classes, np.float64)
-            rows = np.flatnonzero(np.isin(labels, classes))
-            return rows, np.searchsorted(classes, labels[rows]).astype(np.float64)
-        rows = np.flatnonzero((labels == self.positive) | (labels == self.negative))
-        return rows, np.where(labels[rows] == self.positive, 1.0, -1.0)
-
-    @property
-    def target_values(self):
-        """Every value a target can take, ascending (label noise draws from them)."""
-        if self.kind == "multiclass":
-            return tuple(float(z) for z in range(len(self.classes)))
-        return (-1.0, 1.0)
-
-    @property
-    def blocks(self):
-        """Class blocks of the task's learner: K for multiclass (joint), 1 for binary."""
-        return len(self.classes) if self.kind == "multiclass" else 1
+    problem: object   # a BinaryTask or a MulticlassTask
 
 
 def _label_text(value):
@@ -136,32 +83,27 @@ def dataset_name(path):
     return name
 
 
-def read_csr(path, fmt="auto"):
-    """Every labelled example of ``path`` as one CSR at LOAD_BITS bits, bias included.
+def read_chunk(path, fmt="auto"):
+    """Every labelled example of ``path`` as one Chunk at LOAD_BITS bits, bias included.
 
-    Lines without a label (VW allows them) cannot be scored and are left out.
+    Lines without a label (VW allows them) cannot be scored and are left out; a label that is
+    not a number is an error that names its line (an experiment's classes are numbers).
     """
     from streamherd.features.space import FeatureSpace
     from streamherd.io.reader import ChunkReader
 
-    # The reader reuses its buffers block after block: copy each chunk's arrays as it comes.
-    labels, importance, lengths, indices, values = [], [], [], [], []
-    for chunk in ChunkReader([path], fmt=fmt, features=FeatureSpace(LOAD_BITS), workers=0):
-        labels.append(chunk.labels.copy())
-        importance.append(chunk.importance.copy())
-        lengths.append(np.diff(chunk.indptr))
-        indices.append(chunk.indices.copy())
-        values.append(chunk.values.copy())
-    if sum(len(part) for part in labels) == 0:
+    # A label that is not a number stops the reading, as in a binary task; the reader reuses
+    # its buffers block after block: copy each chunk as it comes.
+    reader = ChunkReader([path], fmt=fmt, features=FeatureSpace(LOAD_BITS), workers=0,
+                         process=BinaryTask().check_labels)
+    chunks = [chunk.copy() for chunk in reader]
+    if sum(chunk.n_examples for chunk in chunks) == 0:
         raise StreamherdError(f"{path}: no examples; an experiment needs labelled examples")
-    indptr = np.zeros(sum(len(part) for part in lengths) + 1, np.int64)
-    np.cumsum(np.concatenate(lengths), out=indptr[1:])
-    csr = CSR(np.concatenate(labels), np.concatenate(importance), indptr,
-              np.concatenate(indices), np.concatenate(values))
-    labelled = np.flatnonzero(~np.isnan(csr.labels))
+    rows = Chunk.concatenate(chunks)
+    labelled = np.flatnonzero(~np.isnan(rows.labels))
     if len(labelled) == 0:
         raise StreamherdError(f"{path}: no line has a label; an experiment needs labelled examples")
-    return csr if len(labelled) == csr.n_rows else csr.take(labelled)
+    return rows if len(labelled) == rows.n_examples else rows.take(labelled)
 
 
 def injective_bits(slots, cap):
@@ -173,35 +115,35 @@ def injective_bits(slots, cap):
     return cap
 
 
-def mask_slots(csr, bits):
-    """The CSR with every slot masked to ``bits``; slots that now collide within a row are
+def mask_slots(rows, bits):
+    """The rows with every slot masked to ``bits``; slots that now collide within a row are
     summed (rows come out sorted by slot)."""
     mask = (1 << bits) - 1
-    masked = (csr.indices & mask).astype(np.int64)
-    rows = csr.row_ids()
-    keys = (rows << bits) | masked
+    masked = (rows.indices & mask).astype(np.int64)
+    keys = (rows.row_ids() << bits) | masked
     if np.all(np.diff(keys) > 0):   # no collision, rows already sorted: nothing to merge
-        return CSR(csr.labels, csr.importance, csr.indptr, masked.astype(np.int32), csr.values)
+        return replace(rows, indices=masked.astype(np.int32))
     unique_keys, inverse = np.unique(keys, return_inverse=True)
-    values = np.bincount(inverse, weights=csr.values, minlength=len(unique_keys))
-    indptr = np.zeros(csr.n_rows + 1, np.int64)
-    np.cumsum(np.bincount(unique_keys >> bits, minlength=csr.n_rows), out=indptr[1:])
-    return CSR(csr.labels, csr.importance, indptr, (unique_keys & mask).astype(np.int32), values)
+    values = np.bincount(inverse, weights=rows.values, minlength=len(unique_keys))
+    indptr = np.zeros(rows.n_examples + 1, np.int64)
+    np.cumsum(np.bincount(unique_keys >> bits, minlength=rows.n_examples), out=indptr[1:])
+    return replace(rows, indptr=indptr, indices=(unique_keys & mask).astype(np.int32),
+                   values=values)
 
 
-def normalize_features(csr, bits):
+def normalize_features(rows, bits):
     """Scale every row's features to unit L2 norm; the bias feature keeps its value 1 (so it
     stays a bias, whatever the scale of the raw features). All-zero rows stay zero. The same
     rule and kernel as ``train --normalize`` (features/normalize.py)."""
-    values = csr.values.copy()
-    unit_norm_rows(csr.indptr, csr.indices, values, VW_CONSTANT_HASH & ((1 << bits) - 1))
-    return CSR(csr.labels, csr.importance, csr.indptr, csr.indices, values)
+    values = rows.values.copy()
+    unit_norm_rows(rows.indptr, rows.indices, values, VW_CONSTANT_HASH & ((1 << bits) - 1))
+    return replace(rows, values=values)
 
 
 def load_dataset(spec, fmt="auto", bits_cap=DEFAULT_BITS_CAP, normalize="l2"):
     """Read a dataset spec (``FILE`` or ``TRAIN,TEST``) into memory, masked and normalised."""
     name, paths = parse_dataset_spec(spec)
-    parts = [read_csr(p, fmt) for p in paths]
+    parts = [read_chunk(p, fmt) for p in paths]
     bits = injective_bits(np.concatenate([p.indices for p in parts]), bits_cap)
     parts = [mask_slots(p, bits) for p in parts]
     if normalize == "l2":
@@ -220,10 +162,11 @@ def tasks_of(dataset, all_pairs=False):
     positive)."""
     if not dataset.multiclass:
         negative, positive = dataset.classes
-        return [Task(dataset.name, dataset.name, "binary", float(positive), float(negative))]
+        return [Task(dataset.name, dataset.name,
+                     BinaryTask.of_values(float(positive), float(negative)))]
     classes = [float(c) for c in dataset.classes]
     if not all_pairs:
-        return [Task(dataset.name, dataset.name, "multiclass", classes=tuple(classes))]
-    return [Task(f"{dataset.name}:{_label_text(a)}v{_label_text(b)}", dataset.name, "binary",
-                 a, b)
+        return [Task(dataset.name, dataset.name, MulticlassTask.of_values(classes))]
+    return [Task(f"{dataset.name}:{_label_text(a)}v{_label_text(b)}", dataset.name,
+                 BinaryTask.of_values(a, b))
             for i, a in enumerate(classes) for b in classes[i + 1:]]

@@ -76,14 +76,14 @@ class Prepared:
     def __init__(self, dataset, task, fold, noise, settings, fold_of):
         seed = settings.seed
         if dataset.test is None:
-            rows, targets = task.targets(dataset.train.labels)
+            rows, targets = task.problem.value_targets(dataset.train.labels)
             in_test = fold_of[rows] == fold
             train_rows, train_targets = rows[~in_test], targets[~in_test]
             test = dataset.train.take(rows[in_test])
             self.test_targets = targets[in_test]
         else:
-            train_rows, train_targets = task.targets(dataset.train.labels)
-            test_rows, self.test_targets = task.targets(dataset.test.labels)
+            train_rows, train_targets = task.problem.value_targets(dataset.train.labels)
+            test_rows, self.test_targets = task.problem.value_targets(dataset.test.labels)
             test = dataset.test.take(test_rows)
         if settings.max_train is not None and len(train_rows) > settings.max_train:
             keep = splits.stratified_pick(
@@ -95,8 +95,8 @@ class Prepared:
         self.clean_targets = train_targets
         draws = splits.noise_draws(len(train_rows),
                                    splits.rng_for(seed, task.name, splits.NOISE, fold))
-        self.targets = splits.inject_label_noise(train_targets, task.target_values, noise,
-                                                  draws)
+        self.targets = splits.inject_label_noise(train_targets, task.problem.target_values,
+                                                  noise, draws)
         held_out = splits.stratified_pick(
             self.targets, settings.validation,
             splits.rng_for(seed, task.name, splits.VALIDATION, fold, round(noise * 1e6)))
@@ -111,7 +111,7 @@ class Prepared:
     def _pass(self, cache, purpose, rows, targets, clean, number):
         if number not in cache:
             order = splits.rng_for(self._key[0], self._key[1], purpose, self._key[2],
-                                   number).permutation(rows.n_rows)
+                                   number).permutation(rows.n_examples)
             cache[number] = (targets[order], rows.take(order), clean[order])
         return cache[number]
 
@@ -167,30 +167,30 @@ class Worker:
         started = time.perf_counter()
         settings = self.settings
         grid = self.grids[job.algo]
-        kind = job.task.kind
+        problem = job.task.problem
         bits = self.datasets[job.task.dataset].bits
         data = self.prepared(job)
         errors = np.full((len(grid.values), settings.max_passes), np.nan)
         for v, value in enumerate(grid.values):
-            model = adapter.new_model(kind, job.algo, bits, grid.hyperparameter, value,
-                                      job.task.blocks)
+            model = adapter.new_model(problem, job.algo, bits, grid.hyperparameter, value)
             try:
                 for p in range(settings.max_passes):
                     targets, rows = data.fit_pass(p)
-                    adapter.learn_pass(model, kind, targets, rows)
-                    predicted = adapter.predict(model, kind, data.validation)
-                    errors[v, p] = np.mean(predicted != data.validation_targets) \
-                        if data.validation.n_rows else 0.0
+                    adapter.learn_pass(problem, model, targets, rows)
+                    errors[v, p] = np.mean(problem.loss(
+                        data.validation_targets, problem.predict(model, data.validation))) \
+                        if data.validation.n_examples else 0.0
             except adapter.Diverged:
                 pass  # the remaining passes of this value stay NaN: never chosen
         validation = [(value, p + 1, errors[v, p]) for v, value in enumerate(grid.values)
                       for p in range(settings.max_passes)]
         row = {
-            "dataset": job.task.dataset, "task": job.task.name, "kind": kind, "algo": job.algo,
+            "dataset": job.task.dataset, "task": job.task.name, "kind": problem.kind,
+            "algo": job.algo,
             "noise": job.noise, "fold": job.fold,
             "hyperparameter": grid.hyperparameter or "", "value": "", "passes": "",
-            "validation_error": "", "test_error": "", "train_examples": data.train.n_rows,
-            "test_examples": data.test.n_rows, "updates": "", "status": "ok", "seconds": "",
+            "validation_error": "", "test_error": "", "train_examples": data.train.n_examples,
+            "test_examples": data.test.n_examples, "updates": "", "status": "ok", "seconds": "",
         }
         result = RunResult(job, row, validation)
         if np.all(np.isnan(errors)):
@@ -206,21 +206,21 @@ class Worker:
     def _final(self, job, data, value, passes, result):
         """Train the chosen configuration on all training rows; score it on the test rows."""
         grid = self.grids[job.algo]
-        kind = job.task.kind
-        model = adapter.new_model(kind, job.algo, self.datasets[job.task.dataset].bits,
-                                  grid.hyperparameter, value, job.task.blocks)
+        problem = job.task.problem
+        model = adapter.new_model(problem, job.algo, self.datasets[job.task.dataset].bits,
+                                  grid.hyperparameter, value)
         updates = 0
         try:
             for p in range(passes):
                 targets, rows, clean = data.train_pass(p)
-                count, progressive = adapter.learn_pass(model, kind, targets, rows)
+                count, progressive = adapter.learn_pass(problem, model, targets, rows)
                 updates += count
-                if p == 0:
-                    result.curve = self._curve(np.cumsum(progressive != clean))
+                if p == 0:   # mistakes against the clean labels
+                    result.curve = self._curve(np.cumsum(problem.loss(clean, progressive) > 0))
         except adapter.Diverged:
             result.row["status"] = "diverged in the final training"
             return
-        correct = adapter.predict(model, kind, data.test) == data.test_targets
+        correct = problem.loss(data.test_targets, problem.predict(model, data.test)) == 0
         result.correct = correct
         result.row.update(updates=updates,
                           test_error=float(1.0 - correct.mean()) if len(correct) else 0.0)

@@ -1,25 +1,27 @@
-"""The chunk of examples every parser produces and every learner consumes, and its buffers."""
+"""The chunk of examples every parser produces and every learner, task and experiment consumes,
+and its buffers."""
 import mmap
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
 
 @dataclass
 class Chunk:
-    """A block of parsed examples in CSR form.
+    """A block of parsed examples in CSR form: the one sparse-matrix type of streamherd, from the
+    parser through the tasks and learners to the experiment's in-memory datasets.
 
-    labels: float64 label as written (NaN when the line has none); importance: the VW importance
-    weight (1 for svmlight); line_numbers: 1-based line of each example in its file; indptr,
-    indices (hashed slots, int32), values: the rows; tag_start/tag_end and label_start/label_end:
-    byte offsets into ``block`` (-1 when absent); n_lines: lines consumed, blank and skipped included.
-    bad_lines: the malformed lines skipped (--skip-bad) among them, and bad_line_numbers (int64,
-    rising, ``bad_lines`` of them): their 1-based lines in the file, so that output can keep one
-    line per input line (select adds the rows it drops as bad). Blank and comment lines are in
-    neither.
+    labels: float64 label as written (NaN when the line has none, or when its label is a class
+    name); importance: the VW importance weight (1 for svmlight); line_numbers: 1-based line of
+    each example in its file; indptr, indices (hashed slots, int32), values: the rows;
+    tag_start/tag_end and label_start/label_end: byte offsets into ``block`` (-1 when absent);
+    n_lines: lines consumed, blank and skipped included. bad_lines: the malformed lines skipped
+    (--skip-bad) among them, and bad_line_numbers (int64, rising, ``bad_lines`` of them): their
+    1-based lines in the file, so that output can keep one line per input line (select adds the
+    rows it drops as bad). Blank and comment lines are in neither.
 
     ChunkReader reuses the buffers behind these arrays for later blocks: a chunk's arrays hold
-    its data until the next chunk is requested (copy what must outlive that).
+    its data until the next chunk is requested (``copy`` what must outlive that).
     """
 
     source: str
@@ -50,34 +52,84 @@ class Chunk:
         return [raw[s:e].decode("utf-8", "replace") if s >= 0 else None
                 for s, e in zip(self.tag_start.tolist(), self.tag_end.tolist())]
 
+    def label_token(self, row):
+        """The label of ``row`` as written (None when the line has none); for messages and the
+        progress table."""
+        start = self.label_start[row]
+        if start < 0:
+            return None
+        return self.block[start:self.label_end[row]].tobytes().decode("utf-8", "replace")
+
+    def take(self, rows):
+        """The rows ``rows`` (an index array, in that order; repeats allowed) as a new chunk,
+        whose rows are arrays of its own and whose text (``block``) is this chunk's; vectorised,
+        no Python work per row. The bad lines stay the chunk's: taking rows drops none as bad
+        (see select)."""
+        rows = np.asarray(rows, np.int64)
+        starts = self.indptr[rows]
+        lengths = self.indptr[rows + 1] - starts
+        indptr = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        # entry k of the new rows is entry k - (new row start - old row start) of the old ones
+        entries = np.arange(indptr[-1], dtype=np.int64) - np.repeat(indptr[:-1] - starts, lengths)
+        return replace(
+            self, labels=self.labels[rows], importance=self.importance[rows],
+            line_numbers=self.line_numbers[rows], indptr=indptr, indices=self.indices[entries],
+            values=self.values[entries], tag_start=self.tag_start[rows],
+            tag_end=self.tag_end[rows], label_start=self.label_start[rows],
+            label_end=self.label_end[rows], derived=None)
+
     def select(self, keep, dropped_as_bad=True):
         """The chunk with only the rows where ``keep`` is True (the dropped rows count as bad
-        lines when ``dropped_as_bad``); vectorised, no Python work per row."""
+        lines when ``dropped_as_bad``)."""
         keep = np.asarray(keep, bool)
-        lengths = np.diff(self.indptr)
-        indptr = np.zeros(int(keep.sum()) + 1, np.int64)
-        np.cumsum(lengths[keep], out=indptr[1:])
-        entries = np.repeat(keep, lengths)
-        bad_line_numbers = self.bad_line_numbers
-        if dropped_as_bad and not keep.all():  # both rise and differ: one sort merges them
-            bad_line_numbers = np.sort(np.concatenate([bad_line_numbers,
-                                                       self.line_numbers[~keep]]))
-        return replace(
-            self, labels=self.labels[keep], importance=self.importance[keep],
-            line_numbers=self.line_numbers[keep], indptr=indptr, indices=self.indices[entries],
-            values=self.values[entries], tag_start=self.tag_start[keep],
-            tag_end=self.tag_end[keep], label_start=self.label_start[keep],
-            label_end=self.label_end[keep], bad_line_numbers=bad_line_numbers,
-            bad_lines=self.bad_lines + (int((~keep).sum()) if dropped_as_bad else 0))
+        kept = self.take(np.flatnonzero(keep))
+        if not dropped_as_bad or keep.all():
+            return kept
+        # both rise and differ: one sort merges them
+        bad_line_numbers = np.sort(np.concatenate([self.bad_line_numbers,
+                                                   self.line_numbers[~keep]]))
+        return replace(kept, bad_line_numbers=bad_line_numbers,
+                       bad_lines=self.bad_lines + int((~keep).sum()))
+
+    def copy(self):
+        """The chunk with arrays of its own."""
+        return replace(self, **{f.name: getattr(self, f.name).copy() for f in fields(self)
+                                if isinstance(getattr(self, f.name), np.ndarray)})
+
+    @classmethod
+    def concatenate(cls, chunks):
+        """The chunks of one input, in order, as one chunk with arrays of its own."""
+        blocks = [chunk.block for chunk in chunks]
+        block_starts = np.cumsum([0, *(len(b) for b in blocks[:-1])])
+        entry_starts = np.cumsum([0, *(len(chunk.values) for chunk in chunks[:-1])])
+
+        def joined(name, shifts=None):
+            parts = [getattr(chunk, name) for chunk in chunks]
+            if shifts is not None:   # offsets into the joined block (-1, absent, stays -1)
+                parts = [np.where(part >= 0, part + shift, part)
+                         for part, shift in zip(parts, shifts)]
+            return np.concatenate(parts)
+
+        indptr = np.concatenate([np.zeros(1, np.int64),
+                                 *(chunk.indptr[1:] + start
+                                   for chunk, start in zip(chunks, entry_starts))])
+        return cls(
+            chunks[0].source, np.concatenate(blocks), joined("labels"), joined("importance"),
+            joined("line_numbers"), indptr, joined("indices"), joined("values"),
+            joined("tag_start", block_starts), joined("tag_end", block_starts),
+            joined("label_start", block_starts), joined("label_end", block_starts),
+            sum(chunk.n_lines for chunk in chunks), sum(chunk.bad_lines for chunk in chunks),
+            sum(chunk.n_bytes for chunk in chunks),
+            bad_line_numbers=joined("bad_line_numbers"))
+
+    def row_ids(self):
+        """The row of every stored entry (indices and values)."""
+        return np.repeat(np.arange(self.n_examples, dtype=np.int64), np.diff(self.indptr))
 
     def text_label_rows(self):
         """Rows whose label is a class name rather than a number (parsed as NaN with a token)."""
         return np.isnan(self.labels) & (self.label_start >= 0)
-
-    def label_tokens(self):
-        raw = self.block.tobytes()
-        return [raw[s:e].decode("utf-8", "replace") if s >= 0 else None
-                for s, e in zip(self.label_start.tolist(), self.label_end.tolist())]
 
 
 def untouched_array(length, dtype):

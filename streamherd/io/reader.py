@@ -85,11 +85,11 @@ class ChunkReader:
     """Iterates the chunks of every source in order (``"-"`` is stdin)."""
 
     def __init__(self, paths, fmt="auto", features=None, skip_bad=False,
-                 block_size=DEFAULT_BLOCK_SIZE, workers=None, text_labels=False, process=None):
+                 block_size=DEFAULT_BLOCK_SIZE, workers=None, process=None):
         """``features``: the FeatureSpace (features/space.py) that turns the tokens into rows,
-        and scales them, on the parser threads (default: FeatureSpace()).
-        ``text_labels``: accept labels that are not numbers (class names, for multiclass);
-        without it such a line is a bad line, as any malformed one.
+        and scales them, on the parser threads (default: FeatureSpace()). Labels come as
+        written: one that is not a number is a class name, for the task (tasks/) to take or
+        refuse.
         ``process(chunk)``, when given, runs in the parser thread right after parsing and its
         result becomes ``chunk.derived``: work on a chunk that does not depend on the chunks
         before it (predict's margins) then runs on the parser threads, in parallel."""
@@ -104,7 +104,6 @@ class ChunkReader:
         self.bad_lines = 0
         self.formats_seen = set()
         self.workers = DEFAULT_WORKERS if workers is None else workers
-        self.text_labels = text_labels
         self.process = process
         self._stop = threading.Event()
         self._check_source = None  # the source the consumer wants checked (see _line_error)
@@ -324,8 +323,6 @@ class ChunkReader:
                       tag_start[:rows], tag_end[:rows], label_start[:rows], label_end[:rows],
                       lines, bad, complete, bad_line_numbers=bad_line_numbers[:bad])
         self.features.transform(chunk)
-        if not self.text_labels:
-            chunk = numeric_labels_only(chunk, self.skip_bad)
         if self.process is not None:
             chunk.derived = self.process(chunk)
         return chunk
@@ -467,22 +464,6 @@ class _Slot:
             self.outputs = allocate_outputs(self.bytes_capacity, self.newlines_capacity,
                                             features)
         return self.outputs
-
-
-def numeric_labels_only(chunk, skip_bad, expected=None):
-    """Binary and regression data: a label that is not a number is a malformed line (an error
-    naming its line, or skipped and counted with --skip-bad)."""
-    text = chunk.text_label_rows()
-    if not text.any():
-        return chunk
-    if skip_bad:
-        return chunk.select(~text)
-    i = int(np.argmax(text))
-    what, default_expected = linecodes.MESSAGES[linecodes.BAD_LABEL]
-    token = describe_token(chunk.block[chunk.label_start[i]:chunk.label_end[i]].tobytes())
-    raise StreamherdError(
-        f"{chunk.source}:{int(chunk.line_numbers[i])}: {what} '{token}'; expected "
-        f"{expected or default_expected}. Fix the line, or pass --skip-bad to skip such lines")
 
 
 @dataclass

@@ -1,0 +1,102 @@
+"""Tasks: what a stream of labelled examples is learned for, shared by train, predict and the
+experiment.
+
+One object per task (binary.py, multiclass.py, regression.py, on base.py) holds its label rule
+(how a chunk's labels become targets, and which labels are bad lines; the rules themselves are
+in streamherd/labels.py), its learner (binary, joint or one-versus-all multiclass, or
+squared-loss kernels), the progressive step on a chunk, its loss, and predict's output. This
+module picks the task: from the command line's flags (``choose``, then ``Choice.new_task``), from
+a saved model (``of_model``), or from the first chunk of a stream (``detect``).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from streamherd.errors import StreamherdError
+from streamherd.labels import BinaryLabels, ClassLabels, class_name_rows
+from streamherd.tasks.base import LABEL, PROBA, RAW, SCORES, Task
+from streamherd.tasks.binary import BinaryTask
+from streamherd.tasks.multiclass import MulticlassTask
+from streamherd.tasks.regression import RegressionTask
+
+KINDS = ("binary", "multiclass", "regression")
+MULTICLASS_MODES = ("joint", "ova")
+LOSSES = ("hinge", "squared")
+
+__all__ = ["KINDS", "MULTICLASS_MODES", "LOSSES", "LABEL", "RAW", "PROBA", "SCORES", "Task",
+           "BinaryTask", "MulticlassTask", "RegressionTask", "Choice", "choose", "of_model",
+           "detect"]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The task the flags choose: ``kind`` "multiclass" (``--multiclass`` MODE, ``--classes``
+    SPEC), "regression" (``--loss squared``), or None: chosen from the first chunk (detect)."""
+
+    kind: "str | None" = None
+    multiclass: "str | None" = None
+    classes: "str | None" = None
+
+    def new_task(self, skip_bad=False):
+        """The task of a new model. Until its first chunk decides, a stream whose task the labels
+        choose is learned as multiclass with no class yet, whose learner holds nothing."""
+        if self.kind == "regression":
+            return RegressionTask(skip_bad)
+        labels = ClassLabels.parse(self.classes) if self.classes is not None else ClassLabels()
+        return MulticlassTask(labels, self.multiclass or "joint", skip_bad)
+
+    def check_continues(self, meta, path):
+        """Refuse, in one line, flags that choose another task than the saved model's (``-i``);
+        a model's class set is its own."""
+        saved, mode = meta.get("task", "binary"), meta.get("multiclass")
+        if (self.kind is not None and self.kind != saved) or self.classes is not None or \
+                (self.multiclass is not None and self.multiclass != mode):
+            raise StreamherdError(
+                f"{path} is a {saved}{' ' + mode if mode else ''} model; drop --multiclass, "
+                f"--classes and --loss to continue training it")
+
+
+def choose(loss=None, multiclass=None, classes=None):
+    """The Choice of ``--loss``, ``--multiclass`` and ``--classes``, each checked."""
+    if loss is not None and loss not in LOSSES:
+        raise StreamherdError(f"unknown --loss '{loss}'; use hinge (classification) or squared "
+                              f"(regression)")
+    if multiclass is not None and multiclass not in MULTICLASS_MODES:
+        raise StreamherdError(f"unknown --multiclass '{multiclass}'; use joint or ova")
+    if loss == "squared":
+        if multiclass is not None or classes is not None:
+            raise StreamherdError("--loss squared is regression (real labels); drop --multiclass "
+                                  "and --classes")
+        return Choice("regression")
+    if multiclass is not None or classes is not None:
+        return Choice("multiclass", multiclass, classes)
+    return Choice()
+
+
+def of_model(meta, skip_bad=False):
+    """The task of a saved model (a format-1 model is binary), with its labels or classes."""
+    kind = meta.get("task", "binary")
+    if kind == "multiclass":
+        return MulticlassTask(ClassLabels.from_meta(meta), meta["multiclass"], skip_bad)
+    if kind == "regression":
+        return RegressionTask(skip_bad)
+    return BinaryTask(BinaryLabels.from_meta(meta), skip_bad)
+
+
+def detect(chunk, skip_bad=False):
+    """Without --multiclass, --classes or --loss, the first chunk decides. Its numeric labels
+    are a binary labelling when they have at most one value > 0 and one <= 0, or a negative
+    one (a -1 marks a +1/-1 file). The stream is binary when they are, and class names (labels
+    that are not numbers; a damaged number such as nan or 1e400 is no class name, see
+    labels.looks_like_number) are fewer than numeric labels: a handful of typos in a binary
+    file are bad lines (reported, or skipped with --skip-bad), as the same typo later is.
+    Otherwise it is multiclass (0..9, 1..3, 1 and 7, sports/politics), joint. A third label
+    later in a binary stream is an error that suggests --multiclass."""
+    names = int(class_name_rows(chunk).sum())
+    labels = np.unique(chunk.labels[~np.isnan(chunk.labels)])
+    binary_labelling = (((labels > 0).sum() <= 1 and (labels <= 0).sum() <= 1)
+                        or (labels.size > 0 and labels.min() < 0))
+    numeric_rows = int((~np.isnan(chunk.labels)).sum())
+    if binary_labelling and (names == 0 or names < numeric_rows):
+        return BinaryTask(skip_bad=skip_bad)
+    return MulticlassTask(skip_bad=skip_bad)

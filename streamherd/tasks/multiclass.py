@@ -1,0 +1,128 @@
+"""The multiclass task: class ids from any integer or string labels, a joint learner (one weight
+block per class) or one binary learner per class (one-versus-all), progressive multiclass 0/1
+loss, predict's class, every class's score (--scores, --raw) or probability (--proba)."""
+import numpy as np
+
+from streamherd import learners
+from streamherd.errors import StreamherdError
+from streamherd.labels import ClassLabels
+from streamherd.tasks.base import PROBA, RAW, SCORES, Classification, format_pairs
+
+UNLABELED = -1   # the class id of a line without a label
+
+
+class MulticlassTask(Classification):
+    """Targets are class ids (ClassLabels: new labels become classes, unless the set is fixed;
+    a label outside a fixed set, or a damaged number, is a bad line). Predicting, a label no
+    class has is a mistake, never predicted."""
+
+    kind = "multiclass"
+    has_class_scores = True
+
+    def __init__(self, labels=None, mode="joint", skip_bad=False):
+        """``mode``: "joint" or "ova" (one-versus-all)."""
+        super().__init__(skip_bad)
+        self.labels = labels if labels is not None else ClassLabels()
+        self.mode = mode
+        # the classes a prediction may choose: the fixed or saved ones, then those seen so far
+        self.known = len(self.labels)
+
+    @classmethod
+    def of_values(cls, classes):
+        """A joint problem over fixed numeric classes, ids in the order given (the experiment's):
+        rows with other labels are not part of it."""
+        return cls(ClassLabels.of_values(classes))
+
+    @property
+    def blocks(self):
+        return len(self.labels)
+
+    @property
+    def target_values(self):
+        """Every target, ascending (the experiment's label noise)."""
+        return tuple(float(z) for z in range(len(self.labels)))
+
+    # ------------------------------------------------------------ labels
+
+    def check_labels(self, chunk):
+        """Nothing to check apart from the others: which labels are bad lines depends on the
+        classes of the chunks before."""
+
+    def targets(self, chunk, learning=True):
+        """(chunk without its skipped bad lines, class ids)."""
+        return self.labels.observe(chunk, self.skip_bad, learning)
+
+    def value_targets(self, values):
+        """(rows whose label value is a class, their class ids as floats), for in-memory
+        labels."""
+        rows, ids = self.labels.value_ids(values)
+        return rows, ids.astype(np.float64)
+
+    def labeled(self, targets):
+        return targets != UNLABELED
+
+    # ------------------------------------------------------------ learning
+
+    def new_learner(self, algo, dim, options, state=None, learner_meta=None):
+        if self.mode == "ova":
+            from streamherd.learners.reductions.ova import OneVersusAll
+
+            return OneVersusAll(algo, dim, options, state, learner_meta, blocks=self.blocks)
+        return learners.create(algo, dim, options, state, learner_meta, blocks=self.blocks,
+                               task=self.kind)
+
+    def learn(self, learner, classes, rows):
+        """One online pass: (updates, the class predicted for each row before its update); the
+        learner first grows a block for each class new in the chunk."""
+        learner.grow(len(self.labels))
+        predicted = np.empty(rows.n_examples, np.int64)
+        updates, self.known = learner.learn_joint(
+            np.asarray(classes, np.int64), rows.importance, rows.indptr, rows.indices,
+            rows.values, self.known, predicted)
+        return updates, predicted
+
+    def scores(self, learner, rows):
+        """Every class's score for each row."""
+        scores = np.empty((rows.n_examples, len(self.labels)))
+        learner.class_scores(rows.indptr, rows.indices, rows.values, scores)
+        return scores
+
+    def predictions(self, scores):
+        """The class of largest score (the earliest on ties, as the joint kernels), -1 when
+        there is no class."""
+        if scores.shape[1] == 0:
+            return np.full(len(scores), UNLABELED)
+        return np.argmax(scores, axis=1)
+
+    def loss(self, classes, predicted):
+        return np.where(classes == UNLABELED, np.nan, (predicted != classes).astype(np.float64))
+
+    def prediction_text(self, predicted, row):
+        return self.labels.text(int(predicted[row]))
+
+    # ------------------------------------------------------------ predict's output
+
+    def has_probabilities(self, learner):
+        return learner.gaussian if self.mode == "ova" else hasattr(learner, "probabilities")
+
+    def lines(self, learner, scored, output):
+        rows = scored.chunk
+        if output == PROBA:
+            return format_pairs(self.labels.texts, learner.class_probabilities(
+                rows.indptr, rows.indices, rows.values))
+        if output in (RAW, SCORES):   # a multiclass model's raw output is its classes' scores
+            return format_pairs(self.labels.texts, scored.scores)
+        return self.labels.text_array()[scored.predictions + 1].tolist()
+
+    # ------------------------------------------------------------ the model
+
+    def meta(self):
+        if not len(self.labels):
+            raise StreamherdError("no labeled example was read, so the multiclass model has no "
+                                  "class; train it on labeled data (no model was written)")
+        return {"task": self.kind, "multiclass": self.mode, **self.labels.to_meta()}
+
+    def description(self):
+        if self.labels.fixed:
+            return f"multiclass {self.mode} ({len(self.labels)} fixed classes)"
+        return f"multiclass {self.mode} (classes as they appear)"
