@@ -47,7 +47,7 @@ is a finding to judge, not necessarily a streamherd bug):
 
 The CR, format-vote, damaged-number, binary-with-class-names and --skip-bad rules follow the
 fixes made alongside this fuzzer (README "Commands", "Your files and exit codes"; io/block.py,
-io/reader.py, labels.py); when the README changes them, change ``reference``/``label_level``.
+io/reader.py, labels.py, tasks/); when the README changes them, change ``reference``/``label_level``.
 """
 import bz2
 import gzip

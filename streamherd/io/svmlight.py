@@ -27,8 +27,9 @@ def _is_qid(buf, start, end):
 
 @njit(cache=True, inline="always")
 def is_text_label(buf, start, end):
-    """A label token that is not a number is a class name (multiclass; training.py rejects it for
-    binary and regression) unless it holds ':' (a feature where the label should be) or NUL."""
+    """A label token that is not a number is a class name (multiclass; the binary and regression
+    tasks reject it, labels.numbers_only) unless it holds ':' (a feature where the label should
+    be) or NUL."""
     for k in range(start, end):
         if buf[k] == COLON or buf[k] == 0:
             return False
