@@ -63,8 +63,8 @@ def check_blocks_fit(what, slot_bytes, dim, blocks, held=0):
 
 
 class Learner:
-    """Base class. A subclass sets the class attributes: its entry points (``train``, ``joint``,
-    ``regress``, see there) and state.
+    """Base class. A subclass sets the class attributes: its entry point (``kernel``, see there)
+    and state.
 
     Its hyperparameters are declared in the registry (learners/__init__.py, spec.py), which
     gives ``options``, every one of them with its value; ``state_arrays`` names the arrays
@@ -149,11 +149,12 @@ class Learner:
         """Arrays to save: ``mean`` plus the learner's named state arrays."""
         return {"mean": self.mean}
 
-    # The family's cached entry points (algorithms/, over kernels/loops.py), called as
-    # f(<task's arrays>, state, params, ...): ``train`` (binary), ``joint`` and ``regress``
-    # (None: no squared-loss form); staticmethods. ``kernel_state`` and ``kernel_params`` give
-    # the tuples of arrays and of numbers the learner's step rules take.
-    train = joint = regress = None
+    # The family's cached entry point for the learner's covariance (algorithms/, over
+    # kernels/loops.run_task), one for every task: kernel(<task>=..., args=...), a staticmethod.
+    # ``kernel_state`` and ``kernel_params`` give the tuples of arrays and of numbers the
+    # learner's step rules take. Whether the family has a squared-loss form is its
+    # LearnerSpec's (``regression``).
+    kernel = None
 
     def kernel_state(self):
         return (self.mean,)
@@ -168,10 +169,16 @@ class Learner:
             self._active = np.zeros(self.size, np.int64)
         return self._g, self._active
 
+    def _run(self, importance, indptr, indices, values, **task):
+        """The entry point on one chunk (kernels/loops.run_task): (updates, index of a bad
+        example or -1, known); ``task``: binary=, regression= or joint= its loop's arguments."""
+        return self.kernel(**task, args=(importance, indptr, indices, values,
+                                         self.kernel_state(), self.kernel_params()))
+
     def learn(self, y, importance, indptr, indices, values, margins_out):
         """Predict-then-update over one chunk; returns the number of updates."""
-        return self.checked(*self.train(y, importance, indptr, indices, values,
-                                        self.kernel_state(), self.kernel_params(), margins_out))
+        updates, bad, _ = self._run(importance, indptr, indices, values, binary=(y, margins_out))
+        return self.checked(updates, bad)
 
     # what ``checked`` says failed (GaussianLearner adds its variances)
     failure = "its margin, its step or the weights it wrote are not finite"
@@ -195,17 +202,17 @@ class Learner:
     def learn_regression(self, y, importance, indptr, indices, values, margins_out):
         """``--loss squared``: predict mu.x (written to margins_out), then the learner's
         squared-loss update; y real (NaN: unlabeled). Returns the number of updates."""
-        return self.checked(*self._run_regression(y, importance, indptr, indices, values,
-                                                  margins_out))
+        from streamherd.learners import spec
 
-    def _run_regression(self, y, importance, indptr, indices, values, margins_out):
-        if self.regress is None:
+        if spec(self.name).regression is None:
             # Reached only by a learner without a regression form, which training refuses
-            # first (its registry line declares no regression): a programming error.
+            # first (its registry line declares no regression): a programming error. Its entry
+            # point has no regression loop.
             raise TypeError(f"{self.name} has no squared-loss update (its LearnerSpec "
                             f"declares no regression)")
-        return self.regress(y, importance, indptr, indices, values, self.kernel_state(),
-                            self.kernel_params(), margins_out)
+        updates, bad, _ = self._run(importance, indptr, indices, values,
+                                    regression=(y, margins_out))
+        return self.checked(updates, bad)
 
     # ------------------------------------------------------------ joint multiclass
 
@@ -289,8 +296,8 @@ class Learner:
     def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         """The family's joint kernel (``work``: multiclass.joint_workspace); returns (updates,
         index of a bad update or -1, known)."""
-        return self.joint(cls, importance, indptr, indices, values, self.kernel_state(),
-                          self.kernel_params(), self.dim, known, predicted_out, work)
+        return self._run(importance, indptr, indices, values,
+                         joint=(cls, self.dim, known, predicted_out, work))
 
     def class_scores(self, indptr, indices, values, out):
         """out[i, z] = the score of class z for example i (the model's own prediction rule)."""

@@ -18,10 +18,20 @@ beta = 1 / (r + v).
 from numba import njit
 
 from streamherd.learners.gaussian import GaussianLearner
-from streamherd.learners.kernels.covariance import entry_ok, full_sigma_x, full_update
-from streamherd.learners.kernels.loops import (binary_loop, diag_margin, joint_loop,
-                                               mean_margin, mean_scores)
+from streamherd.learners.kernels.covariance import diag_update, full_sigma_x, full_update
+from streamherd.learners.kernels.loops import (diag_margin, entry_point, mean_margin,
+                                               mean_scores, run_joint, run_task)
 from streamherd.learners.kernels.sparse import finite
+
+
+@njit(cache=True, inline="always")
+def arow_variance(sj, x, coefficients):
+    """arow-d's and arow-p's diagonal rules (module docstring) on the old sigma_r,
+    coefficients = (beta, r, drop)."""
+    beta, rs, drop = coefficients
+    if drop:
+        return sj - beta * sj * sj * x * x
+    return sj / (1.0 + sj * x * x / rs)  # = 1 / (1/s + x^2/r), one division
 
 
 @njit(cache=True, inline="always")
@@ -31,18 +41,8 @@ def diag_apply(mu, sigma, indices, values, start, end, v, scale, beta, rs, drop)
     that learns nothing), or an entry written is not (covariance.entry_ok)."""
     if not finite(v, scale, beta):
         return False
-    ok = True
-    for k in range(start, end):
-        j = indices[k]
-        x = values[k]
-        sj = sigma[j]
-        mu[j] += scale * sj * x                     # mu += alpha y Sigma x
-        if drop:
-            sigma[j] = sj - beta * sj * sj * x * x
-        else:
-            sigma[j] = sj / (1.0 + sj * x * x / rs)  # = 1 / (1/s + x^2/r), one division
-        ok = ok and entry_ok(mu[j], sigma[j])
-    return ok
+    return diag_update(mu, sigma, indices, values, start, end, scale, arow_variance,
+                       (beta, rs, drop))
 
 
 @njit(cache=True, inline="always")
@@ -67,6 +67,12 @@ def diag_regression_step(state, params, indices, values, start, end, m, v, y, s)
                             beta, rs, params[1])
 
 
+@entry_point("numpy")
+def run_diag(binary=None, regression=None, joint=None, args=None):
+    return (run_task(diag_margin, diag_step, diag_regression_step, binary, regression, args)
+            if joint is None else run_joint(mean_scores, diag_margin, diag_step, joint, args))
+
+
 @njit(cache=True, inline="always")
 def full_step(state, params, indices, values, start, end, m, v, y, s):
     if not finite(m):
@@ -89,44 +95,14 @@ def full_regression_step(state, params, indices, values, start, end, m, v, y, s)
                              0.0)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def train_diag(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(diag_margin, diag_step, True, y, importance, indptr, indices, values, state,
-                       params, margins_out)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def joint_diag(cls, importance, indptr, indices, values, state, params, D, known, out, work):
-    return joint_loop(mean_scores, diag_margin, diag_step, cls, importance, indptr, indices, values,
-                      state, params, D, known, out, work)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def regress_diag(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(diag_margin, diag_regression_step, False, y, importance, indptr, indices,
-                       values, state, params, margins_out)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def train_full(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(mean_margin, full_step, True, y, importance, indptr, indices, values, state,
-                       params, margins_out)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def joint_full(cls, importance, indptr, indices, values, state, params, D, known, out, work):
-    return joint_loop(mean_scores, mean_margin, full_step, cls, importance, indptr, indices, values,
-                      state, params, D, known, out, work)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def regress_full(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(mean_margin, full_regression_step, False, y, importance, indptr, indices,
-                       values, state, params, margins_out)
+@entry_point("numpy")
+def run_full(binary=None, regression=None, joint=None, args=None):
+    return (run_task(mean_margin, full_step, full_regression_step, binary, regression, args)
+            if joint is None else run_joint(mean_scores, mean_margin, full_step, joint, args))
 
 
 class ArowProject(GaussianLearner):
-    train, joint, regress = map(staticmethod, (train_diag, joint_diag, regress_diag))
+    kernel = staticmethod(run_diag)
     drop = False
 
     def kernel_params(self):
@@ -138,7 +114,7 @@ class ArowDrop(ArowProject):
 
 
 class ArowFull(ArowProject):
-    train, joint, regress = map(staticmethod, (train_full, joint_full, regress_full))
+    kernel = staticmethod(run_full)
     full = True
     state_arrays = ("covariance",)
     diagonal_name = "arow-p"

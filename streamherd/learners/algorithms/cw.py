@@ -36,10 +36,10 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.gaussian import GaussianLearner
-from streamherd.learners.kernels.covariance import (entry_ok, full_reset, full_sigma_x,
+from streamherd.learners.kernels.covariance import (diag_update, full_reset, full_sigma_x,
                                                     full_update)
-from streamherd.learners.kernels.loops import (binary_loop, diag_margin, joint_loop,
-                                               mean_margin, mean_scores)
+from streamherd.learners.kernels.loops import (diag_margin, entry_point, mean_margin,
+                                               mean_scores, run_joint, run_task)
 from streamherd.learners.kernels.sparse import finite, squared_norm
 
 VARIANCE_FLOOR = 1e-12
@@ -81,6 +81,14 @@ def cw_full_apply(mu, Sigma, g, active, n, m, alpha, y, v, v_min, phi, floor):
 
 
 @njit(cache=True, inline="always")
+def cw_variance(sj, x, coefficients):
+    """cw's diagonal rule on the old sigma_r, floored: coefficients = (alpha phi / sqrt(u),
+    floor)."""
+    k, floor = coefficients
+    return max(floor, sj / (1.0 + sj * k * x * x))  # = 1 / (1/s + k x^2)
+
+
+@njit(cache=True, inline="always")
 def diag_step(state, params, indices, values, start, end, m, v, y, s):
     """The cw update on row x with signed margin m; returns (updated, ok): ok is False when m,
     the confidence v or alpha is not finite (v = inf makes alpha 0/0), or an entry written is not
@@ -96,17 +104,14 @@ def diag_step(state, params, indices, values, start, end, m, v, y, s):
     if not alpha > 0.0:
         return False, True
     sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
-    scale = alpha * y
-    k_proj = alpha * phi / sqrt_u
-    ok = True
-    for k in range(start, end):
-        j = indices[k]
-        x = values[k]
-        sj = sigma[j]
-        mu[j] += scale * sj * x                     # mu += alpha y Sigma x
-        sigma[j] = max(floor, sj / (1.0 + sj * k_proj * x * x))  # = 1 / (1/s + k x^2)
-        ok = ok and entry_ok(mu[j], sigma[j])
-    return True, ok
+    return True, diag_update(mu, sigma, indices, values, start, end, alpha * y, cw_variance,
+                             (alpha * phi / sqrt_u, floor))
+
+
+@entry_point()
+def run_diag(binary=None, regression=None, joint=None, args=None):
+    return (run_task(diag_margin, diag_step, None, binary, regression, args)
+            if joint is None else run_joint(mean_scores, diag_margin, diag_step, joint, args))
 
 
 @njit(cache=True, inline="always")
@@ -121,32 +126,14 @@ def full_step(state, params, indices, values, start, end, m, v, y, s):
                          floor)
 
 
-@njit(cache=True, nogil=True)
-def train_diag(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(diag_margin, diag_step, True, y, importance, indptr, indices, values, state,
-                       params, margins_out)
-
-
-@njit(cache=True, nogil=True)
-def joint_diag(cls, importance, indptr, indices, values, state, params, D, known, out, work):
-    return joint_loop(mean_scores, diag_margin, diag_step, cls, importance, indptr, indices, values,
-                      state, params, D, known, out, work)
-
-
-@njit(cache=True, nogil=True)
-def train_full(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(mean_margin, full_step, True, y, importance, indptr, indices, values, state,
-                       params, margins_out)
-
-
-@njit(cache=True, nogil=True)
-def joint_full(cls, importance, indptr, indices, values, state, params, D, known, out, work):
-    return joint_loop(mean_scores, mean_margin, full_step, cls, importance, indptr, indices, values,
-                      state, params, D, known, out, work)
+@entry_point()
+def run_full(binary=None, regression=None, joint=None, args=None):
+    return (run_task(mean_margin, full_step, None, binary, regression, args)
+            if joint is None else run_joint(mean_scores, mean_margin, full_step, joint, args))
 
 
 class ConfidenceWeighted(GaussianLearner):
-    train, joint = map(staticmethod, (train_diag, joint_diag))
+    kernel = staticmethod(run_diag)
 
     def __init__(self, dim, options=None, **kwargs):
         super().__init__(dim, options=options, **kwargs)   # eta in (0.5, 1): its declaration
@@ -159,7 +146,7 @@ class ConfidenceWeighted(GaussianLearner):
 
 
 class ConfidenceWeightedFull(ConfidenceWeighted):
-    train, joint = map(staticmethod, (train_full, joint_full))
+    kernel = staticmethod(run_full)
     full = True
     state_arrays = ("covariance",)
     diagonal_name = "cw"

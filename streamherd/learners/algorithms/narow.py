@@ -23,8 +23,8 @@ from numba import njit
 
 from streamherd.learners.algorithms.arow import ArowProject, diag_apply
 from streamherd.learners.kernels.covariance import full_reset, full_sigma_x, full_update
-from streamherd.learners.kernels.loops import (binary_loop, diag_margin, joint_loop,
-                                               mean_margin, mean_scores)
+from streamherd.learners.kernels.loops import (diag_margin, entry_point, mean_margin,
+                                               mean_scores, run_joint, run_task)
 from streamherd.learners.kernels.sparse import finite
 
 
@@ -44,6 +44,12 @@ def diag_step(state, params, indices, values, start, end, m, v, y, s):
                             (1.0 - m) * beta * y, beta, rs, params[1])
 
 
+@entry_point("numpy")
+def run_diag(binary=None, regression=None, joint=None, args=None):
+    return (run_task(diag_margin, diag_step, None, binary, regression, args)
+            if joint is None else run_joint(mean_scores, diag_margin, diag_step, joint, args))
+
+
 @njit(cache=True, inline="always")
 def full_step(state, params, indices, values, start, end, m, v, y, s):
     if not finite(m):
@@ -60,32 +66,14 @@ def full_step(state, params, indices, values, start, end, m, v, y, s):
                              beta, 0.0)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def train_diag(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(diag_margin, diag_step, True, y, importance, indptr, indices, values, state,
-                       params, margins_out)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def joint_diag(cls, importance, indptr, indices, values, state, params, D, known, out, work):
-    return joint_loop(mean_scores, diag_margin, diag_step, cls, importance, indptr, indices, values,
-                      state, params, D, known, out, work)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def train_full(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(mean_margin, full_step, True, y, importance, indptr, indices, values, state,
-                       params, margins_out)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def joint_full(cls, importance, indptr, indices, values, state, params, D, known, out, work):
-    return joint_loop(mean_scores, mean_margin, full_step, cls, importance, indptr, indices, values,
-                      state, params, D, known, out, work)
+@entry_point("numpy")
+def run_full(binary=None, regression=None, joint=None, args=None):
+    return (run_task(mean_margin, full_step, None, binary, regression, args)
+            if joint is None else run_joint(mean_scores, mean_margin, full_step, joint, args))
 
 
 class NarowProject(ArowProject):
-    train, joint, regress = staticmethod(train_diag), staticmethod(joint_diag), None
+    kernel = staticmethod(run_diag)
 
     def kernel_params(self):
         return (self.options["b"], self.drop)
@@ -96,7 +84,7 @@ class NarowDrop(NarowProject):
 
 
 class NarowFull(NarowProject):
-    train, joint = map(staticmethod, (train_full, joint_full))
+    kernel = staticmethod(run_full)
     full = True
     state_arrays = ("covariance",)
     diagonal_name = "narow-p"

@@ -17,9 +17,9 @@ example mu += (y - mu.x) Sigma x / (v + 1/C), with the same covariance updates.
 from numba import njit
 
 from streamherd.learners.gaussian import GaussianLearner
-from streamherd.learners.kernels.covariance import entry_ok, full_sigma_x, full_update
-from streamherd.learners.kernels.loops import (binary_loop, diag_margin, joint_loop,
-                                               mean_margin, mean_scores)
+from streamherd.learners.kernels.covariance import diag_update, full_sigma_x, full_update
+from streamherd.learners.kernels.loops import (diag_margin, entry_point, mean_margin,
+                                               mean_scores, run_joint, run_task)
 from streamherd.learners.kernels.sparse import finite
 
 EXACT, PROJECT, DROP = 0, 1, 2
@@ -32,6 +32,20 @@ def nherd_shrink(c, v):
 
 
 @njit(cache=True, inline="always")
+def nherd_variance(s, x, coefficients):
+    """The rules of Eq. 14 on the old sigma_r = s, coefficients = (C, v, shrink, variant)."""
+    c, v, shrink, variant = coefficients
+    x2 = x * x
+    if variant == EXACT:                                        # Eq. 14
+        q = 1.0 + c * x2 * s
+        return s / (q * q)
+    if variant == PROJECT:
+        # 1/(1/s + k x^2) written as s/(1 + s k x^2): one division
+        return s / (1.0 + s * (2.0 * c + c * c * v) * x2)
+    return s - s * s * x2 * shrink
+
+
+@njit(cache=True, inline="always")
 def diag_apply(mu, sigma, indices, values, start, end, scale, c, v, variant):
     """mu += scale Sigma x and the diagonal rule of Eq. 14 (old sigma_r in both); returns ok:
     False when the confidence v or the step (scale, shrink) is not finite, or an entry written is
@@ -39,23 +53,8 @@ def diag_apply(mu, sigma, indices, values, start, end, scale, c, v, variant):
     shrink = nherd_shrink(c, v)
     if not finite(v, scale, shrink):
         return False
-    ok = True
-    for k in range(start, end):
-        j = indices[k]
-        x = values[k]
-        x2 = x * x
-        s = sigma[j]
-        mu[j] += scale * s * x                                      # mu += alpha y Sigma x
-        if variant == EXACT:                                        # Eq. 14
-            q = 1.0 + c * x2 * s
-            sigma[j] = s / (q * q)
-        elif variant == PROJECT:
-            # 1/(1/s + k x^2) written as s/(1 + s k x^2): one division
-            sigma[j] = s / (1.0 + s * (2.0 * c + c * c * v) * x2)
-        else:
-            sigma[j] = s - s * s * x2 * shrink
-        ok = ok and entry_ok(mu[j], sigma[j])
-    return ok
+    return diag_update(mu, sigma, indices, values, start, end, scale, nherd_variance,
+                       (c, v, shrink, variant))
 
 
 @njit(cache=True, inline="always")
@@ -79,6 +78,12 @@ def diag_regression_step(state, params, indices, values, start, end, m, v, y, s)
                             params[1])
 
 
+@entry_point()
+def run_diag(binary=None, regression=None, joint=None, args=None):
+    return (run_task(diag_margin, diag_step, diag_regression_step, binary, regression, args)
+            if joint is None else run_joint(mean_scores, diag_margin, diag_step, joint, args))
+
+
 @njit(cache=True, inline="always")
 def full_step(state, params, indices, values, start, end, m, v, y, s):
     if not finite(m):
@@ -100,44 +105,14 @@ def full_regression_step(state, params, indices, values, start, end, m, v, y, s)
                              nherd_shrink(c, v), 0.0)
 
 
-@njit(cache=True, nogil=True)
-def train_diag(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(diag_margin, diag_step, True, y, importance, indptr, indices, values, state,
-                       params, margins_out)
-
-
-@njit(cache=True, nogil=True)
-def joint_diag(cls, importance, indptr, indices, values, state, params, D, known, out, work):
-    return joint_loop(mean_scores, diag_margin, diag_step, cls, importance, indptr, indices, values,
-                      state, params, D, known, out, work)
-
-
-@njit(cache=True, nogil=True)
-def regress_diag(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(diag_margin, diag_regression_step, False, y, importance, indptr, indices,
-                       values, state, params, margins_out)
-
-
-@njit(cache=True, nogil=True)
-def train_full(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(mean_margin, full_step, True, y, importance, indptr, indices, values, state,
-                       params, margins_out)
-
-
-@njit(cache=True, nogil=True)
-def joint_full(cls, importance, indptr, indices, values, state, params, D, known, out, work):
-    return joint_loop(mean_scores, mean_margin, full_step, cls, importance, indptr, indices, values,
-                      state, params, D, known, out, work)
-
-
-@njit(cache=True, nogil=True)
-def regress_full(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(mean_margin, full_regression_step, False, y, importance, indptr, indices,
-                       values, state, params, margins_out)
+@entry_point()
+def run_full(binary=None, regression=None, joint=None, args=None):
+    return (run_task(mean_margin, full_step, full_regression_step, binary, regression, args)
+            if joint is None else run_joint(mean_scores, mean_margin, full_step, joint, args))
 
 
 class NherdDiagonal(GaussianLearner):
-    train, joint, regress = map(staticmethod, (train_diag, joint_diag, regress_diag))
+    kernel = staticmethod(run_diag)
     variant = PROJECT
 
     def kernel_params(self):
@@ -157,7 +132,7 @@ class NherdDrop(NherdDiagonal):
 
 
 class NherdFull(NherdDiagonal):
-    train, joint, regress = map(staticmethod, (train_full, joint_full, regress_full))
+    kernel = staticmethod(run_full)
     full = True
     state_arrays = ("covariance",)
     diagonal_name = "nherd-p"

@@ -17,7 +17,8 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.base import Learner
-from streamherd.learners.kernels.loops import binary_loop, joint_loop, mean_margin, mean_scores
+from streamherd.learners.kernels.loops import (entry_point, mean_margin, mean_scores, run_joint,
+                                               run_task)
 from streamherd.learners.kernels.sparse import axpy, finite, squared_norm
 
 
@@ -61,28 +62,16 @@ def regression_step(state, params, indices, values, start, end, m, v, y, s):
                    np.sign(residual), params[0], params[1] * s)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def train(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(mean_margin, step, True, y, importance, indptr, indices, values, state,
-                       params, margins_out)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def joint(cls, importance, indptr, indices, values, state, params, D, known, out, work):
-    return joint_loop(mean_scores, mean_margin, step, cls, importance, indptr, indices, values,
-                      state, params, D, known, out, work)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def regress(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(mean_margin, regression_step, False, y, importance, indptr, indices, values,
-                       state, params, margins_out)
+@entry_point("numpy")
+def run(binary=None, regression=None, joint=None, args=None):
+    return (run_task(mean_margin, step, regression_step, binary, regression, args)
+            if joint is None else run_joint(mean_scores, mean_margin, step, joint, args))
 
 
 class PassiveAggressive(Learner):
     """PA: no hyperparameter."""
 
-    train, joint, regress = map(staticmethod, (train, joint, regress))
+    kernel = staticmethod(run)
     variant = 0
 
     def kernel_params(self):

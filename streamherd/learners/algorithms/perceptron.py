@@ -13,7 +13,8 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.base import Learner
-from streamherd.learners.kernels.loops import binary_loop, joint_loop, mean_margin, mean_scores
+from streamherd.learners.kernels.loops import (entry_point, mean_margin, mean_scores, run_joint,
+                                               run_task)
 from streamherd.learners.kernels.multiclass import (class_scores, joint_prepare,
                                                     prefetch_next_row_blocks, visible_classes)
 from streamherd.learners.kernels.prefetch import row_ahead
@@ -36,20 +37,14 @@ def step(state, params, indices, values, start, end, m, v, y, s):
     return perceptron_step(state[0], indices, values, start, end, m, s * y)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def train(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(mean_margin, step, True, y, importance, indptr, indices, values, state,
-                       params, margins_out)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def joint(cls, importance, indptr, indices, values, state, params, D, known, out, work):
-    return joint_loop(mean_scores, mean_margin, step, cls, importance, indptr, indices, values,
-                      state, params, D, known, out, work)
+@entry_point("numpy")
+def run(binary=None, regression=None, joint=None, args=None):
+    return (run_task(mean_margin, step, None, binary, regression, args)
+            if joint is None else run_joint(mean_scores, mean_margin, step, joint, args))
 
 
 class Perceptron(Learner):
-    train, joint = map(staticmethod, (train, joint))
+    kernel = staticmethod(run)
 
 
 @njit(cache=True, inline="always")

@@ -20,9 +20,9 @@ from numba import njit
 
 from streamherd.learners.algorithms.cw import (VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha,
                                                cw_full_apply, cw_sqrt_u_beta)
-from streamherd.learners.kernels.covariance import entry_ok, full_sigma_x
-from streamherd.learners.kernels.loops import (binary_loop, diag_margin, joint_loop,
-                                               mean_margin, mean_scores)
+from streamherd.learners.kernels.covariance import diag_update, full_sigma_x
+from streamherd.learners.kernels.loops import (diag_margin, entry_point, mean_margin,
+                                               mean_scores, run_joint, run_task)
 from streamherd.learners.kernels.sparse import finite, squared_norm
 
 
@@ -34,6 +34,14 @@ def scw_alpha(m, v, phi, psi, xi, C, variant):
     gamma = phi * np.sqrt(phi * phi * m * m * v * v + 4.0 * n * v * (n + v * phi * phi))
     return max(0.0, (-(2.0 * m * n + phi * phi * m * v) + gamma)
                / (2.0 * (n * n + n * v * phi * phi)))
+
+
+@njit(cache=True, inline="always")
+def scw_variance(sj, x, coefficients):
+    """The diagonal of Sigma -= beta Sigma x x' Sigma on the old sigma_r, floored: coefficients
+    = (beta, floor)."""
+    beta, floor = coefficients
+    return max(floor, sj - beta * sj * sj * x * x)
 
 
 @njit(cache=True, inline="always")
@@ -52,16 +60,14 @@ def diag_step(state, params, indices, values, start, end, m, v, y, s):
     if not finite(alpha):
         return True, False
     sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
-    scale = alpha * y
-    ok = True
-    for k in range(start, end):
-        j = indices[k]
-        x = values[k]
-        sj = sigma[j]
-        mu[j] += scale * sj * x                     # mu += alpha y Sigma x
-        sigma[j] = max(floor, sj - beta * sj * sj * x * x)
-        ok = ok and entry_ok(mu[j], sigma[j])
-    return True, ok
+    return True, diag_update(mu, sigma, indices, values, start, end, alpha * y, scw_variance,
+                             (beta, floor))
+
+
+@entry_point()
+def run_diag(binary=None, regression=None, joint=None, args=None):
+    return (run_task(diag_margin, diag_step, None, binary, regression, args)
+            if joint is None else run_joint(mean_scores, diag_margin, diag_step, joint, args))
 
 
 @njit(cache=True, inline="always")
@@ -82,32 +88,14 @@ def full_step(state, params, indices, values, start, end, m, v, y, s):
                          floor)
 
 
-@njit(cache=True, nogil=True)
-def train_diag(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(diag_margin, diag_step, True, y, importance, indptr, indices, values, state,
-                       params, margins_out)
-
-
-@njit(cache=True, nogil=True)
-def joint_diag(cls, importance, indptr, indices, values, state, params, D, known, out, work):
-    return joint_loop(mean_scores, diag_margin, diag_step, cls, importance, indptr, indices, values,
-                      state, params, D, known, out, work)
-
-
-@njit(cache=True, nogil=True)
-def train_full(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(mean_margin, full_step, True, y, importance, indptr, indices, values, state,
-                       params, margins_out)
-
-
-@njit(cache=True, nogil=True)
-def joint_full(cls, importance, indptr, indices, values, state, params, D, known, out, work):
-    return joint_loop(mean_scores, mean_margin, full_step, cls, importance, indptr, indices, values,
-                      state, params, D, known, out, work)
+@entry_point()
+def run_full(binary=None, regression=None, joint=None, args=None):
+    return (run_task(mean_margin, full_step, None, binary, regression, args)
+            if joint is None else run_joint(mean_scores, mean_margin, full_step, joint, args))
 
 
 class SoftConfidenceWeightedI(ConfidenceWeighted):
-    train, joint = map(staticmethod, (train_diag, joint_diag))
+    kernel = staticmethod(run_diag)
     variant = 1
 
     def kernel_params(self):
@@ -119,7 +107,7 @@ class SoftConfidenceWeightedII(SoftConfidenceWeightedI):
 
 
 class SoftConfidenceWeightedIFull(SoftConfidenceWeightedI):
-    train, joint = map(staticmethod, (train_full, joint_full))
+    kernel = staticmethod(run_full)
     full = True
     state_arrays = ("covariance",)
     diagonal_name = "scw1"

@@ -24,7 +24,8 @@ from numba import njit
 from streamherd.learners.base import Learner
 from streamherd.learners.kernels.covariance import (check_full_fits, full_confidences,
                                                     full_reset, full_sigma_x, full_update)
-from streamherd.learners.kernels.loops import binary_loop, joint_loop, mean_margin, mean_scores
+from streamherd.learners.kernels.loops import (entry_point, mean_margin, mean_scores, run_joint,
+                                               run_task)
 from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, prefetch_rest
 from streamherd.learners.kernels.sparse import dot, finite
 
@@ -117,22 +118,10 @@ def full_joint_step(state, params, indices, values, start, end, m, v, y, s):
     return _sop_full_step(state[0], state[1], state[2], state[3], n, m, q, y, s)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def train_diag(y, importance, indptr, indices, values, state, params, margins_out):
-    return binary_loop(diag_margin, diag_step, True, y, importance, indptr, indices, values, state,
-                       params, margins_out)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def joint_diag(cls, importance, indptr, indices, values, state, params, D, known, out, work):
-    return joint_loop(diag_scores, diag_margin, diag_step, cls, importance, indptr, indices, values,
-                      state, params, D, known, out, work)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def joint_full(cls, importance, indptr, indices, values, state, params, D, known, out, work):
-    return joint_loop(mean_scores, mean_margin, full_joint_step, cls, importance, indptr, indices,
-                      values, state, params, D, known, out, work)
+@entry_point("numpy")
+def run_diag(binary=None, regression=None, joint=None, args=None):
+    return (run_task(diag_margin, diag_step, None, binary, regression, args)
+            if joint is None else run_joint(diag_scores, diag_margin, diag_step, joint, args))
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -148,9 +137,13 @@ def _sop_diag_margins(label_sum, diagonal, indptr, indices, values, out):
         out[i] = _sop_diag_margin(label_sum, diagonal, indices, values, indptr[i], indptr[i + 1])
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def train_full(y, importance, indptr, indices, values, state, params, margins_out):
-    """Its own loop: the margin w.x / (1 + x' A^-1 x) needs g = A^-1 x before the step."""
+@njit(cache=True, inline="always")
+def full_binary_loop(binary, args):
+    """sop-full's binary loop, its own: the margin w.x / (1 + x' A^-1 x) needs g = A^-1 x before
+    the step. binary, args: kernels/loops.run_task's; returns (updates, index of a bad example
+    or -1)."""
+    importance, indptr, indices, values, state, _ = args
+    y, margins_out = binary
     w, inverse, g, active = state
     updates = 0
     for i in range(len(y)):
@@ -169,6 +162,18 @@ def train_full(y, importance, indptr, indices, values, state, params, margins_ou
         if not ok:
             return updates, i
     return updates, -1
+
+
+@entry_point("numpy")
+def run_full(binary=None, regression=None, joint=None, args=None):
+    """Joint: the shared loop; binary: full_binary_loop (no regression form: Learner refuses
+    that task). As in loops.py, numba prunes the branches of the omitted arguments."""
+    if joint is None:
+        if binary is None:
+            return 0, 0, 0
+        updates, bad = full_binary_loop(binary, args)
+        return updates, bad, 0
+    return run_joint(mean_scores, mean_margin, full_joint_step, joint, args)
 
 
 class SecondOrderPerceptron(Learner):
@@ -201,7 +206,7 @@ class SecondOrderPerceptron(Learner):
     def state(self):
         return {"mean": self.mean, "label_sum": self.label_sum, "diagonal": self.diagonal}
 
-    train, joint = map(staticmethod, (train_diag, joint_diag))
+    kernel = staticmethod(run_diag)
 
     def kernel_state(self):
         self._mean_stale = True   # the kernels update label_sum and diagonal
@@ -234,7 +239,7 @@ class SecondOrderPerceptronFull(Learner):
     def state(self):
         return {"mean": self.mean, "inverse": self.inverse}
 
-    train, joint = map(staticmethod, (train_full, joint_full))
+    kernel = staticmethod(run_full)
 
     def kernel_state(self):
         return (self.mean, self.inverse, *self._workspace())

@@ -8,7 +8,8 @@ g[j] != 0 (rows with g[j] = 0 do not change), contiguous over columns: O(d * act
 no d x d temporary.
 
 Diagonal step rules read mu and sigma in one pass (``diag_margin_confidence``) and update both in
-a second one (the mean step uses the old sigma_r, read before sigma_r is overwritten).
+a second one (``diag_update``: the mean step uses the old sigma_r, read before sigma_r is
+overwritten, and the family's per-coordinate rule gives the new sigma_r).
 """
 import numpy as np
 from numba import njit
@@ -58,6 +59,23 @@ def diag_margin_confidence(mu, sigma, indices, values, start, end):
 @njit(cache=True, inline="always")
 def entry_ok(mu_j, sigma_j):
     return np.isfinite(mu_j) and np.isfinite(sigma_j) and sigma_j > 0.0
+
+
+@njit(cache=True, inline="always")
+def diag_update(mu, sigma, indices, values, start, end, scale, variance, coefficients):
+    """mu += scale Sigma x and sigma_r <- variance(sigma_r, x_r, coefficients) over the row, the
+    old sigma_r in both; returns whether every entry written is ok (entry_ok). ``variance`` is
+    the family's diagonal rule (algorithms/), an inline function of numbers, ``coefficients``
+    the tuple of the step's numbers it takes."""
+    ok = True
+    for k in range(start, end):
+        j = indices[k]
+        x = values[k]
+        sj = sigma[j]
+        mu[j] += scale * sj * x                     # mu += alpha y Sigma x
+        sigma[j] = variance(sj, x, coefficients)
+        ok = ok and entry_ok(mu[j], sigma[j])
+    return ok
 
 
 @njit(cache=True, nogil=True)

@@ -9,20 +9,33 @@ y (+1 on a joint Delta row) and importance weight s > 0. ``state`` is a tuple of
 arrays (its first is the weight vector the joint scores read and the prefetch asks for),
 ``params`` a tuple of its numbers.
 
-The loops are inlined (``inline="always"``) into one thin cached entry point per (family, task,
-covariance) in the algorithm's module, which passes its rules (njit dispatchers, resolved at
-compile time: the loop is compiled for them) and the chunk's arguments. A generic loop that
-received its rules from Python, or a factory closing over them, would never hit numba's on-disk
-cache across processes.
+Entry points: one thin cached entry point per (family, covariance) in the algorithm's module
+(``run`` for a family without a covariance, else ``run_diag`` and ``run_full``) serves every
+task:
+  def run_diag(binary=None, regression=None, joint=None, args=None):
+      return (run_task(margin, step, regression_step, binary, regression, args)
+              if joint is None else run_joint(scores, margin, step, joint, args))
+with the family's rules (njit dispatchers, resolved at compile time: the loops are inlined,
+``inline="always"``, and compiled for them). A call passes ``args``, what every loop takes, and
+the other arguments of its task's loop as ``binary``, ``regression`` or ``joint``, omitting the
+two others (Learner.learn, learn_regression, learn_joint). An omitted argument is a constant to
+numba, which prunes the branches it decides (``joint is None`` before inlining the loops, the
+others after): each task compiles into a specialisation of its own, holding its loop alone, as
+a function per task would. In one function with the three loops LLVM spilled more registers in
+each, and the binary kernels of pa2, arow-p and cw were slower; the task's arguments come first
+for the same reason (the order of the arguments changes the register allocation of the loops).
+A generic loop that received its rules from Python, or a factory closing over them, would
+never hit numba's on-disk cache across processes.
 
-Reference counts: an inlined step that takes arrays gets NRT_incref/decref calls around it, per
-labeled example, unless numba's pruning removes them, which depends on the shape of the
-compiled code (a raise path, such as a division's ZeroDivisionError, out of the step defeats
-it: arow-p's kernel was 8% slower). So the entry points of arow, narow, pa, perceptron and sop
-compile with ``error_model="numpy"`` (a division by zero gives inf or nan, which the steps'
-checks report, instead of raising), which leaves no such calls; nherd's, cw's and scw's have
-none with the default error model (and gain some with numpy's). Check with ``inspect_llvm()``
-of an entry point (count ``NRT_incref``) after changing a step.
+Reference counts: the entry points compile without numba's reference counting (``_nrt=False``,
+see ``entry_point``): they allocate nothing, and every array they touch is an argument, which
+the caller keeps alive for the call. With it, an inlined step that takes arrays gets
+NRT_incref/decref calls around it, per labeled example, unless numba's pruning removes them,
+which depends on the shape of the compiled code: a raise path out of the step defeats it (so
+arow, narow, pa, perceptron and sop compiled with ``error_model="numpy"``), and so did the
+arguments passed in tuples (nherd-p's and arow-p's binary loops kept two pairs). ``inspect_llvm()``
+of an entry point shows no ``NRT_incref``. The error model stays each family's (numpy's: a
+division by zero gives inf or nan, which the steps' checks report, instead of raising).
 
 Numerical safety (sparse.py): every example's margin is checked; the step checks the numbers its
 update is made of and the entries it wrote, and returns ok False on a failure; the loop then
@@ -36,6 +49,12 @@ from streamherd.learners.kernels.multiclass import (class_scores, joint_prepare,
                                                     prefetch_next_row_blocks, visible_classes)
 from streamherd.learners.kernels.prefetch import NO_ROW, row_ahead
 from streamherd.learners.kernels.sparse import dot_ahead, finite
+
+
+def entry_point(error_model="python"):
+    """The decorator of a family's entry points: cached, releasing the GIL, compiled without
+    reference counting (see the module docstring)."""
+    return njit(cache=True, nogil=True, error_model=error_model, _nrt=False)
 
 
 @njit(cache=True, inline="always")
@@ -101,3 +120,36 @@ def joint_loop(scores, margin, step, cls, importance, indptr, indices, values, s
         if not ok:
             return updates, i, known
     return updates, -1, known
+
+
+@njit(cache=True, inline="always")
+def run_task(margin, step, regression_step, binary, regression, args):
+    """The binary or regression loop of an entry point over one chunk (see the module
+    docstring), with the family's rules; ``regression_step`` None: the family has no
+    squared-loss form (its loop is not compiled; Learner refuses the task). args = (importance,
+    indptr, indices, values, state, params); binary or regression = (y, margins_out), the other
+    omitted. Returns (updates, index of a bad example or -1, 0), the shape of run_joint's."""
+    importance, indptr, indices, values, state, params = args
+    if regression is not None:
+        if regression_step is None:
+            return 0, 0, 0
+        y, margins_out = regression
+        updates, bad = binary_loop(margin, regression_step, False, y, importance, indptr,
+                                   indices, values, state, params, margins_out)
+        return updates, bad, 0
+    if binary is not None:
+        y, margins_out = binary
+        updates, bad = binary_loop(margin, step, True, y, importance, indptr, indices, values,
+                                   state, params, margins_out)
+        return updates, bad, 0
+    return 0, 0, 0   # in a joint call's specialisation, where the entry point never calls it
+
+
+@njit(cache=True, inline="always")
+def run_joint(scores, margin, step, joint, args):
+    """The joint loop of an entry point over one chunk; joint = (cls, D, known, predicted_out,
+    work). Returns (updates, index of a bad example or -1, known)."""
+    importance, indptr, indices, values, state, params = args
+    cls, D, known, predicted_out, work = joint
+    return joint_loop(scores, margin, step, cls, importance, indptr, indices, values, state,
+                      params, D, known, predicted_out, work)

@@ -1,0 +1,86 @@
+"""The learners' entry points (learners/kernels/loops.py): one cached kernel per family and
+covariance serves every task, each task compiled as a specialisation of its own (the arguments
+of the other tasks omitted, so that its loop is compiled alone), and a learner whose LearnerSpec
+declares no regression form refuses ``learn_regression`` before any kernel runs."""
+import numpy as np
+import pytest
+from numba.core import types
+
+from streamherd import learners
+
+D = 8   # slots per class: tiny, for the full-covariance learners
+KERNELS = sorted(name for name in learners.REGISTRY if learners.learner_class(name).kernel)
+
+
+def rows():
+    indptr = np.array([0, 2, 4, 5], np.int64)
+    indices = np.array([0, 1, 1, 2, 3], np.int32)
+    return np.ones(3), indptr, indices, np.array([1.0, 0.5, 1.0, -0.5, 2.0])
+
+
+def tasks_given(signature):
+    """The tasks whose arguments a specialisation of an entry point was compiled for."""
+    return [task for task, arg in zip(("binary", "regression", "joint"), signature)
+            if not isinstance(arg, types.Omitted)]
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_every_task_is_a_specialisation_of_the_one_kernel(name):
+    importance, indptr, indices, values = rows()
+    learner = learners.create(name, D)
+    learner.learn(np.array([1.0, -1.0, 1.0]), importance, indptr, indices, values, np.empty(3))
+    run = {"binary", "joint"}
+    if learners.spec(name).regression is not None:
+        learner = learners.create(name, D, task="regression")
+        learner.learn_regression(np.array([0.5, -1.0, 2.0]), importance, indptr, indices, values,
+                                 np.empty(3))
+        run.add("regression")
+    learner = learners.create(name, D, blocks=2)
+    learner.learn_joint(np.array([0, 1, 0], np.int64), importance, indptr, indices, values, 0,
+                        np.empty(3, np.int64))
+    given = [tasks_given(signature) for signature in learner.kernel.signatures]
+    assert all(len(tasks) == 1 for tasks in given), given
+    assert {tasks[0] for tasks in given} == run
+
+
+@pytest.mark.parametrize("name", [name for name in sorted(learners.REGISTRY)
+                                  if learners.spec(name).regression is None])
+def test_a_learner_without_a_regression_form_refuses_it(name):
+    importance, indptr, indices, values = rows()
+    learner = learners.create(name, D)
+    with pytest.raises(TypeError, match="no squared-loss update"):
+        learner.learn_regression(np.array([0.5, -1.0, 2.0]), importance, indptr, indices, values,
+                                 np.empty(3))
+    assert not learner.mean.any()
+
+
+def test_numba_still_honours_the_private_nrt_option():
+    """The entry points turn numba's reference counting off with its private ``_nrt`` option
+    (numba is pinned below 0.69 for it): this fails when numba stops honouring it. A function
+    passing its arrays to a call that may raise counts references to them; with ``_nrt=False``
+    it does not."""
+    from numba import njit
+
+    @njit
+    def doubled(a, i):
+        if a[i] < 0.0:
+            raise ValueError("negative")
+        return 2.0 * a[i]
+
+    def body(a, b):
+        total = 0.0
+        for i in range(len(a)):
+            total += doubled(a, i) if b[i] > 0.5 else doubled(b, i)
+        return total
+
+    counted, uncounted = njit(body), njit(_nrt=False)(body)
+    for kernel in (counted, uncounted):
+        assert kernel(np.ones(4), np.ones(4)) == 8.0
+
+    def increfs(kernel):
+        return sum(ir.count("call void @NRT_incref") for ir in kernel.inspect_llvm().values())
+
+    assert increfs(counted) > 0
+    assert increfs(uncounted) == 0
+    for name in KERNELS:
+        assert learners.learner_class(name).kernel.targetoptions["_nrt"] is False, name
