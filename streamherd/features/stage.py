@@ -1,7 +1,8 @@
 """The feature stage of the parse kernels: tokens in, rows of slots out.
 
 The lexers (io/svmlight.py, io/vw.py) find a line's tokens and hand each feature here; these
-functions are inlined into them (``inline="always"``), so the stage costs no call per feature.
+functions are inlined into them (``inline="always"``; name_key excepted, see there), so the stage
+costs no call per feature named by a number.
 What a lexer holds of the stage is opaque to it:
 - a namespace, from ``namespace`` (a VW ``|name``) or ``default_namespace`` (a bare ``|``, and
   every svmlight feature);
