@@ -56,22 +56,19 @@ only that section. Generated data is cached under `benchmarks/data/` (not commit
 
 PARSE_CODE = """\
 import sys, tempfile, time
+from streamherd.features.space import FeatureSpace
 from streamherd.io.reader import ChunkReader
 path, fmt, bits = sys.argv[1], sys.argv[2], int(sys.argv[3])
-try:
-    from streamherd.features.space import FeatureSpace
-    space = {"features": FeatureSpace(bits)}
-except ImportError:   # a checkout from before the feature stage (before/after comparisons)
-    space = {"bits": bits}
+space = FeatureSpace(bits)
 # Load the kernels on a one-line input first: the timed loop is then reading and parsing only.
 with tempfile.NamedTemporaryFile(suffix=".txt") as f:
     f.write(b"1 1:1\\n" if fmt == "svmlight" else b"1 |f 1:1\\n")
     f.flush()
-    for c in ChunkReader([f.name], fmt=fmt, **space):
+    for c in ChunkReader([f.name], fmt=fmt, features=space):
         pass
 started = time.perf_counter()
 n = nnz = size = 0
-for c in ChunkReader([path], fmt=fmt, **space):
+for c in ChunkReader([path], fmt=fmt, features=space):
     n += c.n_examples
     nnz += int(c.indptr[-1])
     size += c.n_bytes

@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from streamherd.errors import StreamherdError
-from streamherd.features.hashing import VW_CONSTANT_HASH
-from streamherd.features.normalize import unit_norm_rows
+from streamherd.features import normalize as normalization
+from streamherd.features.space import FeatureSpace
 from streamherd.io.csr import Chunk
 from streamherd.tasks import BinaryTask, MulticlassTask
 
@@ -89,7 +89,6 @@ def read_chunk(path, fmt="auto"):
     Lines without a label (VW allows them) cannot be scored and are left out; a label that is
     not a number is an error that names its line (an experiment's classes are numbers).
     """
-    from streamherd.features.space import FeatureSpace
     from streamherd.io.reader import ChunkReader
 
     # A label that is not a number stops the reading, as in a binary task; the reader reuses
@@ -133,11 +132,11 @@ def mask_slots(rows, bits):
 
 def normalize_features(rows, bits):
     """Scale every row's features to unit L2 norm; the bias feature keeps its value 1 (so it
-    stays a bias, whatever the scale of the raw features). All-zero rows stay zero. The same
-    rule and kernel as ``train --normalize`` (features/normalize.py)."""
-    values = rows.values.copy()
-    unit_norm_rows(rows.indptr, rows.indices, values, VW_CONSTANT_HASH & ((1 << bits) - 1))
-    return replace(rows, values=values)
+    stays a bias, whatever the scale of the raw features). All-zero rows stay zero. The rule of
+    ``train --normalize``, applied by the same FeatureSpace."""
+    rows = replace(rows, values=rows.values.copy())
+    FeatureSpace(bits, normalize=normalization.L2).transform(rows)
+    return rows
 
 
 def load_dataset(spec, fmt="auto", bits_cap=DEFAULT_BITS_CAP, normalize="l2"):

@@ -92,7 +92,7 @@ class ChunkReader:
         refuse.
         ``process(chunk)``, when given, runs in the parser thread right after parsing and its
         result becomes ``chunk.derived``: work on a chunk that does not depend on the chunks
-        before it (predict's margins) then runs on the parser threads, in parallel."""
+        before it (predict's scores) then runs on the parser threads, in parallel."""
         if fmt not in FORMATS:
             raise StreamherdError(f"unknown --format '{fmt}'; use one of {', '.join(FORMATS)}")
         self.sources = [Source(p) for p in (paths or ["-"])]
