@@ -236,7 +236,7 @@ def _check_meta(path, meta):
     # per-class 2^b x 2^b matrices: (K 2^b) x 2^b
     columns = dim if mode == "ova" else rows
     shapes = {array: ((rows, columns) if array in _MATRICES else (rows,))
-              for array in ("mean", *cls.state_arrays)}
+              for array in cls.saved_arrays(variant.covariance)}
     model = f"{name}, bits={bits}"
     if task == "multiclass":
         model += f", {classes} classes, {'one-versus-all' if mode == 'ova' else 'joint'}"

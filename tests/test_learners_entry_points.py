@@ -9,7 +9,14 @@ from numba.core import types
 from streamherd import learners
 
 D = 8   # slots per class: tiny, for the full-covariance learners
-KERNELS = sorted(name for name in learners.REGISTRY if learners.learner_class(name).kernel)
+
+
+def entry_point(name):
+    """The entry point ``name`` runs, or None (a learner with kernels of its own)."""
+    return learners.learner_class(name).entry_points.get(learners.spec(name).covariance)
+
+
+KERNELS = sorted(name for name in learners.REGISTRY if entry_point(name))
 
 
 def rows():
@@ -38,7 +45,7 @@ def test_every_task_is_a_specialisation_of_the_one_kernel(name):
     learner = learners.create(name, D, blocks=2)
     learner.learn_joint(np.array([0, 1, 0], np.int64), importance, indptr, indices, values, 0,
                         np.empty(3, np.int64))
-    given = [tasks_given(signature) for signature in learner.kernel.signatures]
+    given = [tasks_given(signature) for signature in entry_point(name).signatures]
     assert all(len(tasks) == 1 for tasks in given), given
     assert {tasks[0] for tasks in given} == run
 
@@ -83,4 +90,40 @@ def test_numba_still_honours_the_private_nrt_option():
     assert increfs(counted) > 0
     assert increfs(uncounted) == 0
     for name in KERNELS:
-        assert learners.learner_class(name).kernel.targetoptions["_nrt"] is False, name
+        assert entry_point(name).targetoptions["_nrt"] is False, name
+
+
+INLINED = r"""
+import re, sys
+import numpy as np
+from streamherd import learners
+
+name, blocks = sys.argv[1], int(sys.argv[2])
+learner = learners.create(name, 8, blocks=blocks)
+indptr = np.array([0, 2, 4, 5], np.int64)
+indices = np.array([0, 1, 1, 2, 3], np.int32)
+values, importance = np.array([1.0, 0.5, 1.0, -0.5, 2.0]), np.ones(3)
+if blocks > 1:
+    learner.learn_joint(np.array([0, 1, 0], np.int64), importance, indptr, indices, values, 0,
+                        np.empty(3, np.int64))
+else:
+    learner.learn(np.array([1.0, -1.0, 1.0]), importance, indptr, indices, values, np.empty(3))
+for llvm in learner.entry_point.inspect_llvm().values():
+    print(len(re.findall(r"^define ", llvm, re.MULTILINE)))
+"""
+
+
+@pytest.mark.parametrize("name, blocks", [("pa2", 1), ("nherd-p", 1), ("arow-p", 2)])
+def test_the_rules_are_inlined_into_the_entry_point(name, blocks, tmp_path):
+    """kernels/loops.run_rules calls the family's rules as the functions they are, so numba
+    inlines them: the compiled entry point defines itself and its Python wrapper, no function
+    per rule (a rule called through an argument was a call per example, pa2 10% slower).
+    Compiled afresh in a process of its own (numba does not show the code of a cached kernel)."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", INLINED, name, str(blocks)], text=True,
+                          capture_output=True, env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["2"], proc.stdout

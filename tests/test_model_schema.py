@@ -94,7 +94,7 @@ def test_every_model_streamherd_writes_loads_exactly_as_saved(model, algo, kind)
     raw_meta, raw_arrays = _raw(path)
     assert meta == raw_meta
     cls = learners.learner_class(algo)
-    assert set(arrays) == set(raw_arrays) == {"mean", *cls.state_arrays}
+    assert set(arrays) == set(raw_arrays) == set(cls.saved_arrays(learners.spec(algo).covariance))
     for name, array in raw_arrays.items():
         assert arrays[name].dtype == array.dtype and arrays[name].shape == array.shape
         np.testing.assert_array_equal(arrays[name], array)

@@ -36,33 +36,33 @@ _VARIANTS = (
     LearnerSpec("perceptron", "algorithms.perceptron", "Perceptron"),
     LearnerSpec("avg-perceptron", "algorithms.perceptron", "AveragedPerceptron"),
     LearnerSpec("pa", "algorithms.pa", "PassiveAggressive", (), (EPSILON,)),
-    LearnerSpec("pa1", "algorithms.pa", "PassiveAggressiveI", (C,), (EPSILON,)),
-    LearnerSpec("pa2", "algorithms.pa", "PassiveAggressiveII", (C,), (EPSILON,)),
-    LearnerSpec("nherd-e", "algorithms.nherd", "NherdExact", (C, A), (), "diagonal"),
-    LearnerSpec("nherd-p", "algorithms.nherd", "NherdProject", (C, A), (), "diagonal"),
-    LearnerSpec("nherd-d", "algorithms.nherd", "NherdDrop", (C, A), (), "diagonal"),
-    LearnerSpec("nherd-full", "algorithms.nherd", "NherdFull", (C, A), (), "full"),
-    LearnerSpec("arow-p", "algorithms.arow", "ArowProject", (R, A), (), "diagonal"),
-    LearnerSpec("arow-d", "algorithms.arow", "ArowDrop", (R, A), (), "diagonal"),
-    LearnerSpec("arow-full", "algorithms.arow", "ArowFull", (R, A), (), "full"),
-    LearnerSpec("narow-p", "algorithms.narow", "NarowProject", (B, A), None, "diagonal"),
-    LearnerSpec("narow-d", "algorithms.narow", "NarowDrop", (B, A), None, "diagonal"),
-    LearnerSpec("narow-full", "algorithms.narow", "NarowFull", (B, A), None, "full"),
+    LearnerSpec("pa1", "algorithms.pa", "PassiveAggressive", (C,), (EPSILON,), rule="I"),
+    LearnerSpec("pa2", "algorithms.pa", "PassiveAggressive", (C,), (EPSILON,), rule="II"),
+    LearnerSpec("nherd-e", "algorithms.nherd", "Nherd", (C, A), (), "diagonal", "exact"),
+    LearnerSpec("nherd-p", "algorithms.nherd", "Nherd", (C, A), (), "diagonal", "project"),
+    LearnerSpec("nherd-d", "algorithms.nherd", "Nherd", (C, A), (), "diagonal", "drop"),
+    LearnerSpec("nherd-full", "algorithms.nherd", "Nherd", (C, A), (), "full"),
+    LearnerSpec("arow-p", "algorithms.arow", "Arow", (R, A), (), "diagonal", "project"),
+    LearnerSpec("arow-d", "algorithms.arow", "Arow", (R, A), (), "diagonal", "drop"),
+    LearnerSpec("arow-full", "algorithms.arow", "Arow", (R, A), (), "full"),
+    LearnerSpec("narow-p", "algorithms.narow", "Narow", (B, A), None, "diagonal", "project"),
+    LearnerSpec("narow-d", "algorithms.narow", "Narow", (B, A), None, "diagonal", "drop"),
+    LearnerSpec("narow-full", "algorithms.narow", "Narow", (B, A), None, "full"),
     LearnerSpec("cw", "algorithms.cw", "ConfidenceWeighted", (ETA, A), None, "diagonal"),
-    LearnerSpec("cw-full", "algorithms.cw", "ConfidenceWeightedFull", (ETA, A), None, "full"),
-    LearnerSpec("scw1", "algorithms.scw", "SoftConfidenceWeightedI", (C, ETA, A), None,
-                "diagonal"),
-    LearnerSpec("scw2", "algorithms.scw", "SoftConfidenceWeightedII", (C, ETA, A), None,
-                "diagonal"),
-    LearnerSpec("scw1-full", "algorithms.scw", "SoftConfidenceWeightedIFull", (C, ETA, A), None,
-                "full"),
-    LearnerSpec("scw2-full", "algorithms.scw", "SoftConfidenceWeightedIIFull", (C, ETA, A), None,
-                "full"),
+    LearnerSpec("cw-full", "algorithms.cw", "ConfidenceWeighted", (ETA, A), None, "full"),
+    LearnerSpec("scw1", "algorithms.scw", "SoftConfidenceWeighted", (C, ETA, A), None,
+                "diagonal", "I"),
+    LearnerSpec("scw2", "algorithms.scw", "SoftConfidenceWeighted", (C, ETA, A), None,
+                "diagonal", "II"),
+    LearnerSpec("scw1-full", "algorithms.scw", "SoftConfidenceWeighted", (C, ETA, A), None,
+                "full", "I"),
+    LearnerSpec("scw2-full", "algorithms.scw", "SoftConfidenceWeighted", (C, ETA, A), None,
+                "full", "II"),
     LearnerSpec("sop", "algorithms.sop", "SecondOrderPerceptron", (A,), None, "diagonal"),
     LearnerSpec("sop-full", "algorithms.sop", "SecondOrderPerceptronFull", (A,), None, "full"),
 )
 REGISTRY = {spec.name: spec for spec in _VARIANTS}
-ALIASES = {"nherd": "nherd-p", "arow": "arow-p"}
+ALIASES = {"nherd": "nherd-p", "arow": "arow-p", "narow": "narow-p"}
 DEFAULT_ALGO = "pa2"
 
 
@@ -89,6 +89,12 @@ def hyperparameters():
             assert known == h, f"two declarations of hyperparameter {h.name}"
             takers.append(variant.name)
     return list(found.values())
+
+
+def diagonal_variant(name):
+    """The diagonal variant suggested for a full one whose matrix does not fit: its name without
+    "-full", or that name's alias (nherd-full: nherd-p)."""
+    return canonical_name(name.removesuffix("-full"))
 
 
 def learner_class(name):

@@ -63,12 +63,13 @@ def check_blocks_fit(what, slot_bytes, dim, blocks, held=0):
 
 
 class Learner:
-    """Base class. A subclass sets the class attributes: its entry point (``kernel``, see there)
-    and state.
+    """Base class. A subclass sets the class attributes: its entry points (``entry_points``, see
+    there) and state. One class serves the variants of a family: the registry line of each
+    (``spec``) gives its covariance kind and its ``rule``.
 
     Its hyperparameters are declared in the registry (learners/__init__.py, spec.py), which
     gives ``options``, every one of them with its value; ``state_arrays`` names the arrays
-    saved in the model besides ``mean``.
+    saved in the model besides ``mean`` (``saved_arrays``).
     ``learn`` runs one chunk through the learner in order: for each example it predicts with the
     current state, writes the margin that prediction used to ``margins_out`` (the progressive
     prediction), then updates once. Labels y are +1/-1, or NaN for an unlabeled line (predicted,
@@ -76,6 +77,7 @@ class Learner:
     """
 
     name = ""
+    rules: tuple = ("",)      # the registry rules (LearnerSpec.rule) the class tells apart
     state_arrays: tuple = ()
     # the arrays that hold one entry (full: one row and column) per slot of every class block;
     # ``grow`` extends them when a new class appears
@@ -96,8 +98,10 @@ class Learner:
         from streamherd.learners import spec
 
         self.name = name or self.name
+        self.spec = spec(self.name)
+        assert self.spec.rule in self.rules, f"{self.name}: no rule {self.spec.rule!r}"
         self.dim = dim
-        self.options = spec(self.name).options(options, task)
+        self.options = self.spec.options(options, task)
         self.task = task
         if state is None:
             self.blocks = blocks
@@ -135,6 +139,11 @@ class Learner:
             packed[:, k] = getattr(self, attr)
             setattr(self, attr, packed[:, k])   # the old array is freed here, one at a time
 
+    @classmethod
+    def saved_arrays(cls, covariance):
+        """The arrays a model of a variant with this covariance kind saves."""
+        return ("mean", *cls.state_arrays)
+
     def init_state(self):
         """Create the extra state arrays of a fresh model."""
 
@@ -149,12 +158,16 @@ class Learner:
         """Arrays to save: ``mean`` plus the learner's named state arrays."""
         return {"mean": self.mean}
 
-    # The family's cached entry point for the learner's covariance (algorithms/, over
-    # kernels/loops.run_task), one for every task: kernel(<task>=..., args=...), a staticmethod.
-    # ``kernel_state`` and ``kernel_params`` give the tuples of arrays and of numbers the
-    # learner's step rules take. Whether the family has a squared-loss form is its
-    # LearnerSpec's (``regression``).
-    kernel = None
+    # The family's cached entry points (algorithms/, over kernels/loops.run_rules) by covariance
+    # kind ("none", "diagonal", "full"); the variant's LearnerSpec says which it runs. One
+    # serves every task: entry_point(<task>=..., args=...). ``kernel_state`` and
+    # ``kernel_params`` give the tuples of arrays and of numbers the step rules take. Whether
+    # the family has a squared-loss form is its LearnerSpec's (``regression``).
+    entry_points = {}
+
+    @property
+    def entry_point(self):
+        return self.entry_points[self.spec.covariance]
 
     def kernel_state(self):
         return (self.mean,)
@@ -170,10 +183,10 @@ class Learner:
         return self._g, self._active
 
     def _run(self, importance, indptr, indices, values, **task):
-        """The entry point on one chunk (kernels/loops.run_task): (updates, index of a bad
+        """The entry point on one chunk (kernels/loops.run_rules): (updates, index of a bad
         example or -1, known); ``task``: binary=, regression= or joint= its loop's arguments."""
-        return self.kernel(**task, args=(importance, indptr, indices, values,
-                                         self.kernel_state(), self.kernel_params()))
+        return self.entry_point(**task, args=(importance, indptr, indices, values,
+                                              self.kernel_state(), self.kernel_params()))
 
     def learn(self, y, importance, indptr, indices, values, margins_out):
         """Predict-then-update over one chunk; returns the number of updates."""
@@ -202,9 +215,7 @@ class Learner:
     def learn_regression(self, y, importance, indptr, indices, values, margins_out):
         """``--loss squared``: predict mu.x (written to margins_out), then the learner's
         squared-loss update; y real (NaN: unlabeled). Returns the number of updates."""
-        from streamherd.learners import spec
-
-        if spec(self.name).regression is None:
+        if self.spec.regression is None:
             # Reached only by a learner without a regression form, which training refuses
             # first (its registry line declares no regression): a programming error. Its entry
             # point has no regression loop.

@@ -27,11 +27,16 @@ from streamherd.learners.kernels.covariance import (check_full_fits, diag_confid
 # ---------------------------------------------------------------- the learner classes
 
 class GaussianLearner(Learner):
-    """N(mu, Sigma) over weight vectors; subclasses set ``full`` and their entry points."""
+    """N(mu, Sigma) over weight vectors, Sigma diagonal or full as the variant's LearnerSpec
+    says; subclasses set their entry points and ``kernel_params``."""
 
-    full = False
-    diagonal_name = ""       # the diagonal variant suggested when a full matrix does not fit
-    state_arrays = ("variance",)   # full subclasses: ("covariance",)
+    @classmethod
+    def saved_arrays(cls, covariance):
+        return ("mean", "covariance" if covariance == "full" else "variance")
+
+    @property
+    def full(self):
+        return self.spec.covariance == "full"
 
     @property
     def live_arrays(self):
@@ -52,7 +57,7 @@ class GaussianLearner(Learner):
 
     def check_size(self, size, blocks):
         if self.full:
-            check_full_fits(self.name, size, self.diagonal_name, blocks=blocks)
+            check_full_fits(self.name, size, blocks=blocks)
         else:
             super().check_size(size, blocks)
 

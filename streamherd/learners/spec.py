@@ -76,7 +76,9 @@ class LearnerSpec:
     """One ``--algo`` variant: the class that implements it (``module`` under
     streamherd.learners, imported only when the learner is created), its hyperparameters in
     order of preference for tuning, the extra hyperparameters of its squared-loss form
-    (``regression``; None: it has none), and its covariance kind."""
+    (``regression``; None: it has none), its covariance kind (which of the class's entry points
+    it runs, base.Learner) and ``rule``, which of its family's rules it is (e.g. nherd's
+    diagonal rules "exact", "project" and "drop"; the class reads it)."""
 
     name: str
     module: str
@@ -84,6 +86,7 @@ class LearnerSpec:
     hyperparameters: tuple = ()
     regression: tuple | None = None
     covariance: str = "none"
+    rule: str = ""
 
     def __post_init__(self):
         assert self.covariance in COVARIANCES, self.covariance

@@ -19,8 +19,7 @@ from numba import njit
 
 from streamherd.learners.gaussian import GaussianLearner
 from streamherd.learners.kernels.covariance import diag_update, full_sigma_x, full_update
-from streamherd.learners.kernels.loops import (diag_margin, entry_point, mean_margin,
-                                               mean_scores, run_joint, run_task)
+from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.sparse import finite
 
 
@@ -49,8 +48,6 @@ def diag_apply(mu, sigma, indices, values, start, end, v, scale, beta, rs, drop)
 def diag_step(state, params, indices, values, start, end, m, v, y, s):
     """The classification update (Fig. 1; params = (r, drop), s divides r); returns (updated,
     ok)."""
-    if not finite(m):
-        return False, False
     if m >= 1.0:
         return False, True
     rs = params[0] / s
@@ -69,14 +66,11 @@ def diag_regression_step(state, params, indices, values, start, end, m, v, y, s)
 
 @entry_point("numpy")
 def run_diag(binary=None, regression=None, joint=None, args=None):
-    return (run_task(diag_margin, diag_step, diag_regression_step, binary, regression, args)
-            if joint is None else run_joint(mean_scores, diag_margin, diag_step, joint, args))
+    return run_rules(diag_margin, diag_step, diag_regression_step, binary, regression, joint, args)
 
 
 @njit(cache=True, inline="always")
 def full_step(state, params, indices, values, start, end, m, v, y, s):
-    if not finite(m):
-        return False, False
     if m >= 1.0:
         return False, True
     rs = params[0] / s
@@ -97,24 +91,14 @@ def full_regression_step(state, params, indices, values, start, end, m, v, y, s)
 
 @entry_point("numpy")
 def run_full(binary=None, regression=None, joint=None, args=None):
-    return (run_task(mean_margin, full_step, full_regression_step, binary, regression, args)
-            if joint is None else run_joint(mean_scores, mean_margin, full_step, joint, args))
+    return run_rules(mean_margin, full_step, full_regression_step, binary, regression, joint, args)
 
 
-class ArowProject(GaussianLearner):
-    kernel = staticmethod(run_diag)
-    drop = False
+class Arow(GaussianLearner):
+    """arow-p, arow-d (the registry's rule: "project" or "drop") and arow-full."""
+
+    entry_points = {"diagonal": run_diag, "full": run_full}
+    rules = ("project", "drop", "")
 
     def kernel_params(self):
-        return (self.options["r"], self.drop)
-
-
-class ArowDrop(ArowProject):
-    drop = True
-
-
-class ArowFull(ArowProject):
-    kernel = staticmethod(run_full)
-    full = True
-    state_arrays = ("covariance",)
-    diagonal_name = "arow-p"
+        return (self.options["r"], self.spec.rule == "drop")

@@ -38,8 +38,7 @@ from numba import njit
 from streamherd.learners.gaussian import GaussianLearner
 from streamherd.learners.kernels.covariance import (diag_update, full_reset, full_sigma_x,
                                                     full_update)
-from streamherd.learners.kernels.loops import (diag_margin, entry_point, mean_margin,
-                                               mean_scores, run_joint, run_task)
+from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.sparse import finite, squared_norm
 
 VARIANCE_FLOOR = 1e-12
@@ -110,8 +109,7 @@ def diag_step(state, params, indices, values, start, end, m, v, y, s):
 
 @entry_point()
 def run_diag(binary=None, regression=None, joint=None, args=None):
-    return (run_task(diag_margin, diag_step, None, binary, regression, args)
-            if joint is None else run_joint(mean_scores, diag_margin, diag_step, joint, args))
+    return run_rules(diag_margin, diag_step, None, binary, regression, joint, args)
 
 
 @njit(cache=True, inline="always")
@@ -128,12 +126,13 @@ def full_step(state, params, indices, values, start, end, m, v, y, s):
 
 @entry_point()
 def run_full(binary=None, regression=None, joint=None, args=None):
-    return (run_task(mean_margin, full_step, None, binary, regression, args)
-            if joint is None else run_joint(mean_scores, mean_margin, full_step, joint, args))
+    return run_rules(mean_margin, full_step, None, binary, regression, joint, args)
 
 
 class ConfidenceWeighted(GaussianLearner):
-    kernel = staticmethod(run_diag)
+    """cw and cw-full."""
+
+    entry_points = {"diagonal": run_diag, "full": run_full}
 
     def __init__(self, dim, options=None, **kwargs):
         super().__init__(dim, options=options, **kwargs)   # eta in (0.5, 1): its declaration
@@ -144,9 +143,3 @@ class ConfidenceWeighted(GaussianLearner):
     def kernel_params(self):
         return (self.phi, VARIANCE_FLOOR * self.options["a"])
 
-
-class ConfidenceWeightedFull(ConfidenceWeighted):
-    kernel = staticmethod(run_full)
-    full = True
-    state_arrays = ("covariance",)
-    diagonal_name = "cw"

@@ -21,70 +21,60 @@ Joint multiclass: the same step on Delta = f(x, y) - f(x, y') with y = +1
 """
 from numba import njit
 
-from streamherd.learners.algorithms.arow import ArowProject, diag_apply
+from streamherd.learners.algorithms.arow import Arow, diag_apply
 from streamherd.learners.kernels.covariance import full_reset, full_sigma_x, full_update
-from streamherd.learners.kernels.loops import (diag_margin, entry_point, mean_margin,
-                                               mean_scores, run_joint, run_task)
+from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.sparse import finite
 
 
 @njit(cache=True, inline="always")
+def regularizer(v, b, s):
+    """(r_t, beta) for v > 1/b: r_t = v / (b v - 1), divided by the importance weight s, and
+    beta = 1 / (v + r_t)."""
+    rs = v / (b * v - 1.0) / s
+    return rs, 1.0 / (v + rs)
+
+
+@njit(cache=True, inline="always")
 def diag_step(state, params, indices, values, start, end, m, v, y, s):
-    """params = (b, drop); returns (updated, ok): ok False when m or v is not finite, or the
-    update's (arow.diag_apply)."""
-    if not finite(m):
-        return False, False
+    """params = (b, drop); returns (updated, ok): ok False when v is not finite, or the update's
+    (arow.diag_apply)."""
     if m >= 1.0:
         return False, True
     if not v > 1.0 / params[0]:           # r_t = +inf: no update
         return False, finite(v)
-    rs = v / (params[0] * v - 1.0) / s
-    beta = 1.0 / (v + rs)
+    rs, beta = regularizer(v, params[0], s)
     return True, diag_apply(state[0], state[1], indices, values, start, end, v,
                             (1.0 - m) * beta * y, beta, rs, params[1])
 
 
 @entry_point("numpy")
 def run_diag(binary=None, regression=None, joint=None, args=None):
-    return (run_task(diag_margin, diag_step, None, binary, regression, args)
-            if joint is None else run_joint(mean_scores, diag_margin, diag_step, joint, args))
+    return run_rules(diag_margin, diag_step, None, binary, regression, joint, args)
 
 
 @njit(cache=True, inline="always")
 def full_step(state, params, indices, values, start, end, m, v, y, s):
-    if not finite(m):
-        return False, False
     if m >= 1.0:
         return False, True
     v, n = full_sigma_x(state[1], indices, values, start, end, state[2], state[3])
     if not v > 1.0 / params[0]:           # r_t = +inf: no update
         full_reset(state[2], state[3], n)
         return False, finite(v)
-    rs = v / (params[0] * v - 1.0) / s
-    beta = 1.0 / (v + rs)
+    rs, beta = regularizer(v, params[0], s)
     return True, full_update(state[0], state[1], state[2], state[3], n, v, (1.0 - m) * beta * y,
                              beta, 0.0)
 
 
 @entry_point("numpy")
 def run_full(binary=None, regression=None, joint=None, args=None):
-    return (run_task(mean_margin, full_step, None, binary, regression, args)
-            if joint is None else run_joint(mean_scores, mean_margin, full_step, joint, args))
+    return run_rules(mean_margin, full_step, None, binary, regression, joint, args)
 
 
-class NarowProject(ArowProject):
-    kernel = staticmethod(run_diag)
+class Narow(Arow):
+    """narow-p, narow-d (the registry's rule: "project" or "drop") and narow-full."""
+
+    entry_points = {"diagonal": run_diag, "full": run_full}
 
     def kernel_params(self):
-        return (self.options["b"], self.drop)
-
-
-class NarowDrop(NarowProject):
-    drop = True
-
-
-class NarowFull(NarowProject):
-    kernel = staticmethod(run_full)
-    full = True
-    state_arrays = ("covariance",)
-    diagonal_name = "narow-p"
+        return (self.options["b"], self.spec.rule == "drop")

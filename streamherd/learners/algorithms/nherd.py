@@ -18,11 +18,19 @@ from numba import njit
 
 from streamherd.learners.gaussian import GaussianLearner
 from streamherd.learners.kernels.covariance import diag_update, full_sigma_x, full_update
-from streamherd.learners.kernels.loops import (diag_margin, entry_point, mean_margin,
-                                               mean_scores, run_joint, run_task)
+from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.sparse import finite
 
 EXACT, PROJECT, DROP = 0, 1, 2
+# the registry's rule of a diagonal variant; nherd-full has none (its step never reads it)
+VARIANCE_RULES = {"exact": EXACT, "project": PROJECT, "drop": DROP, "": PROJECT}
+
+
+@njit(cache=True, inline="always")
+def nherd_alpha(loss, v, c):
+    """The step of Eq. 9, loss / (v + 1/C): loss the hinge loss max(0, 1 - m), or the residual
+    y - mu.x of the squared loss (Sec. 3.1)."""
+    return loss / (v + 1.0 / c)
 
 
 @njit(cache=True, inline="always")
@@ -60,79 +68,55 @@ def diag_apply(mu, sigma, indices, values, start, end, scale, c, v, variant):
 @njit(cache=True, inline="always")
 def diag_step(state, params, indices, values, start, end, m, v, y, s):
     """The classification update (params = (C, variant); s scales C); returns (updated, ok)."""
-    if not finite(m):
-        return False, False
     if m > 1.0:
         return False, True
     c = params[0] * s
-    alpha = max(0.0, 1.0 - m) / (v + 1.0 / c)                          # Eq. 9
-    return True, diag_apply(state[0], state[1], indices, values, start, end, alpha * y, c, v,
-                            params[1])
+    return True, diag_apply(state[0], state[1], indices, values, start, end,
+                            nherd_alpha(max(0.0, 1.0 - m), v, c) * y, c, v, params[1])
 
 
 @njit(cache=True, inline="always")
 def diag_regression_step(state, params, indices, values, start, end, m, v, y, s):
     c = params[0] * s
-    scale = (y - m) / (v + 1.0 / c)                                    # Sec. 3.1, squared loss
-    return True, diag_apply(state[0], state[1], indices, values, start, end, scale, c, v,
-                            params[1])
+    return True, diag_apply(state[0], state[1], indices, values, start, end,
+                            nherd_alpha(y - m, v, c), c, v, params[1])
 
 
 @entry_point()
 def run_diag(binary=None, regression=None, joint=None, args=None):
-    return (run_task(diag_margin, diag_step, diag_regression_step, binary, regression, args)
-            if joint is None else run_joint(mean_scores, diag_margin, diag_step, joint, args))
+    return run_rules(diag_margin, diag_step, diag_regression_step, binary, regression, joint, args)
 
 
 @njit(cache=True, inline="always")
 def full_step(state, params, indices, values, start, end, m, v, y, s):
-    if not finite(m):
-        return False, False
     if m > 1.0:
         return False, True
     c = params[0] * s
     v, n = full_sigma_x(state[1], indices, values, start, end, state[2], state[3])
-    alpha = max(0.0, 1.0 - m) / (v + 1.0 / c)                                   # Eq. 9
-    return True, full_update(state[0], state[1], state[2], state[3], n, v, alpha * y,
-                             nherd_shrink(c, v), 0.0)                           # Eq. 13
+    return True, full_update(state[0], state[1], state[2], state[3], n, v,
+                             nherd_alpha(max(0.0, 1.0 - m), v, c) * y, nherd_shrink(c, v),
+                             0.0)                                                # Eq. 13
 
 
 @njit(cache=True, inline="always")
 def full_regression_step(state, params, indices, values, start, end, m, v, y, s):
     c = params[0] * s
     v, n = full_sigma_x(state[1], indices, values, start, end, state[2], state[3])
-    return True, full_update(state[0], state[1], state[2], state[3], n, v, (y - m) / (v + 1.0 / c),
+    return True, full_update(state[0], state[1], state[2], state[3], n, v, nherd_alpha(y - m, v, c),
                              nherd_shrink(c, v), 0.0)
 
 
 @entry_point()
 def run_full(binary=None, regression=None, joint=None, args=None):
-    return (run_task(mean_margin, full_step, full_regression_step, binary, regression, args)
-            if joint is None else run_joint(mean_scores, mean_margin, full_step, joint, args))
+    return run_rules(mean_margin, full_step, full_regression_step, binary, regression, joint, args)
 
 
-class NherdDiagonal(GaussianLearner):
-    kernel = staticmethod(run_diag)
-    variant = PROJECT
+class Nherd(GaussianLearner):
+    """nherd-e, nherd-p, nherd-d (the registry's rule: "exact", "project" or "drop", Eq. 14) and
+    nherd-full (Eq. 13)."""
+
+    entry_points = {"diagonal": run_diag, "full": run_full}
+    rules = tuple(VARIANCE_RULES)
 
     def kernel_params(self):
-        return (self.options["C"], self.variant)
-
-
-class NherdExact(NherdDiagonal):
-    variant = EXACT
-
-
-class NherdProject(NherdDiagonal):
-    variant = PROJECT
-
-
-class NherdDrop(NherdDiagonal):
-    variant = DROP
-
-
-class NherdFull(NherdDiagonal):
-    kernel = staticmethod(run_full)
-    full = True
-    state_arrays = ("covariance",)
-    diagonal_name = "nherd-p"
+        return (self.options["C"], VARIANCE_RULES[self.spec.rule])

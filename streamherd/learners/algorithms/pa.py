@@ -17,8 +17,7 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.base import Learner
-from streamherd.learners.kernels.loops import (entry_point, mean_margin, mean_scores, run_joint,
-                                               run_task)
+from streamherd.learners.kernels.loops import entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.sparse import axpy, finite, squared_norm
 
 
@@ -64,23 +63,15 @@ def regression_step(state, params, indices, values, start, end, m, v, y, s):
 
 @entry_point("numpy")
 def run(binary=None, regression=None, joint=None, args=None):
-    return (run_task(mean_margin, step, regression_step, binary, regression, args)
-            if joint is None else run_joint(mean_scores, mean_margin, step, joint, args))
+    return run_rules(mean_margin, step, regression_step, binary, regression, joint, args)
 
 
 class PassiveAggressive(Learner):
-    """PA: no hyperparameter."""
+    """pa, pa1 and pa2 (the registry's rule: "", "I" or "II"; pa has no C)."""
 
-    kernel = staticmethod(run)
-    variant = 0
+    entry_points = {"none": run}
+    rules = ("", "I", "II")
 
     def kernel_params(self):
-        return (self.variant, self.options.get("C", np.inf), self.options.get("epsilon", 0.0))
-
-
-class PassiveAggressiveI(PassiveAggressive):
-    variant = 1
-
-
-class PassiveAggressiveII(PassiveAggressive):
-    variant = 2
+        return (self.rules.index(self.spec.rule), self.options.get("C", np.inf),
+                self.options.get("epsilon", 0.0))

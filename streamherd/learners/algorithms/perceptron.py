@@ -13,8 +13,7 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.base import Learner
-from streamherd.learners.kernels.loops import (entry_point, mean_margin, mean_scores, run_joint,
-                                               run_task)
+from streamherd.learners.kernels.loops import entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.multiclass import (class_scores, joint_prepare,
                                                     prefetch_next_row_blocks, visible_classes)
 from streamherd.learners.kernels.prefetch import row_ahead
@@ -24,9 +23,7 @@ from streamherd.learners.kernels.sparse import axpy, dot, dot_ahead, finite
 @njit(cache=True, inline="always")
 def perceptron_step(w, indices, values, start, end, m, scale):
     """On a mistake (signed margin m <= 0) w += scale x; returns (updated, ok): ok is False when
-    m or a weight written is not finite (learners/kernels/sparse.py)."""
-    if not finite(m):
-        return False, False
+    a weight written is not finite (learners/kernels/sparse.py)."""
     if m > 0.0:
         return False, True
     return True, axpy(w, scale, indices, values, start, end)
@@ -39,12 +36,11 @@ def step(state, params, indices, values, start, end, m, v, y, s):
 
 @entry_point("numpy")
 def run(binary=None, regression=None, joint=None, args=None):
-    return (run_task(mean_margin, step, None, binary, regression, args)
-            if joint is None else run_joint(mean_scores, mean_margin, step, joint, args))
+    return run_rules(mean_margin, step, None, binary, regression, joint, args)
 
 
 class Perceptron(Learner):
-    kernel = staticmethod(run)
+    entry_points = {"none": run}
 
 
 @njit(cache=True, inline="always")

@@ -21,8 +21,7 @@ from numba import njit
 from streamherd.learners.algorithms.cw import (VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha,
                                                cw_full_apply, cw_sqrt_u_beta)
 from streamherd.learners.kernels.covariance import diag_update, full_sigma_x
-from streamherd.learners.kernels.loops import (diag_margin, entry_point, mean_margin,
-                                               mean_scores, run_joint, run_task)
+from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.sparse import finite, squared_norm
 
 
@@ -66,8 +65,7 @@ def diag_step(state, params, indices, values, start, end, m, v, y, s):
 
 @entry_point()
 def run_diag(binary=None, regression=None, joint=None, args=None):
-    return (run_task(diag_margin, diag_step, None, binary, regression, args)
-            if joint is None else run_joint(mean_scores, diag_margin, diag_step, joint, args))
+    return run_rules(diag_margin, diag_step, None, binary, regression, joint, args)
 
 
 @njit(cache=True, inline="always")
@@ -90,29 +88,15 @@ def full_step(state, params, indices, values, start, end, m, v, y, s):
 
 @entry_point()
 def run_full(binary=None, regression=None, joint=None, args=None):
-    return (run_task(mean_margin, full_step, None, binary, regression, args)
-            if joint is None else run_joint(mean_scores, mean_margin, full_step, joint, args))
+    return run_rules(mean_margin, full_step, None, binary, regression, joint, args)
 
 
-class SoftConfidenceWeightedI(ConfidenceWeighted):
-    kernel = staticmethod(run_diag)
-    variant = 1
+class SoftConfidenceWeighted(ConfidenceWeighted):
+    """scw1, scw2 (the registry's rule: "I" or "II") and their -full forms."""
+
+    entry_points = {"diagonal": run_diag, "full": run_full}
+    rules = ("I", "II")
 
     def kernel_params(self):
-        return (self.phi, self.options["C"], self.variant, VARIANCE_FLOOR * self.options["a"])
-
-
-class SoftConfidenceWeightedII(SoftConfidenceWeightedI):
-    variant = 2
-
-
-class SoftConfidenceWeightedIFull(SoftConfidenceWeightedI):
-    kernel = staticmethod(run_full)
-    full = True
-    state_arrays = ("covariance",)
-    diagonal_name = "scw1"
-
-
-class SoftConfidenceWeightedIIFull(SoftConfidenceWeightedIFull):
-    variant = 2
-    diagonal_name = "scw2"
+        return (self.phi, self.options["C"], self.rules.index(self.spec.rule) + 1,
+                VARIANCE_FLOOR * self.options["a"])

@@ -25,7 +25,7 @@ from streamherd.learners.base import Learner
 from streamherd.learners.kernels.covariance import (check_full_fits, full_confidences,
                                                     full_reset, full_sigma_x, full_update)
 from streamherd.learners.kernels.loops import (entry_point, mean_margin, mean_scores, run_joint,
-                                               run_task)
+                                               run_rules)
 from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, prefetch_rest
 from streamherd.learners.kernels.sparse import dot, finite
 
@@ -54,10 +54,7 @@ def _sop_diag_margin(label_sum, diagonal, indices, values, start, end):
 def _sop_diag_step(label_sum, diagonal, indices, values, start, end, m, y, s):
     """On a mistake (m <= 0) x joins S and y x joins v (weight s); returns (updated, ok).
     ``mean`` (v / D) is not kept up to date here: predictions never read it, and writing it
-    made a third random access per feature (about 1.4x slower); ``state()`` computes it.
-    A margin m that is not finite is a failure (ok False)."""
-    if not finite(m):
-        return False, False
+    made a third random access per feature (about 1.4x slower); ``state()`` computes it."""
     if m > 0.0:
         return False, True
     ok = True
@@ -120,8 +117,7 @@ def full_joint_step(state, params, indices, values, start, end, m, v, y, s):
 
 @entry_point("numpy")
 def run_diag(binary=None, regression=None, joint=None, args=None):
-    return (run_task(diag_margin, diag_step, None, binary, regression, args)
-            if joint is None else run_joint(diag_scores, diag_margin, diag_step, joint, args))
+    return run_rules(diag_margin, diag_step, None, binary, regression, joint, args, diag_scores)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -140,7 +136,7 @@ def _sop_diag_margins(label_sum, diagonal, indptr, indices, values, out):
 @njit(cache=True, inline="always")
 def full_binary_loop(binary, args):
     """sop-full's binary loop, its own: the margin w.x / (1 + x' A^-1 x) needs g = A^-1 x before
-    the step. binary, args: kernels/loops.run_task's; returns (updates, index of a bad example
+    the step. binary, args: kernels/loops.run_rules's; returns (updates, index of a bad example
     or -1)."""
     importance, indptr, indices, values, state, _ = args
     y, margins_out = binary
@@ -206,7 +202,7 @@ class SecondOrderPerceptron(Learner):
     def state(self):
         return {"mean": self.mean, "label_sum": self.label_sum, "diagonal": self.diagonal}
 
-    kernel = staticmethod(run_diag)
+    entry_points = {"diagonal": run_diag}
 
     def kernel_state(self):
         self._mean_stale = True   # the kernels update label_sum and diagonal
@@ -227,7 +223,7 @@ class SecondOrderPerceptronFull(Learner):
     live_arrays = ("mean", "inverse")
 
     def check_size(self, size, blocks):
-        check_full_fits(self.name, size, "sop", what="inverse", blocks=blocks)
+        check_full_fits(self.name, size, what="inverse", blocks=blocks)
 
     def init_state(self):
         self.inverse = np.zeros((self.size, self.size))
@@ -239,7 +235,7 @@ class SecondOrderPerceptronFull(Learner):
     def state(self):
         return {"mean": self.mean, "inverse": self.inverse}
 
-    kernel = staticmethod(run_full)
+    entry_points = {"full": run_full}
 
     def kernel_state(self):
         return (self.mean, self.inverse, *self._workspace())

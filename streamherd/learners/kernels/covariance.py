@@ -167,9 +167,11 @@ def full_confidences(Sigma, indptr, indices, values, out):
 
 # ---------------------------------------------------------------- memory
 
-def check_full_fits(name, dim, diagonal_name, what="covariance", blocks=1):
+def check_full_fits(name, dim, what="covariance", blocks=1):
     """Refuse a dim x dim float64 matrix (dim = blocks x 2^bits slots) that would not fit in the
-    available memory."""
+    available memory; the error suggests the diagonal variant of ``name``'s family."""
+    from streamherd.learners import diagonal_variant
+
     need = 8 * dim * dim
     available = base.available_memory()
     if available is not None and need > available:
@@ -179,4 +181,4 @@ def check_full_fits(name, dim, diagonal_name, what="covariance", blocks=1):
             f"{name} with -b {bits}{classes} needs a {dim}x{dim} {what} matrix of "
             f"{memory_text(need)}, more than the {memory_text(available)} of available memory; "
             f"use a smaller -b{' or fewer classes' if blocks > 1 else ''} or the diagonal "
-            f"variant --algo {diagonal_name}")
+            f"variant --algo {diagonal_variant(name)}")

@@ -11,21 +11,22 @@ arrays (its first is the weight vector the joint scores read and the prefetch as
 
 Entry points: one thin cached entry point per (family, covariance) in the algorithm's module
 (``run`` for a family without a covariance, else ``run_diag`` and ``run_full``) serves every
-task:
+task, in one line:
+  @entry_point()
   def run_diag(binary=None, regression=None, joint=None, args=None):
-      return (run_task(margin, step, regression_step, binary, regression, args)
-              if joint is None else run_joint(scores, margin, step, joint, args))
-with the family's rules (njit dispatchers, resolved at compile time: the loops are inlined,
-``inline="always"``, and compiled for them). A call passes ``args``, what every loop takes, and
-the other arguments of its task's loop as ``binary``, ``regression`` or ``joint``, omitting the
-two others (Learner.learn, learn_regression, learn_joint). An omitted argument is a constant to
-numba, which prunes the branches it decides (``joint is None`` before inlining the loops, the
-others after): each task compiles into a specialisation of its own, holding its loop alone, as
-a function per task would. In one function with the three loops LLVM spilled more registers in
-each, and the binary kernels of pa2, arow-p and cw were slower; the task's arguments come first
-for the same reason (the order of the arguments changes the register allocation of the loops).
-A generic loop that received its rules from Python, or a factory closing over them, would
-never hit numba's on-disk cache across processes.
+      return run_rules(margin, step, regression_step, binary, regression, joint, args)
+with the family's rules (njit dispatchers; ``regression_step`` None for a family without a
+squared-loss form). A call passes ``args``, what every loop takes, and the other arguments of
+its task's loop as ``binary``, ``regression`` or ``joint``, omitting the two others
+(Learner.learn, learn_regression, learn_joint). ``run_rules`` picks the task's loop when numba
+types the call, from which argument is given (an overload, inlined, which calls the rules by
+name so that numba inlines them too): each task compiles into a specialisation of the entry
+point holding its loop alone, as a function per task would. In one function with the three
+loops LLVM spilled more registers in each, and the binary kernels of pa2, arow-p and cw were
+slower. The price of the one-line body is compile time when the cache misses: numba types an
+inlined overload twice (about 2.2 s per specialisation instead of 1.3 s). A generic loop that
+received its rules from Python, or a factory closing over them, would never hit numba's on-disk
+cache across processes.
 
 Reference counts: the entry points compile without numba's reference counting (``_nrt=False``,
 see ``entry_point``): they allocate nothing, and every array they touch is an argument, which
@@ -37,12 +38,15 @@ arguments passed in tuples (nherd-p's and arow-p's binary loops kept two pairs).
 of an entry point shows no ``NRT_incref``. The error model stays each family's (numpy's: a
 division by zero gives inf or nan, which the steps' checks report, instead of raising).
 
-Numerical safety (sparse.py): every example's margin is checked; the step checks the numbers its
-update is made of and the entries it wrote, and returns ok False on a failure; the loop then
-returns the example's index (``Learner.checked`` raises UnstableUpdate), else -1.
+Numerical safety (sparse.py): every example's margin is checked before its step, so a step
+receives a finite m; the step checks the numbers its update is made of and the entries it
+wrote, and returns ok False on a failure; the loop then returns the example's index
+(``Learner.checked`` raises UnstableUpdate), else -1.
 """
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core.errors import TypingError
+from numba.extending import overload
 
 from streamherd.learners.kernels.covariance import diag_margin_confidence_ahead
 from streamherd.learners.kernels.multiclass import (class_scores, joint_prepare,
@@ -115,6 +119,8 @@ def joint_loop(scores, margin, step, cls, importance, indptr, indices, values, s
         if n == 0:
             continue
         m, v = margin(state, work[1], work[2], 0, n, NO_ROW)
+        if not finite(m):
+            return updates, i, known
         updated, ok = step(state, params, work[1], work[2], 0, n, m, v, 1.0, importance[i])
         updates += updated
         if not ok:
@@ -122,33 +128,68 @@ def joint_loop(scores, margin, step, cls, importance, indptr, indices, values, s
     return updates, -1, known
 
 
-@njit(cache=True, inline="always")
-def run_task(margin, step, regression_step, binary, regression, args):
-    """The binary or regression loop of an entry point over one chunk (see the module
-    docstring), with the family's rules; ``regression_step`` None: the family has no
-    squared-loss form (its loop is not compiled; Learner refuses the task). args = (importance,
-    indptr, indices, values, state, params); binary or regression = (y, margins_out), the other
-    omitted. Returns (updates, index of a bad example or -1, 0), the shape of run_joint's."""
-    importance, indptr, indices, values, state, params = args
-    if regression is not None:
-        if regression_step is None:
-            return 0, 0, 0
-        y, margins_out = regression
-        updates, bad = binary_loop(margin, regression_step, False, y, importance, indptr,
-                                   indices, values, state, params, margins_out)
-        return updates, bad, 0
-    if binary is not None:
+def run_rules(margin, step, regression_step, binary, regression, joint, args, scores=None):
+    """The body of an entry point (module docstring): the loop of the task whose argument is
+    given, with the family's rules, over one chunk. args = (importance, indptr, indices, values,
+    state, params); binary or regression = (y, margins_out); joint = (cls, D, known,
+    predicted_out, work); ``scores``: the joint class scores (default mean_scores). Returns
+    (updates, index of a bad example or -1, known; 0 for binary and regression).
+
+    numba compiles it (the overload below) inside an entry point; Python never runs it."""
+    raise TypeError("run_rules is the body of a numba entry point (learners/kernels/loops.py)")
+
+
+def _given(argument_type):
+    """Whether an argument of the call being typed was given (not omitted, not None; an omitted
+    argument of run_rules itself comes as Python's None)."""
+    return argument_type is not None and not isinstance(argument_type,
+                                                         (types.NoneType, types.Omitted))
+
+
+@overload(run_rules, inline="always")
+def _run_rules_of_task(margin, step, regression_step, binary, regression, joint, args,
+                       scores=None):
+    """The implementation of run_rules for the task given (numba calls it with the argument
+    types when it types an entry point). It calls the rules as the functions they are, closed
+    over, not through its arguments: numba inlines an ``inline="always"`` function named so (as
+    in a loop written out in the entry point), where a call through an argument is a call
+    (pa2's binary kernel 10% slower)."""
+    margin_rule, step_rule = margin.dispatcher, step.dispatcher
+    if _given(joint):
+        scores_rule = scores.dispatcher if _given(scores) else mean_scores
+
+        def run_joint_task(margin, step, regression_step, binary, regression, joint, args,
+                           scores=None):
+            return run_joint(scores_rule, margin_rule, step_rule, joint, args)
+        return run_joint_task
+    if _given(regression):
+        if not _given(regression_step):
+            raise TypingError("this family has no squared-loss step (its LearnerSpec declares "
+                              "no regression, and Learner.learn_regression refuses it)")
+        regression_rule = regression_step.dispatcher
+
+        def run_regression(margin, step, regression_step, binary, regression, joint, args,
+                           scores=None):
+            importance, indptr, indices, values, state, params = args
+            y, margins_out = regression
+            updates, bad = binary_loop(margin_rule, regression_rule, False, y, importance,
+                                       indptr, indices, values, state, params, margins_out)
+            return updates, bad, 0
+        return run_regression
+
+    def run_binary(margin, step, regression_step, binary, regression, joint, args, scores=None):
+        importance, indptr, indices, values, state, params = args
         y, margins_out = binary
-        updates, bad = binary_loop(margin, step, True, y, importance, indptr, indices, values,
-                                   state, params, margins_out)
+        updates, bad = binary_loop(margin_rule, step_rule, True, y, importance, indptr, indices,
+                                   values, state, params, margins_out)
         return updates, bad, 0
-    return 0, 0, 0   # in a joint call's specialisation, where the entry point never calls it
+    return run_binary
 
 
 @njit(cache=True, inline="always")
 def run_joint(scores, margin, step, joint, args):
-    """The joint loop of an entry point over one chunk; joint = (cls, D, known, predicted_out,
-    work). Returns (updates, index of a bad example or -1, known)."""
+    """The joint loop over one chunk; joint = (cls, D, known, predicted_out, work). Returns
+    (updates, index of a bad example or -1, known)."""
     importance, indptr, indices, values, state, params = args
     cls, D, known, predicted_out, work = joint
     return joint_loop(scores, margin, step, cls, importance, indptr, indices, values, state,

@@ -67,13 +67,12 @@ class OneVersusAll:
         need = 8 * blocks * self.dim * self.dim
         available = base.available_memory()
         if available is not None and need > available:
-            diagonal = getattr(self.cls, "diagonal_name", "") or "sop"
             raise StreamherdError(
                 f"{self.name} --multiclass ova with -b {self.dim.bit_length() - 1} and {blocks} "
                 f"classes needs {blocks} {self.dim}x{self.dim} matrices, "
                 f"{base.memory_text(need)}, more than the {base.memory_text(available)} of "
                 f"available memory; use a smaller -b or fewer classes or the diagonal variant "
-                f"--algo {diagonal}")
+                f"--algo {learners.diagonal_variant(self.name)}")
 
     def state(self):
         states = [learner.state() for learner in self.learners]
