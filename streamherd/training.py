@@ -325,6 +325,8 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
                 if values:
                     sink.write("\n".join(values) + "\n")
                     written += len(values)
+                    if output is None:
+                        sink.flush()   # each chunk's answers now: a pipe may pause (tail -f)
             _check_skipped(skipped, examples, skip_bad, reader.formats_seen,
                            f"no predictions were written{' to ' + str(output) if output else ''}")
             if examples == 0:

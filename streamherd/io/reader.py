@@ -225,9 +225,8 @@ class ChunkReader:
         early when the consumer has gone (an interrupt while it waited)."""
         scratch = np.empty(_CHECK_READ, np.uint8)
         try:
-            while (not self._stop.is_set()
-                   and source.read_into(memoryview(scratch)) == len(scratch)):
-                pass
+            while not self._stop.is_set() and not source.ended:
+                source.read_into(memoryview(scratch))
         except StreamherdError:  # kept in source.read_error, and checked is set
             pass
 
@@ -260,7 +259,7 @@ class ChunkReader:
                     got = source.read_into(
                         memoryview(buf)[len(carry):len(carry) + self.block_size])
                     n = len(carry) + got
-                    at_end = got < self.block_size
+                    at_end = source.ended
                     if n == 0:
                         break
                     # (lone CRs become LFs here: a CR-only file has lines too)

@@ -3,6 +3,8 @@ import bz2
 import io
 import lzma
 import os
+import select
+import stat
 import sys
 import threading
 
@@ -44,6 +46,26 @@ class _Prefixed(io.RawIOBase):
         return self._stream.readinto(b)
 
 
+def _is_interactive(raw):
+    """Whether ``raw`` is a terminal, a pipe, a FIFO or a socket: a stream whose reads return
+    what has arrived so far, and whose writer may pause (``tail -f log | streamherd predict``)."""
+    try:
+        return not stat.S_ISREG(os.fstat(raw.fileno()).st_mode)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False
+
+
+def _ready(raw):
+    """Whether a read of ``raw`` would return at once (more has arrived, or its end)."""
+    return bool(select.select([raw], [], [], 0)[0])
+
+
+def _could_be_compressed(head):
+    """Whether ``head``, the first bytes so far, may yet turn out a compressed stream's."""
+    return (any(magic.startswith(head[:len(magic)]) for magic in _MAGIC)
+            or head.startswith(b"BZh") or b"BZh".startswith(head))
+
+
 def _detect_compression(head):
     for magic, kind in _MAGIC.items():
         if head.startswith(magic):
@@ -69,12 +91,19 @@ class Source:
         # verified) or has failed, with that error in read_error: see reader.ChunkReader.
         self.checked = threading.Event()
         self.read_error = None
+        # the stream's end was reached (by read_into); an interactive stream (a pipe or a
+        # terminal, uncompressed) may end a read early, at a pause of its writer
+        self.ended = False
+        self.interactive = False
 
     def open(self):
         self.checked = threading.Event()
         self.read_error = None
+        self.ended = False
         if self.path == "-":
             raw = sys.stdin.buffer
+            if _is_interactive(raw):
+                raw = raw.raw   # unbuffered, so a read returns what has arrived (nothing read yet)
         else:
             try:
                 raw = open(self.path, "rb", buffering=0)
@@ -84,8 +113,10 @@ class Source:
             if os.path.isfile(self.path):
                 self.size = os.path.getsize(self.path)
         self._raw = raw
-        head = _read_exactly(raw, _HEAD_BYTES)
+        interactive = _is_interactive(raw)
+        head = _read_head(raw, interactive)
         kind = _detect_compression(head)
+        self.interactive = interactive and kind is None
         stream = _Prefixed(head, raw)
         if kind == "gzip":
             stream = _gzip.GzipFile(fileobj=io.BufferedReader(stream, 1 << 20), mode="rb")
@@ -105,12 +136,13 @@ class Source:
         """read_into(self.stream, view), with the errors of this source's decompressor; notes
         the end of the stream, or its error, in ``checked`` and ``read_error``."""
         try:
-            got = read_into(self.stream, view, self.name, self.compression)
+            got, self.ended = read_into(self.stream, view, self.name, self.compression,
+                                        self._raw if self.interactive else None)
         except StreamherdError as e:
             self.read_error = e
             self.checked.set()
             raise
-        if got < len(view):
+        if self.ended:
             self.checked.set()
         return got
 
@@ -126,25 +158,34 @@ class Source:
             self._raw.close()
 
 
-def _read_exactly(raw, n):
+def _read_head(raw, interactive):
+    """The first _HEAD_BYTES bytes (fewer at the end), whose magic tells the compression. From an
+    interactive stream, fewer when its writer pauses first and they cannot begin any magic: a
+    short first line typed or piped is not held back."""
     data = b""
-    while len(data) < n:
-        more = raw.read(n - len(data))
+    while len(data) < _HEAD_BYTES:
+        if interactive and data and not _could_be_compressed(data) and not _ready(raw):
+            break
+        more = raw.read(_HEAD_BYTES - len(data))
         if not more:
             break
         data += more
     return data
 
 
-def read_into(stream, view, name, compression=None):
-    """Fill ``view`` as far as the stream allows; returns the byte count (less only at the end).
+def read_into(stream, view, name, compression=None, interactive=None):
+    """Fill ``view`` as far as the stream allows; returns (the byte count, whether the stream
+    ended). With ``interactive`` (the raw stream of a pipe or a terminal), it stops short of
+    full, not ended, when that stream's writer has paused (nothing more has arrived) and a whole
+    line is in hand, so that its example is answered now; a fast writer's pipe still fills
+    whole blocks.
 
     ``compression`` ("gzip", "bzip2", "xz" or None) names the decompressor behind the stream:
     every error it raises (zlib.error, lzma.LZMAError, isal's IsalError, gzip's BadGzipFile,
     bz2's OSError, EOFError for a truncated stream...) means damaged data, reported as such; an
     OSError with an errno is the file system's, whatever the stream.
     """
-    total = 0
+    total = searched = 0
     size = len(view)
     while total < size:
         try:
@@ -161,9 +202,13 @@ def read_into(stream, view, name, compression=None):
                 raise
             raise corrupt_data(name, compression, e) from None
         if not n:
-            break
+            return total, True
         total += n
-    return total
+        if interactive is not None and total < size and not _ready(interactive):
+            if view[searched:total].tobytes().find(b"\n") >= 0:
+                return total, False
+            searched = total
+    return total, False
 
 
 def corrupt_data(name, compression, error):
