@@ -23,7 +23,7 @@ from streamherd.learners.spec import POSITIVE
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-    rich_markup_mode=None,
+    rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]},
     help="Online linear classifiers (CW, AROW, NHERD, PA, perceptrons) over streamed "
          "svmlight or VW-format lines.")
 
@@ -159,9 +159,11 @@ def train(
                                    help="Scale each example's features to unit L2 norm, the "
                                         "bias kept at 1 (saved in the model, applied by "
                                         "predict; as experiment --normalize l2)."),
-    bits: Optional[int] = typer.Option(None, "-b", "--bits", show_default=False,
+    bits: Optional[int] = typer.Option(None, "-b", "--bits", "--bit_precision",
+                                       show_default=False,
                                        help="2^bits hashed weight slots (default 18)."),
-    no_bias: bool = typer.Option(False, "--no-bias", help="Do not add the constant feature."),
+    no_bias: bool = typer.Option(False, "--no-bias", "--noconstant",
+                                 help="Do not add the constant feature."),
     final_model: Optional[Path] = typer.Option(None, "-f", "--final-model", show_default=False,
                                                help="Write the model here (.npz)."),
     initial_model: Optional[Path] = typer.Option(None, "-i", "--initial-model", show_default=False,
@@ -334,6 +336,46 @@ def experiment(
                    if "experiment" in sys.argv else None)
 
 
+# Vowpal Wabbit's flags that streamherd spells differently or does without: an unknown one gets
+# this hint instead of click's "No such option" and its guess at a similar flag of ours. The
+# README's "Coming from Vowpal Wabbit" table says the same.
+_NO_CACHE = ("no cache file: streamherd reads its text input faster than VW reads its cache; "
+             "drop the flag")
+_NO_LEARNING_RATE = ("streamherd's learners have no learning rate: their steps come from -C "
+                     "(pa1, pa2, nherd, scw), -r (arow) or --eta (cw, scw)")
+_NO_SGD = "streamherd has no SGD or quasi-Newton learner: choose a learner with --algo"
+VW_SPELLINGS = {
+    "--oaa": "--multiclass ova (one binary learner per class; the classes come from the data, "
+             "or fix them with --classes)",
+    "--link": "streamherd predict --proba (P(y=+1|x) of a Gaussian model: nherd, arow, cw, scw)",
+    "--loss_function": "--loss squared (regression) or --loss hinge (classification)",
+    "--testonly": "streamherd predict -m MODEL FILES (it never updates the model)",
+    "-c": _NO_CACHE, "--cache": _NO_CACHE, "--cache_file": _NO_CACHE, "-k": _NO_CACHE,
+    "--kill_cache": _NO_CACHE,
+    "-l": _NO_LEARNING_RATE, "--learning_rate": _NO_LEARNING_RATE, "--power_t": _NO_LEARNING_RATE,
+    "--initial_t": _NO_LEARNING_RATE, "--decay_learning_rate": _NO_LEARNING_RATE,
+    "--sgd": _NO_SGD, "--adaptive": _NO_SGD, "--normalized": _NO_SGD, "--invariant": _NO_SGD,
+    "--bfgs": _NO_SGD, "--ftrl": _NO_SGD, "--coin": _NO_SGD,
+    "--l1": "no L1/L2 penalty: AROW's -r and NHERD's -C regularise",
+    "--l2": "no L1/L2 penalty: AROW's -r and NHERD's -C regularise",
+    "--daemon": "no daemon: pipe examples to streamherd predict, which answers each line as it "
+                "arrives",
+}
+VW_SPELLINGS["-t"] = VW_SPELLINGS["--testonly"]
+
+
+def _vw_hint(e, command):
+    """The hint for an unknown flag of ``command`` that is Vowpal Wabbit's (VW_SPELLINGS), or
+    None."""
+    if type(e).__name__ != "NoSuchOption":
+        return None
+    option = getattr(e, "option_name", "") or ""
+    hint = VW_SPELLINGS.get(option)
+    if command.endswith("predict") and option in ("-t", "--testonly"):
+        hint = "predict never updates the model; drop the flag"
+    return hint and f"no such option {option} (Vowpal Wabbit's); streamherd: {hint}"
+
+
 def _inputs(files, data):
     return [*(files or []), *(data or [])] or ["-"]
 
@@ -351,7 +393,7 @@ def _exit_for_cli_exception(e):
     if hasattr(e, "format_message") and hasattr(e, "exit_code"):
         ctx = getattr(e, "ctx", None)
         where = ctx.command_path if ctx is not None else "streamherd"
-        message = " ".join(e.format_message().split())
+        message = _vw_hint(e, where) or " ".join(e.format_message().split())
         print(f"{where}: {message} (see '{where} --help')", file=sys.stderr)
         sys.exit(e.exit_code)
     raise e

@@ -1,0 +1,71 @@
+"""A Vowpal Wabbit user's habits: VW's spellings of flags streamherd has (aliases), a one-line
+hint naming the equivalent for VW flags streamherd spells differently or does without, -h."""
+import numpy as np
+import pytest
+from conftest import without_compile_notice
+
+from streamherd.cli import VW_SPELLINGS
+from streamherd.model import load_model
+
+
+def usage_error(proc):
+    """The one line of a command-line usage error (exit 2, no traceback)."""
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = without_compile_notice(proc.stderr).strip("\n").split("\n")
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("command, flags, equivalent", [
+    ("train", ["--oaa", "3"], "--multiclass ova"),
+    ("train", ["--link=logistic"], "predict --proba"),
+    ("train", ["--link", "logistic"], "predict --proba"),
+    ("train", ["--loss_function", "squared"], "--loss squared"),
+    ("train", ["-t"], "streamherd predict -m MODEL"),
+    ("predict", ["-t"], "predict never updates the model"),
+    ("train", ["-c"], "no cache file"),
+    ("train", ["--passes_nonexistent"], None),
+    ("train", ["-l", "0.5"], "no learning rate"),
+    ("train", ["--sgd"], "no SGD"),
+])
+def test_a_vw_flag_gets_a_hint_naming_the_equivalent(run_cli, command, flags, equivalent,
+                                                     tmp_path):
+    args = [command, *flags, "samples/sample.svm"]
+    if command == "predict":
+        args += ["-m", tmp_path / "absent.npz"]
+    line = usage_error(run_cli(*args))
+    if equivalent is None:   # not VW's: click's own message
+        assert "Vowpal Wabbit" not in line and "No such option" in line
+    else:
+        assert f"no such option {flags[0].split('=')[0]} (Vowpal Wabbit's)" in line
+        assert equivalent in line
+
+
+def test_every_hint_names_no_flag_streamherd_has():
+    """A hint is for a flag streamherd does not take (else the flag would never be unknown)."""
+    from streamherd.cli import app
+    import typer
+
+    command = typer.main.get_command(app)
+    ours = {flag for sub in command.commands.values() for p in sub.params
+            for flag in (*p.opts, *p.secondary_opts)}
+    assert not ours & set(VW_SPELLINGS)
+
+
+def test_vw_spellings_of_flags_streamherd_has(run_cli, tmp_path):
+    ours, vws = tmp_path / "ours.npz", tmp_path / "vw.npz"
+    assert run_cli("train", "--quiet", "samples/sample.svm", "--no-bias", "-b", "12",
+                   "-f", ours).returncode == 0
+    assert run_cli("train", "--quiet", "samples/sample.svm", "--noconstant",
+                   "--bit_precision", "12", "-f", vws).returncode == 0
+    (meta_a, a), (meta_b, b) = load_model(ours), load_model(vws)
+    assert meta_a["bits"] == meta_b["bits"] == 12 and meta_a["bias"] is meta_b["bias"] is False
+    np.testing.assert_array_equal(a["mean"], b["mean"])
+
+
+@pytest.mark.parametrize("command", ["train", "predict", "experiment"])
+def test_dash_h_is_help(run_cli, command):
+    short, long = run_cli(command, "-h"), run_cli(command, "--help")
+    assert short.returncode == long.returncode == 0
+    assert short.stdout == long.stdout and "Usage: streamherd " + command in short.stdout
