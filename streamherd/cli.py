@@ -277,6 +277,24 @@ def _end_start_up():
     gc.enable()
 
 
+@app.command("inspect")
+def inspect_command(
+    model: Path = typer.Argument(..., show_default=False, help="The model (.npz)."),
+    top: Optional[int] = typer.Option(None, "--top", show_default=False,
+                                      help="Only the K largest weights."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per row."),
+    as_tsv: bool = typer.Option(False, "--tsv", help="Tab-separated, with a header line."),
+):
+    """Print every non-zero weight of a model: slot (Constant: the bias), class, weight and, for
+    the Gaussian learners, its variance; largest |weight| first."""
+    from streamherd.errors import StreamherdError
+    from streamherd.inspection import inspect_model
+
+    if as_json and as_tsv:
+        raise StreamherdError("--json and --tsv each choose the output; pass one of them")
+    inspect_model(model, "json" if as_json else "tsv" if as_tsv else "table", top)
+
+
 # ---------------------------------------------------------------- experiment (issue 5)
 
 @app.command()
@@ -358,6 +376,8 @@ VW_SPELLINGS = {
     "--bfgs": _NO_SGD, "--ftrl": _NO_SGD, "--coin": _NO_SGD,
     "--l1": "no L1/L2 penalty: AROW's -r and NHERD's -C regularise",
     "--l2": "no L1/L2 penalty: AROW's -r and NHERD's -C regularise",
+    "--readable_model": "streamherd inspect MODEL (every non-zero weight, no retraining)",
+    "--invert_hash": "streamherd inspect MODEL (every non-zero weight, no retraining)",
     "--daemon": "no daemon: pipe examples to streamherd predict, which answers each line as it "
                 "arrives",
 }

@@ -1,0 +1,126 @@
+"""``streamherd inspect MODEL``: what a model has learned, slot by slot.
+
+Every slot whose weight is not zero, with that weight (what predictions read: the mean, or the
+average of avg-perceptron) and, for the Gaussian learners, its variance (the diagonal of Sigma
+for a ``-full`` one); for a multiclass model one row per class and slot. Sorted by |weight|,
+largest first (ties by class, then slot). The bias, VW's constant feature, is named ``Constant``
+as VW's ``--invert_hash`` names it. Output: an aligned table (default), ``--tsv`` or ``--json``
+(one object per row), to stdout.
+
+    >>> rows = weight_rows({"bits": 2, "bias": False}, {"mean": np.array([0.0, -2.0, 0.5, 0.0])})
+    >>> [(int(r["slot"]), float(r["weight"])) for r in rows]
+    [(1, -2.0), (2, 0.5)]
+"""
+import json
+import math
+import sys
+
+import numpy as np
+
+from streamherd.errors import StreamherdError
+
+ROW = np.dtype([("slot", np.int64), ("block", np.int64), ("weight", np.float64),
+                ("variance", np.float64)])
+FORMATS = ("table", "tsv", "json")
+
+
+def _weights(arrays):
+    """The weight vector predictions read (avg-perceptron predicts with its average)."""
+    return arrays["average"] if "average" in arrays else arrays["mean"]
+
+
+def _variances(arrays, size):
+    """The variance of each weight (Gaussian learners), else None: the diagonal of Sigma, of
+    each class's block of it for a one-versus-all stack of (K d) x d matrices."""
+    if "variance" in arrays:
+        return arrays["variance"]
+    if "covariance" not in arrays:
+        return None
+    covariance = arrays["covariance"]
+    rows, columns = covariance.shape
+    blocks = covariance.reshape(rows // columns, columns, columns)
+    variances = np.diagonal(blocks, axis1=1, axis2=2).reshape(-1)
+    assert len(variances) == size
+    return variances
+
+
+def weight_rows(meta, arrays):
+    """The rows of the model's non-zero weights (dtype ROW: slot, class block, weight, variance
+    (NaN when the learner keeps none)), sorted by |weight| descending, then block and slot."""
+    dim = 1 << meta["bits"]
+    weights = _weights(arrays)
+    variances = _variances(arrays, len(weights))
+    where = np.flatnonzero(weights)
+    rows = np.empty(len(where), ROW)
+    rows["slot"] = where % dim
+    rows["block"] = where // dim
+    rows["weight"] = weights[where]
+    rows["variance"] = variances[where] if variances is not None else np.nan
+    order = np.lexsort((rows["slot"], rows["block"], -np.abs(rows["weight"])))
+    return rows[order]
+
+
+def _feature_names(meta, slots):
+    """What is known of each slot's feature: ``Constant`` for the bias slot, else empty."""
+    from streamherd.features.space import FeatureSpace
+
+    space = FeatureSpace.from_meta(meta)
+    return np.where(space.bias & (slots == space.bias_slot), "Constant", "")
+
+
+def inspect_model(path, fmt="table", top=None, out=None):
+    """Write the model's weight rows to ``out`` (stdout) in ``fmt``; at most ``top`` rows."""
+    from streamherd.model import load_model
+
+    if fmt not in FORMATS:
+        raise StreamherdError(f"unknown inspect format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if top is not None and top < 1:
+        raise StreamherdError(f"--top must be at least 1, got {top}")
+    meta, arrays = load_model(path)
+    rows = weight_rows(meta, arrays)[:top]
+    classes = meta.get("classes") if meta.get("task") == "multiclass" else None
+    columns = {"slot": rows["slot"], "feature": _feature_names(meta, rows["slot"])}
+    if classes is not None:
+        columns["class"] = np.array([str(c) for c in classes], dtype=object)[rows["block"]]
+    columns["weight"] = rows["weight"]
+    if "variance" in arrays or "covariance" in arrays:
+        columns["variance"] = rows["variance"]
+    out = out or sys.stdout
+    _WRITERS[fmt](columns, len(rows), out)
+
+
+def _text(value):
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))   # the shortest text that reads back as the same number
+    return str(value)
+
+
+def _write_tsv(columns, n, out):
+    out.write("\t".join(columns) + "\n")
+    texts = [[_text(v) for v in values] for values in columns.values()]
+    out.writelines("\t".join(row) + "\n" for row in zip(*texts))
+
+
+def _write_table(columns, n, out):
+    texts = [[name, *(_text(v) for v in values)] for name, values in columns.items()]
+    widths = [max(map(len, column)) for column in texts]
+    for row in zip(*texts):
+        out.write("  ".join(cell.rjust(width) if k != 1 else cell.ljust(width)
+                            for k, (cell, width) in enumerate(zip(row, widths))).rstrip() + "\n")
+
+
+def _json_value(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    return str(value)
+
+
+def _write_json(columns, n, out):
+    names = list(columns)
+    for k in range(n):
+        out.write(json.dumps({name: _json_value(columns[name][k]) for name in names}) + "\n")
+
+
+_WRITERS = {"table": _write_table, "tsv": _write_tsv, "json": _write_json}
