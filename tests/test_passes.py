@@ -5,11 +5,14 @@ loss computed here in numpy from the parsed rows and the saved model."""
 import gzip
 import os
 import re
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from conftest import one_line_error
+from conftest import REPO, one_line_error
 
 
 @pytest.fixture(scope="module")
@@ -150,3 +153,27 @@ def test_user_errors(run_cli, tmp_path, flags, expected):
     data.write_text("1 1:1\n-1 2:1\n")
     line = one_line_error(run_cli("train", data, *flags))
     assert expected in line
+
+
+def test_interrupted_while_spilling_stdin_removes_the_copy_and_keeps_the_model(head, tmp_path):
+    """Ctrl-C while standard input is being copied (the input never ends): exit 130, the
+    temporary copy removed, the existing model left as it was."""
+    model = tmp_path / "m.npz"
+    model.write_bytes(b"the user's model")
+    proc = subprocess.Popen([sys.executable, "-m", "streamherd", "train", "--passes", "2",
+                             "-f", model], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=REPO)
+    proc.stdin.write(head(100).read_bytes())
+    proc.stdin.flush()
+    spill = None
+    while spill is None:
+        line = proc.stderr.readline().decode()
+        assert line, "the run ended before copying standard input"
+        spill = re.search(r"standard input is copied to (\S+) for", line)
+    assert os.path.exists(spill.group(1))
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert b"interrupted; no model was written" in err
+    assert not os.path.exists(spill.group(1))
+    assert model.read_bytes() == b"the user's model"
