@@ -135,7 +135,7 @@ class BestPass:
             self.best_loss, self.best_pass = loss, len(self.losses)
             self.model = snapshot()
             self._no_win = 0
-        else:
+        elif not (math.isnan(loss) and self.best_pass is None):   # as VW: no holdout, no stop
             self._no_win += 1
 
     @property

@@ -20,7 +20,6 @@ from typing import NamedTuple
 import numpy as np
 
 from streamherd import compilation, learners, tasks
-from streamherd.passes import BestPass, Passes, copied, per_pass_path, replayable
 from streamherd.errors import Interrupted, StreamherdError, say
 from streamherd.features import normalize as normalization
 from streamherd.features.space import DEFAULT_BITS, FeatureSpace
@@ -29,6 +28,7 @@ from streamherd.learners.base import UnstableUpdate
 from streamherd.model import load_model, save_model
 from streamherd.outputs import (check_inputs, check_stdout_output, replaced_on_success,
                                 resolve_output)
+from streamherd.passes import BestPass, Passes, copied, per_pass_path, replayable
 from streamherd.progress import ProgressiveValidation
 
 
@@ -211,21 +211,9 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         total = reader.total_bytes
         progress = ProgressiveValidation(quiet=quiet, total_bytes=total and total * passes.count,
                                          compile_watch=compilation.watch(quiet))
-        best = BestPass(passes.early_terminate) if passes.holdout else None
-        used = 0
-        while used < passes.count and not (best is not None and best.stop):
-            if used:
-                reader = new_reader()
-            progress.start_pass(show_holdout=passes.holdout and used > 0)
-            _learn_from(reader, trainer, progress,
-                        None if used else (lambda: _preamble(final_model, trainer, paths)),
-                        passes.new_pass(), bytes_before=(total or 0) * used)
-            trainer.finish()
-            used += 1
-            if pass_paths is not None:
-                save_model(pass_paths[used - 1], *_model_now(trainer, progress))
-            if best is not None:
-                best.record(progress.end_pass(), lambda: _model_now(trainer, progress, copy=True))
+        used, best, reader = _run_passes(passes, reader, new_reader, trainer, progress,
+                                         lambda: _preamble(final_model, trainer, paths),
+                                         pass_paths)
     _check_skipped(progress.bad_lines, progress.examples, skip_bad, reader.formats_seen,
                    "no model was written")
     if progress.labeled == 0 and not allow_empty:
@@ -236,16 +224,44 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         progress.note(f"no update was made: every labeled example was predicted with margin to "
                       f"spare or had importance 0, so the model is the "
                       f"{'initial' if initial_model is not None else 'untrained'} one")
-    model = _model_now(trainer, progress)
-    if best is not None and best.model is not None:
-        model = best.model
-        progress.note(f"model from pass {best.best_pass} (best holdout {progress.loss_name} "
-                      f"{best.best_loss:.6f})")
-    elif best is not None:
-        progress.note(f"no held-out example was labeled: model from the last pass ({used})")
+    model = _chosen_model(trainer, progress, best, used)
     if model_path is not None:
         save_model(model_path, *model)
     return summary
+
+
+def _run_passes(passes, reader, new_reader, trainer, progress, preamble, pass_paths):
+    """The passes over the inputs (``reader`` the first's, ``new_reader()`` each later one's),
+    the preamble printed once, each pass's model saved to ``pass_paths`` (if any); returns
+    (passes used, the BestPass or None without a holdout set, the last reader)."""
+    best = BestPass(passes.early_terminate) if passes.holdout else None
+    used = 0
+    while used < passes.count and not (best is not None and best.stop):
+        if used:
+            reader = new_reader()
+        progress.start_pass(show_holdout=passes.holdout and used > 0)
+        _learn_from(reader, trainer, progress, None if used else preamble, passes.new_pass(),
+                    bytes_before=(reader.total_bytes or 0) * used)
+        trainer.finish()
+        used += 1
+        if pass_paths is not None:
+            save_model(pass_paths[used - 1], *_model_now(trainer, progress))
+        if best is not None:
+            best.record(progress.end_pass(), lambda: _model_now(trainer, progress, copy=True))
+    return used, best, reader
+
+
+def _chosen_model(trainer, progress, best, used):
+    """(meta, arrays) to write: the best pass's with a holdout set (said on stderr), else the
+    model as the last pass left it."""
+    if best is None:
+        return _model_now(trainer, progress)
+    if best.model is None:
+        progress.note(f"no held-out example was labeled: model from the last pass ({used})")
+        return _model_now(trainer, progress)
+    progress.note(f"model from pass {best.best_pass} (best holdout {progress.loss_name} "
+                  f"{best.best_loss:.6f})")
+    return best.model
 
 
 def _model_now(trainer, progress, copy=False):
