@@ -191,6 +191,13 @@ def train(
     save_per_pass: bool = typer.Option(False, "--save_per_pass", "--save-per-pass",
                                        help="Also write each pass's model, STEM.passK.npz "
                                             "beside -f STEM.npz."),
+    shuffle: bool = typer.Option(False, "--shuffle", help="Each pass in its own random order: "
+                                 "exact when the input fits --shuffle_memory, else within "
+                                 "windows of that size."),
+    random_seed: int = typer.Option(0, "--random_seed", "--random-seed",
+                                    help="Seed of --shuffle."),
+    shuffle_memory: int = typer.Option(1024, "--shuffle_memory", "--shuffle-memory",
+                                       help="MiB of parsed rows --shuffle holds at once."),
     **hyperparameters,
 ):
     """Train a model, one online update per line, reporting progressive validation loss."""
@@ -202,7 +209,8 @@ def train(
                       normalize=True if normalize else None, multiclass=multiclass,
                       classes=classes, loss=loss, allow_empty=allow_empty,
                       passes=Passes(passes, holdout_period, holdout_after, holdout_off,
-                                    early_terminate, save_per_pass))
+                                    early_terminate, save_per_pass, shuffle, random_seed,
+                                    shuffle_memory))
 
 
 @app.command()

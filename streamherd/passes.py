@@ -12,9 +12,20 @@ model of that moment and scored, but not learned from (it goes through the learn
 importance 0, which makes no update). The holdout loss of a pass is the weighted average loss of
 its held-out labeled examples; ``--early_terminate K`` stops after K passes in a row without a
 lower one, and the model written is that of the pass with the lowest (the last pass's when
-no held-out example was labeled).
+no held-out example was labeled). A held-out row travels as its importance negated (the parser
+never gives a negative one, and the learners skip importance <= 0), so that the mark survives
+the task's dropping of rows.
+
+``--shuffle`` (seeded by ``--random_seed``): each pass in its own order. The inputs are read
+into windows of at most ``--shuffle_memory`` MiB of parsed rows; when the whole input fits in one
+(the first pass tells), the shuffle is exact (a permutation of all the rows, drawn from numpy's
+default_rng([seed, pass])) and the later passes come from memory; beyond, the rows of each
+window are permuted, the windows in input order (a block-wise shuffle: examples never move
+further than a window). The holdout set is the same examples in every pass: they are counted in
+input order, before the shuffle.
 """
 import contextlib
+import dataclasses
 import math
 import os
 import shutil
@@ -25,9 +36,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamherd.errors import StreamherdError
+from streamherd.io.csr import Chunk
 
 DEFAULT_HOLDOUT_PERIOD = 10
 DEFAULT_EARLY_TERMINATE = 3
+DEFAULT_SHUFFLE_MEMORY_MIB = 1024
+SHUFFLED_ROWS = 1 << 14   # rows of each chunk of a shuffled pass
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,9 @@ class Passes:
     holdout_off: bool = False
     early_terminate: int = DEFAULT_EARLY_TERMINATE
     save_per_pass: bool = False
+    shuffle: bool = False
+    random_seed: int = 0
+    shuffle_memory_mib: int = DEFAULT_SHUFFLE_MEMORY_MIB
 
     @property
     def holdout(self):
@@ -57,24 +74,13 @@ class Passes:
         if self.early_terminate < 1:
             raise StreamherdError(f"--early_terminate {self.early_terminate}: give 1 or more "
                                   f"passes without improvement")
+        if self.shuffle_memory_mib < 1:
+            raise StreamherdError(f"--shuffle_memory {self.shuffle_memory_mib}: give 1 MiB or "
+                                  f"more")
         if self.save_per_pass and final_model is None:
             raise StreamherdError("--save_per_pass writes STEM.passK.npz next to the model: "
                                   "give the model's path with -f")
         return self
-
-    def new_pass(self):
-        """The ``hold_out(n)`` of one pass (Trainer.learn): the mask of its next n examples
-        held out; None without a holdout set."""
-        if not self.holdout:
-            return None
-        seen = 0
-
-        def hold_out(n):
-            nonlocal seen
-            mask = self.held_out(seen, n)
-            seen += n
-            return mask
-        return hold_out
 
     def held_out(self, first, n):
         """The mask of the rows first+1 .. first+n (1-based example numbers in the pass) that
@@ -83,6 +89,82 @@ class Passes:
         if self.holdout_after:
             return numbers > self.holdout_after
         return numbers % self.holdout_period == 0
+
+
+def mark_held_out(chunk, held_out):
+    """The chunk with its held-out rows marked: their importance negated."""
+    return dataclasses.replace(chunk, importance=np.where(held_out, -chunk.importance,
+                                                         chunk.importance))
+
+
+def held_out_rows(importance):
+    """The mask of the held-out rows, from the sign of their importance (-0.0 included)."""
+    return np.signbit(importance)
+
+
+class PassChunks:
+    """The chunks of each pass, held-out rows marked (with a holdout set) and shuffled (with
+    --shuffle); ``reader``: the reader of the last pass read from the inputs."""
+
+    def __init__(self, passes, new_reader, reader):
+        self.passes = passes
+        self.new_reader = new_reader
+        self.reader = reader
+        self._in_memory = None    # the whole input, when it fits one shuffle window
+        self._read = 0
+
+    @property
+    def bytes_done(self):
+        return self.reader.bytes_done
+
+    def of_pass(self, k):
+        """The chunks of pass k (1-based)."""
+        if k > 1 and self._in_memory is None:
+            self.reader = self.new_reader()
+        if not self.passes.shuffle:
+            return self._marked(self.reader)
+        return self._shuffled(k)
+
+    def _marked(self, chunks):
+        """``chunks`` with their held-out rows marked, counted in order from 1."""
+        seen = 0
+        for chunk in chunks:
+            if self.passes.holdout:
+                chunk = mark_held_out(chunk, self.passes.held_out(seen, chunk.n_examples))
+            seen += chunk.n_examples
+            yield chunk
+
+    def _shuffled(self, k):
+        rng = np.random.default_rng([self.passes.random_seed, k])
+        windows = [self._in_memory] if self._in_memory is not None else \
+            self._marked(self._windows())
+        count = 0
+        for window in windows:
+            count += 1
+            order = rng.permutation(window.n_examples)
+            for start in range(0, len(order), SHUFFLED_ROWS):
+                part = window.take(order[start:start + SHUFFLED_ROWS])
+                if start:   # the window's skipped lines, counted once
+                    part = dataclasses.replace(part, bad_lines=0,
+                                               bad_line_numbers=np.zeros(0, np.int64))
+                yield part
+            if k == 1 and count == 1:
+                first = window
+        if k == 1 and count == 1 and self.passes.count > 1:
+            self._in_memory = first
+
+    def _windows(self):
+        """The inputs as chunks of at most --shuffle_memory MiB of parsed rows each."""
+        limit = self.passes.shuffle_memory_mib << 20
+        held, size = [], 0
+        for chunk in self.reader:
+            held.append(chunk.copy())
+            size += sum(a.nbytes for a in vars(held[-1]).values() if isinstance(a, np.ndarray))
+            if size >= limit:
+                yield Chunk.concatenate(held)
+                held, size = [], 0
+        if held:
+            yield Chunk.concatenate(held)
 
 
 def per_pass_path(final_model, k):

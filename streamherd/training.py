@@ -9,7 +9,6 @@ pass, holding out a set of examples (passes.py). predict: the model's task score
 on the parser threads, and its lines are written in input order.
 """
 import contextlib
-import dataclasses
 import errno
 import functools
 import os
@@ -28,7 +27,8 @@ from streamherd.learners.base import UnstableUpdate
 from streamherd.model import load_model, save_model
 from streamherd.outputs import (check_inputs, check_stdout_output, replaced_on_success,
                                 resolve_output)
-from streamherd.passes import BestPass, Passes, copied, per_pass_path, replayable
+from streamherd.passes import (BestPass, PassChunks, Passes, copied, held_out_rows,
+                               per_pass_path, replayable)
 from streamherd.progress import ProgressiveValidation
 
 
@@ -99,14 +99,13 @@ def _hyperparameters(algo, options, kind):
 
 class Step(NamedTuple):
     """What learning from one chunk did: its rows (without the bad lines its labels made),
-    the progressive loss of each (NaN: unlabeled), the updates made, describe(i), the
-    (label, prediction) texts of row i, and the mask of the rows held out (None: none)."""
+    the progressive loss of each (NaN: unlabeled), the updates made, and describe(i), the
+    (label, prediction) texts of row i."""
 
     chunk: object
     loss: np.ndarray
     updates: int
     describe: object
-    held_out: "np.ndarray | None" = None
 
 
 class Trainer:
@@ -125,17 +124,14 @@ class Trainer:
         return self.task.new_learner(start.algo, start.space.dim, start.options, state,
                                      learner_meta)
 
-    def learn(self, chunk, hold_out=None):
-        """One chunk: its Step. ``hold_out(n)``: the mask of its n rows (those the task takes)
-        to predict without learning from them: they go through with importance 0."""
+    def learn(self, chunk):
+        """One chunk: its Step. A row of negative importance (passes.mark_held_out) is
+        predicted, not learned from."""
         if self.undecided:
             self._settle(tasks.detect(chunk, self.task.skip_bad))
         chunk, targets = self.task.targets(chunk)
-        held_out = hold_out(chunk.n_examples) if hold_out is not None else None
-        rows = chunk if held_out is None else dataclasses.replace(
-            chunk, importance=np.where(held_out, 0.0, chunk.importance))
         try:
-            updates, predictions = self.task.learn(self.learner, targets, rows)
+            updates, predictions = self.task.learn(self.learner, targets, chunk)
         except UnstableUpdate as e:   # e.index: a row of the chunk the learner saw
             raise StreamherdError(
                 f"{chunk.source}:{int(chunk.line_numbers[e.index])}: {e.what}; scale the "
@@ -144,7 +140,7 @@ class Trainer:
         task = self.task
         return Step(chunk, task.loss(targets, predictions), updates,
                     lambda i: (chunk.label_token(i) or "unknown",
-                               task.prediction_text(predictions, i)), held_out)
+                               task.prediction_text(predictions, i)))
 
     def finish(self):
         """The task of a stream that brought no chunk to choose it: binary."""
@@ -235,20 +231,19 @@ def _run_passes(passes, reader, new_reader, trainer, progress, preamble, pass_pa
     the preamble printed once, each pass's model saved to ``pass_paths`` (if any); returns
     (passes used, the BestPass or None without a holdout set, the last reader)."""
     best = BestPass(passes.early_terminate) if passes.holdout else None
+    chunks = PassChunks(passes, new_reader, reader)
     used = 0
     while used < passes.count and not (best is not None and best.stop):
-        if used:
-            reader = new_reader()
         progress.start_pass(show_holdout=passes.holdout and used > 0)
-        _learn_from(reader, trainer, progress, None if used else preamble, passes.new_pass(),
-                    bytes_before=(reader.total_bytes or 0) * used)
+        _learn_from(chunks.of_pass(used + 1), trainer, progress, None if used else preamble,
+                    passes.holdout, lambda: (reader.total_bytes or 0) * used + chunks.bytes_done)
         trainer.finish()
         used += 1
         if pass_paths is not None:
             save_model(pass_paths[used - 1], *_model_now(trainer, progress))
         if best is not None:
             best.record(progress.end_pass(), lambda: _model_now(trainer, progress, copy=True))
-    return used, best, reader
+    return used, best, chunks.reader
 
 
 def _chosen_model(trainer, progress, best, used):
@@ -283,20 +278,25 @@ def _passes_summary(used, best, loss_name):
     return lines
 
 
-def _learn_from(reader, trainer, progress, preamble, hold_out=None, bytes_before=0):
-    """Every chunk of ``reader`` through the trainer, into the progress table; ``preamble()``
-    (if any) goes before it, once the first example is read. ``hold_out``: Trainer.learn's;
-    ``bytes_before``: the bytes of the passes before (for the progress bar)."""
+def _learn_from(chunks, trainer, progress, preamble, holdout=False, bytes_done=None):
+    """Every chunk of ``chunks`` through the trainer, into the progress table; ``preamble()``
+    (if any) goes before it, once the first example is read. ``holdout``: the chunks' held-out
+    rows are marked (passes.mark_held_out); ``bytes_done()``: the input read so far (for the
+    progress bar)."""
     announced = preamble is None
-    for chunk in reader:
-        step = trainer.learn(chunk, hold_out)
+    for chunk in chunks:
+        step = trainer.learn(chunk)
         progress.loss_name = trainer.task.loss_name
         if not announced and step.chunk.n_examples:
             announced = True
             progress.preamble(preamble())
-        progress.add_chunk(step.chunk.importance, step.loss, step.chunk.indptr, step.describe,
+        importance, held_out = step.chunk.importance, None
+        if holdout:
+            held_out = held_out_rows(importance)
+            importance = np.abs(importance)
+        progress.add_chunk(importance, step.loss, step.chunk.indptr, step.describe,
                            updates=step.updates, bad_lines=step.chunk.bad_lines,
-                           bytes_done=bytes_before + reader.bytes_done, held_out=step.held_out)
+                           bytes_done=bytes_done and bytes_done(), held_out=held_out)
 
 
 def _nothing_learned(paths, final_model, model_path):

@@ -177,3 +177,48 @@ def test_interrupted_while_spilling_stdin_removes_the_copy_and_keeps_the_model(h
     assert b"interrupted; no model was written" in err
     assert not os.path.exists(spill.group(1))
     assert model.read_bytes() == b"the user's model"
+
+
+def test_exact_shuffle_is_the_documented_permutation_of_each_pass(run_cli, a9a_lines, head,
+                                                                 tmp_path):
+    """--shuffle on an input that fits in memory: pass k reads the rows in the order
+    numpy.random.default_rng([seed, k]).permutation(n), as README says."""
+    n, seed = 3000, 5
+    data = head(n)
+    orders = [np.random.default_rng([seed, k]).permutation(n) for k in (1, 2)]
+    by_hand = head(2 * n, "by_hand.svm", [a9a_lines[i] for order in orders for i in order])
+    proc = run_cli("train", data, "--passes", 2, "--holdout_off", "--shuffle", "--random_seed",
+                   seed, "--algo", "nherd-p", "-f", tmp_path / "shuffled.npz")
+    assert proc.returncode == 0, proc.stderr
+    assert run_cli("train", by_hand, "--algo", "nherd-p", "-f",
+                   tmp_path / "by_hand.npz").returncode == 0
+    assert_same_model(tmp_path / "shuffled.npz", tmp_path / "by_hand.npz")
+
+
+def test_shuffle_keeps_the_holdout_set_and_windows_beyond_memory(run_cli, a9a_lines, head,
+                                                                 tmp_path):
+    """The held-out examples are the same in every shuffled pass (counted in input order: the
+    lines after the 15000th, which alone have feature 999999, never reach the weights), and an
+    input larger than --shuffle_memory is shuffled window by window: another order than the
+    exact shuffle's, the same examples, reproducible with its seed."""
+    n, learned = 20000, 15000
+    marked = a9a_lines[:learned] + [line.rstrip() + b" 999999:1\n"
+                                    for line in a9a_lines[learned:n]]
+    data = head(n, "marked.svm", marked)
+    common = ["train", data, "--passes", 3, "--holdout_after", learned, "--early_terminate", 9,
+              "--shuffle", "--algo", "pa2"]
+    exact = run_cli(*common, "-f", tmp_path / "exact.npz")
+    windowed = run_cli(*common, "--shuffle_memory", 1, "-f", tmp_path / "windowed.npz")
+    again = run_cli(*common, "--shuffle_memory", 1, "-f", tmp_path / "again.npz")
+    first_lines = run_cli("train", head(learned), "--algo", "pa2", "-f", tmp_path / "first.npz")
+    for proc in (exact, windowed, again, first_lines):
+        assert proc.returncode == 0, proc.stderr
+    for proc in (exact, windowed):
+        assert summary_value(proc.stderr, "weighted example sum") == f"{3 * learned:.6f}"
+    support = np.flatnonzero(arrays(tmp_path / "first.npz")["mean"])
+    for name in ("exact", "windowed"):
+        np.testing.assert_array_equal(np.flatnonzero(arrays(tmp_path / f"{name}.npz")["mean"]),
+                                      support)
+    assert_same_model(tmp_path / "windowed.npz", tmp_path / "again.npz")
+    assert not np.array_equal(arrays(tmp_path / "exact.npz")["mean"],
+                              arrays(tmp_path / "windowed.npz")["mean"])
