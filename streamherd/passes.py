@@ -4,12 +4,12 @@ Each pass reads the input files again (the parser is faster than a cache file wo
 standard input, which cannot be read twice, is copied to a temporary file first (``replayable``).
 
 Holdout (only with N > 1, as VW): the examples of a pass are counted from 1, in input order, over
-every file; an "example" is a line the parser and the task accept (unlabeled lines count,
-skipped malformed lines, blank lines and comments do not), as VW's example counter. With
+every file; an "example" is a line the parser accepts (unlabeled lines count, skipped malformed
+lines, blank lines and comments do not; a line the task then drops, a class name in binary
+data under --skip-bad, still counts), as VW's example counter. With
 ``--holdout_period K`` (default 10) the K-th, 2K-th, ... example of every pass is held out; with
 ``--holdout_after N`` every example after the N-th is. A held-out example is predicted by the
-model of that moment and scored, but not learned from (it goes through the learner with
-importance 0, which makes no update). The holdout loss of a pass is the weighted average loss of
+model of that moment and scored, but not learned from. The holdout loss of a pass is the weighted average loss of
 its held-out labeled examples; ``--early_terminate K`` stops after K passes in a row without a
 lower one, and the model written is that of the pass with the lowest (the last pass's when
 no held-out example was labeled). A held-out row travels as its importance negated (the parser
