@@ -111,7 +111,6 @@ class PassChunks:
         self.new_reader = new_reader
         self.reader = reader
         self._in_memory = None    # the whole input, when it fits one shuffle window
-        self._read = 0
 
     @property
     def bytes_done(self):
