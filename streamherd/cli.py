@@ -175,14 +175,44 @@ def train(
                                      help="Write the model even when no labeled example was "
                                           "read (without it, such a run fails and writes "
                                           "nothing)."),
+    passes: int = typer.Option(1, "--passes", help="Read the inputs N times (stdin is copied "
+                               "to a temporary file first). With N > 1 a holdout set is "
+                               "scored, not learned from, and the best pass's model written."),
+    holdout_period: int = typer.Option(10, "--holdout_period", "--holdout-period",
+                                       help="With --passes > 1: hold out the K-th, 2K-th, ... "
+                                            "example of each pass."),
+    holdout_after: int = typer.Option(0, "--holdout_after", "--holdout-after",
+                                      help="With --passes > 1: hold out every example after "
+                                           "the N-th of each pass instead (0: by period)."),
+    holdout_off: bool = typer.Option(False, "--holdout_off", "--holdout-off",
+                                     help="No holdout set: learn from every example of every "
+                                          "pass, and write the last pass's model."),
+    early_terminate: int = typer.Option(3, "--early_terminate", "--early-terminate",
+                                        help="Stop after K passes in a row without a lower "
+                                             "holdout loss."),
+    save_per_pass: bool = typer.Option(False, "--save_per_pass", "--save-per-pass",
+                                       help="Also write each pass's model, STEM.passK.npz "
+                                            "beside -f STEM.npz."),
+    shuffle: bool = typer.Option(False, "--shuffle", help="Each pass in its own random order: "
+                                 "exact when the input fits --shuffle_memory, else within "
+                                 "windows of that size."),
+    random_seed: int = typer.Option(0, "--random_seed", "--random-seed",
+                                    help="Seed of --shuffle."),
+    shuffle_memory: int = typer.Option(1024, "--shuffle_memory", "--shuffle-memory",
+                                       help="MiB of parsed rows --shuffle holds at once."),
     **hyperparameters,
 ):
     """Train a model, one online update per line, reporting progressive validation loss."""
+    from streamherd.passes import Passes
+
     _training().train(_inputs(files, data), algo=algo, options=hyperparameters, bits=bits,
                       bias=False if no_bias else None, fmt=fmt, final_model=final_model,
                       initial_model=initial_model, quiet=quiet, skip_bad=skip_bad,
                       normalize=True if normalize else None, multiclass=multiclass,
-                      classes=classes, loss=loss, allow_empty=allow_empty)
+                      classes=classes, loss=loss, allow_empty=allow_empty,
+                      passes=Passes(passes, holdout_period, holdout_after, holdout_off,
+                                    early_terminate, save_per_pass, shuffle, random_seed,
+                                    shuffle_memory))
 
 
 @app.command()

@@ -1,7 +1,10 @@
 """Progressive validation: the loss of each prediction made before its update, and VW's table.
 
 Rows are printed when the weighted count of labeled examples reaches 1, 2, 4, 8, ... exactly as
-VW does (one row at most per example). One numba pass per chunk (``_account_chunk``) sums the
+VW does (one row at most per example). With a holdout set (passes.py), held-out examples count
+apart: from the second pass on, a row shows the average holdout loss so far and since the last
+row, marked " h", as VW does (the counter still counts every example, held-out ones included).
+One numba pass per chunk (``_account_chunk``) sums the
 weights and losses and finds those rows: the accounting runs on the learner's thread, between two
 learner kernels, so it is one call rather than a dozen numpy passes over the chunk.
 """
@@ -15,9 +18,9 @@ HEADER = ("average  since         example        example        current        c
           "loss     last          counter         weight          label        predict features")
 
 
-def format_row(average, since, counter, weight, label, predict, features):
+def format_row(average, since, counter, weight, label, predict, features, holdout=False):
     return (f"{average:<8.6f} {since:<8.6f} {counter:>12d} {weight:>14.1f} "
-            f"{label:>14} {predict:>14} {features:>8d}")
+            f"{label:>14} {predict:>14} {features:>8d}{' h' if holdout else ''}")
 
 
 @njit(cache=True, nogil=True)
@@ -73,6 +76,11 @@ class ProgressiveValidation:
         self._next_row = 1.0
         self._row_loss = 0.0
         self._row_weight = 0.0
+        self.holdout_loss_sum = 0.0   # every held-out labeled example so far, weighted
+        self.holdout_weight = 0.0
+        self._pass_holdout = (0.0, 0.0)   # (loss, weight) of the current pass
+        self._row_holdout = (0.0, 0.0)    # the totals at the last row printed
+        self.show_holdout = False
         self._started = time.perf_counter()
         self._header_done = False
         self._bar = None
@@ -120,15 +128,38 @@ class ProgressiveValidation:
                     if self.compile_watch is not None else 0.0)
         return max(time.perf_counter() - self._started - compiled, 1e-9), compiled
 
+    def start_pass(self, show_holdout):
+        """A new pass: its rows show the holdout loss when ``show_holdout``."""
+        self.show_holdout = show_holdout
+        self._pass_holdout = (0.0, 0.0)
+
+    def end_pass(self):
+        """The holdout loss of the pass that ended (NaN: no held-out labeled example)."""
+        loss, weight = self._pass_holdout
+        return loss / weight if weight > 0 else float("nan")
+
+    def _holdout_sums(self, importance, loss, held_out):
+        """The weighted losses of the held-out labeled rows (0 elsewhere), and their weights;
+        the chunk's progressive losses without the held-out rows."""
+        counted = held_out & ~np.isnan(loss)
+        weights = np.where(counted, importance, 0.0)
+        losses = np.where(counted, loss, 0.0) * weights
+        return losses, weights, np.where(held_out, np.nan, loss)
+
     def add_chunk(self, importance, loss, indptr, describe, updates=0, bad_lines=0,
-                  bytes_done=None):
+                  bytes_done=None, held_out=None):
         """Account one chunk.
 
         loss: the progressive loss of each example (NaN for an unlabeled line); indptr: the
         chunk's row pointers (features per row); describe(i): the (label, prediction) texts of
-        example i, called only for the rows printed.
+        example i, called only for the rows printed; held_out: the mask of the rows held out
+        (scored apart, not learned from).
         """
         n = len(loss)
+        holdout = None
+        if held_out is not None:
+            h_losses, h_weights, loss = self._holdout_sums(importance, loss, held_out)
+            holdout = (np.cumsum(h_losses), np.cumsum(h_weights))
         rows = np.empty(n, np.int64)   # at most one row per example
         row_weights = np.empty(n)
         row_losses = np.empty(n)
@@ -137,8 +168,18 @@ class ProgressiveValidation:
             row_weights, row_losses)
         for k in range(found):
             i = int(rows[k])
-            self._row(i, float(row_weights[k]), float(row_losses[k]),
-                      int(indptr[i + 1] - indptr[i]), describe)
+            if holdout is not None and self.show_holdout:
+                self._holdout_row(i, holdout[0][i], holdout[1][i], float(row_weights[k]),
+                                  int(indptr[i + 1] - indptr[i]), describe)
+            else:
+                self._row(i, float(row_weights[k]), float(row_losses[k]),
+                          int(indptr[i + 1] - indptr[i]), describe)
+        if holdout is not None and n:
+            chunk_h_loss, chunk_h_weight = float(holdout[0][-1]), float(holdout[1][-1])
+            self.holdout_loss_sum += chunk_h_loss
+            self.holdout_weight += chunk_h_weight
+            self._pass_holdout = (self._pass_holdout[0] + chunk_h_loss,
+                                  self._pass_holdout[1] + chunk_h_weight)
         self.weighted += chunk_weight
         self.loss_sum += chunk_loss
         self.examples += n
@@ -156,21 +197,35 @@ class ProgressiveValidation:
                 self.quiet, self._bar = True, None
 
     def _row(self, i, weight, loss, features, describe):
+        since = (loss - self._row_loss) / max(weight - self._row_weight, 1e-300)
+        self._print_row(i, loss / weight, since, weight, features, describe, False)
+        self._row_loss, self._row_weight = loss, weight
+
+    def _holdout_row(self, i, chunk_loss, chunk_weight, weight, features, describe):
+        """A row of a pass after the first: the holdout losses up to row i of the chunk."""
+        loss = self.holdout_loss_sum + chunk_loss
+        held = self.holdout_weight + chunk_weight
+        since_loss, since_weight = loss - self._row_holdout[0], held - self._row_holdout[1]
+        self._print_row(i, loss / held if held > 0 else float("nan"),
+                        since_loss / since_weight if since_weight > 0 else float("nan"),
+                        weight, features, describe, True)
+        self._row_holdout = (loss, held)
+
+    def _print_row(self, i, average, since, weight, features, describe, holdout):
         if not self._header_done:
             self._print(HEADER)
             self._header_done = True
         label, predict = describe(i)
-        since = (loss - self._row_loss) / max(weight - self._row_weight, 1e-300)
-        self._print(format_row(loss / weight, since, self.examples + i + 1, weight, label, predict,
-                               features))
-        self._row_loss, self._row_weight = loss, weight
+        self._print(format_row(average, since, self.examples + i + 1, weight, label, predict,
+                               features, holdout))
 
     @property
     def average_loss(self):
         return self.loss_sum / self.weighted if self.weighted > 0 else float("nan")
 
-    def finish(self):
-        """Close the bar and print the summary; returns the summary as a dict."""
+    def finish(self, extra=None):
+        """Close the bar and print the summary, with the lines of ``extra`` (a dict) after the
+        weighted example sum; returns the summary as a dict."""
         elapsed, compiled = self._elapsed()
         if self._bar is not None:
             try:
@@ -180,6 +235,7 @@ class ProgressiveValidation:
         summary = {
             "number of examples": self.examples,
             "weighted example sum": self.weighted,
+            **(extra or {}),
             f"average progressive {self.loss_name}": self.average_loss,
             "mistakes": self.mistakes,
             "updates": self.updates,

@@ -4,7 +4,8 @@ train is a pipeline of small steps. The options are checked up front, one step e
 flags: tasks.choose; an initial model's compatibility: _continued; the hyperparameters:
 _hyperparameters), into a Start. A Trainer learns from chunks, whatever they come from: it reads
 no file and writes none. train() reads the inputs (ChunkReader, with the FeatureSpace) into it,
-reports progressive validation, and writes the model. predict: the model's task scores each chunk
+reports progressive validation, and writes the model; with --passes it reads them again, each
+pass, holding out a set of examples (passes.py). predict: the model's task scores each chunk
 on the parser threads, and its lines are written in input order.
 """
 import contextlib
@@ -26,6 +27,8 @@ from streamherd.learners.base import UnstableUpdate
 from streamherd.model import load_model, save_model
 from streamherd.outputs import (check_inputs, check_stdout_output, replaced_on_success,
                                 resolve_output)
+from streamherd.passes import (BestPass, PassChunks, Passes, copied, held_out_rows,
+                               per_pass_path, replayable)
 from streamherd.progress import ProgressiveValidation
 
 
@@ -122,7 +125,8 @@ class Trainer:
                                      learner_meta)
 
     def learn(self, chunk):
-        """One chunk: its Step."""
+        """One chunk: its Step. A row of negative importance (passes.mark_held_out) is
+        predicted, not learned from."""
         if self.undecided:
             self._settle(tasks.detect(chunk, self.task.skip_bad))
         chunk, targets = self.task.targets(chunk)
@@ -165,63 +169,134 @@ class Trainer:
 
 def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", final_model=None,
           initial_model=None, quiet=False, skip_bad=False, block_size=DEFAULT_BLOCK_SIZE,
-          normalize=None, multiclass=None, classes=None, loss=None, allow_empty=False):
-    """Stream every example once through the learner; returns the run summary (a dict).
+          normalize=None, multiclass=None, classes=None, loss=None, allow_empty=False,
+          passes=Passes()):
+    """Stream every example through the learner, once per pass; returns the run summary (a
+    dict).
 
     ``normalize``: scale each example's features to unit L2 norm, the bias kept at 1, before
     predict and update (features/normalize.py); saved in the model, so ``predict`` does the
     same. ``multiclass``: None (binary, or joint multiclass when the data has more than two
     classes, see tasks.detect), "joint" or "ova"; ``classes``: a fixed class list ("1,2,3");
-    ``loss``: "hinge" (classification) or "squared" (regression). A run that learns from no
-    labeled example fails (exit 2) and writes no model, unless ``allow_empty``: then the model
-    (the initial one, or an untrained one) is written. Inputs and the model's path are checked
-    before any work; the model is written to a temporary file that replaces ``final_model``
-    only at the end of a successful run.
+    ``loss``: "hinge" (classification) or "squared" (regression). ``passes``: a passes.Passes
+    (several passes, the holdout set, the best pass's model, --save_per_pass). A run that
+    learns from no labeled example fails (exit 2) and writes no model, unless ``allow_empty``:
+    then the model (the initial one, or an untrained one) is written. Inputs and the model's
+    path are checked before any work; the model is written to a temporary file that replaces
+    ``final_model`` only at the end of a successful run.
     """
     paths = list(paths or ["-"])
     choice = tasks.choose(loss, multiclass, classes)
     check_inputs(paths)
+    passes.check(final_model)
     # -i and -f may name the same model (continue training in place, as VW's -i m -f m): it is
     # read whole before training and replaced only at the end, so an input file is safe.
     model_path = resolve_output(final_model, paths, "model") if final_model is not None else None
+    pass_paths = [resolve_output(per_pass_path(final_model, k), paths, "model")
+                  for k in range(1, passes.count + 1)] if passes.save_per_pass else None
     start = plan(algo, options, bits, bias, normalize, choice, initial_model, skip_bad)
     trainer = Trainer(start)
-    reader = ChunkReader(paths, fmt=fmt, features=start.space, skip_bad=skip_bad,
-                         block_size=block_size, workers=TRAINING_WORKERS,
-                         process=None if start.chosen_from_labels else start.task.check_labels)
-    progress = ProgressiveValidation(quiet=quiet, total_bytes=reader.total_bytes,
-                                     compile_watch=compilation.watch(quiet))
-    _learn_from(reader, trainer, progress, lambda: _preamble(final_model, trainer, paths))
-    trainer.finish()
+    with replayable(paths, passes.count, (lambda text: None) if quiet else
+                    (lambda text: say(f"streamherd: {text}"))) as inputs:
+        def new_reader():
+            return ChunkReader(inputs, fmt=fmt, features=start.space, skip_bad=skip_bad,
+                               block_size=block_size, workers=TRAINING_WORKERS,
+                               process=None if start.chosen_from_labels
+                               else start.task.check_labels)
+        reader = new_reader()
+        total = reader.total_bytes
+        progress = ProgressiveValidation(quiet=quiet, total_bytes=total and total * passes.count,
+                                         compile_watch=compilation.watch(quiet))
+        used, best, reader = _run_passes(passes, reader, new_reader, trainer, progress,
+                                         lambda: _preamble(final_model, trainer, paths),
+                                         pass_paths)
     _check_skipped(progress.bad_lines, progress.examples, skip_bad, reader.formats_seen,
                    "no model was written")
     if progress.labeled == 0 and not allow_empty:
         raise _nothing_learned(paths, final_model, model_path)
-    summary = progress.finish()
+    summary = progress.finish(_passes_summary(used, best, progress.loss_name)
+                              if passes.count > 1 else None)
     if progress.labeled and not progress.updates and not quiet:
         progress.note(f"no update was made: every labeled example was predicted with margin to "
                       f"spare or had importance 0, so the model is the "
                       f"{'initial' if initial_model is not None else 'untrained'} one")
+    model = _chosen_model(trainer, progress, best, used)
     if model_path is not None:
-        progressive_loss = summary[f"average progressive {progress.loss_name}"]
-        save_model(model_path, trainer.model_meta(progress.labeled, progressive_loss),
-                   trainer.state())
+        save_model(model_path, *model)
     return summary
 
 
-def _learn_from(reader, trainer, progress, preamble):
-    """Every chunk of ``reader`` through the trainer, into the progress table; ``preamble()``
-    goes before it, once the first example is read."""
-    announced = False
-    for chunk in reader:
+def _run_passes(passes, reader, new_reader, trainer, progress, preamble, pass_paths):
+    """The passes over the inputs (``reader`` the first's, ``new_reader()`` each later one's),
+    the preamble printed once, each pass's model saved to ``pass_paths`` (if any); returns
+    (passes used, the BestPass or None without a holdout set, the last reader)."""
+    best = BestPass(passes.early_terminate) if passes.holdout else None
+    chunks = PassChunks(passes, new_reader, reader)
+    used = 0
+    while used < passes.count and not (best is not None and best.stop):
+        progress.start_pass(show_holdout=passes.holdout and used > 0)
+        _learn_from(chunks.of_pass(used + 1), trainer, progress, None if used else preamble,
+                    passes.holdout, lambda: (reader.total_bytes or 0) * used + chunks.bytes_done)
+        trainer.finish()
+        used += 1
+        if pass_paths is not None:
+            save_model(pass_paths[used - 1], *_model_now(trainer, progress))
+        if best is not None:
+            best.record(progress.end_pass(), lambda: _model_now(trainer, progress, copy=True))
+    return used, best, chunks.reader
+
+
+def _chosen_model(trainer, progress, best, used):
+    """(meta, arrays) to write: the best pass's with a holdout set (said on stderr), else the
+    model as the last pass left it."""
+    if best is None:
+        return _model_now(trainer, progress)
+    if best.model is None:
+        progress.note(f"no held-out example was labeled: model from the last pass ({used})")
+        return _model_now(trainer, progress)
+    progress.note(f"model from pass {best.best_pass} (best holdout {progress.loss_name} "
+                  f"{best.best_loss:.6f})")
+    return best.model
+
+
+def _model_now(trainer, progress, copy=False):
+    """(meta, arrays) of the model as it is; ``copy``: arrays that later learning leaves as
+    they are."""
+    meta = trainer.model_meta(progress.labeled, progress.average_loss)
+    return meta, copied(trainer.state()) if copy else trainer.state()
+
+
+def _passes_summary(used, best, loss_name):
+    """The summary lines of several passes: how many ran and, with a holdout set, the holdout
+    loss of each and the best."""
+    lines = {"passes used": used}
+    if best is not None:
+        lines[f"holdout {loss_name} per pass"] = ", ".join(f"{x:.6f}" for x in best.losses)
+        if best.best_pass is not None:
+            lines[f"best holdout {loss_name}"] = best.best_loss
+            lines["best pass"] = best.best_pass
+    return lines
+
+
+def _learn_from(chunks, trainer, progress, preamble, holdout=False, bytes_done=None):
+    """Every chunk of ``chunks`` through the trainer, into the progress table; ``preamble()``
+    (if any) goes before it, once the first example is read. ``holdout``: the chunks' held-out
+    rows are marked (passes.mark_held_out); ``bytes_done()``: the input read so far (for the
+    progress bar)."""
+    announced = preamble is None
+    for chunk in chunks:
         step = trainer.learn(chunk)
         progress.loss_name = trainer.task.loss_name
         if not announced and step.chunk.n_examples:
             announced = True
             progress.preamble(preamble())
-        progress.add_chunk(step.chunk.importance, step.loss, step.chunk.indptr, step.describe,
+        importance, held_out = step.chunk.importance, None
+        if holdout:
+            held_out = held_out_rows(importance)
+            importance = np.abs(importance)
+        progress.add_chunk(importance, step.loss, step.chunk.indptr, step.describe,
                            updates=step.updates, bad_lines=step.chunk.bad_lines,
-                           bytes_done=reader.bytes_done)
+                           bytes_done=bytes_done and bytes_done(), held_out=held_out)
 
 
 def _nothing_learned(paths, final_model, model_path):

@@ -1,0 +1,229 @@
+"""Several passes over the inputs (``train --passes N``), with a holdout set as VW's.
+
+Each pass reads the input files again (the parser is faster than a cache file would be);
+standard input, which cannot be read twice, is copied to a temporary file first (``replayable``).
+
+Holdout (only with N > 1, as VW): the examples of a pass are counted from 1, in input order, over
+every file; an "example" is a line the parser accepts (unlabeled lines count, skipped malformed
+lines, blank lines and comments do not; a line the task then drops, a class name in binary
+data under --skip-bad, still counts), as VW's example counter. With
+``--holdout_period K`` (default 10) the K-th, 2K-th, ... example of every pass is held out; with
+``--holdout_after N`` every example after the N-th is. A held-out example is predicted by the
+model of that moment and scored, but not learned from. The holdout loss of a pass is the weighted average loss of
+its held-out labeled examples; ``--early_terminate K`` stops after K passes in a row without a
+lower one, and the model written is that of the pass with the lowest (the last pass's when
+no held-out example was labeled). A held-out row travels as its importance negated (the parser
+never gives a negative one, and the learners skip importance <= 0), so that the mark survives
+the task's dropping of rows.
+
+``--shuffle`` (seeded by ``--random_seed``): each pass in its own order. The inputs are read
+into windows of at most ``--shuffle_memory`` MiB of parsed rows; when the whole input fits in one
+(the first pass tells), the shuffle is exact (a permutation of all the rows, drawn from numpy's
+default_rng([seed, pass])) and the later passes come from memory; beyond, the rows of each
+window are permuted, the windows in input order (a block-wise shuffle: examples never move
+further than a window). The holdout set is the same examples in every pass: they are counted in
+input order, before the shuffle.
+"""
+import contextlib
+import dataclasses
+import math
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from streamherd.errors import StreamherdError
+from streamherd.io.csr import Chunk
+
+DEFAULT_HOLDOUT_PERIOD = 10
+DEFAULT_EARLY_TERMINATE = 3
+DEFAULT_SHUFFLE_MEMORY_MIB = 1024
+SHUFFLED_ROWS = 1 << 14   # rows of each chunk of a shuffled pass
+
+
+@dataclass(frozen=True)
+class Passes:
+    """The checked --passes / holdout / --save_per_pass options."""
+
+    count: int = 1
+    holdout_period: int = DEFAULT_HOLDOUT_PERIOD
+    holdout_after: int = 0          # 0: by period
+    holdout_off: bool = False
+    early_terminate: int = DEFAULT_EARLY_TERMINATE
+    save_per_pass: bool = False
+    shuffle: bool = False
+    random_seed: int = 0
+    shuffle_memory_mib: int = DEFAULT_SHUFFLE_MEMORY_MIB
+
+    @property
+    def holdout(self):
+        return self.count > 1 and not self.holdout_off
+
+    def check(self, final_model):
+        if self.count < 1:
+            raise StreamherdError(f"--passes {self.count}: give at least 1 pass")
+        if self.holdout_period < 2:
+            raise StreamherdError(f"--holdout_period {self.holdout_period} would hold out every "
+                                  f"example; give 2 or more (or --holdout_off)")
+        if self.holdout_after < 0:
+            raise StreamherdError(f"--holdout_after {self.holdout_after}: give a number of "
+                                  f"examples, 1 or more")
+        if self.early_terminate < 1:
+            raise StreamherdError(f"--early_terminate {self.early_terminate}: give 1 or more "
+                                  f"passes without improvement")
+        if self.shuffle_memory_mib < 1:
+            raise StreamherdError(f"--shuffle_memory {self.shuffle_memory_mib}: give 1 MiB or "
+                                  f"more")
+        if self.save_per_pass and final_model is None:
+            raise StreamherdError("--save_per_pass writes STEM.passK.npz next to the model: "
+                                  "give the model's path with -f")
+        return self
+
+    def held_out(self, first, n):
+        """The mask of the rows first+1 .. first+n (1-based example numbers in the pass) that
+        are held out."""
+        numbers = np.arange(first + 1, first + n + 1)
+        if self.holdout_after:
+            return numbers > self.holdout_after
+        return numbers % self.holdout_period == 0
+
+
+def mark_held_out(chunk, held_out):
+    """The chunk with its held-out rows marked: their importance negated."""
+    return dataclasses.replace(chunk, importance=np.where(held_out, -chunk.importance,
+                                                         chunk.importance))
+
+
+def held_out_rows(importance):
+    """The mask of the held-out rows, from the sign of their importance (-0.0 included)."""
+    return np.signbit(importance)
+
+
+class PassChunks:
+    """The chunks of each pass, held-out rows marked (with a holdout set) and shuffled (with
+    --shuffle); ``reader``: the reader of the last pass read from the inputs."""
+
+    def __init__(self, passes, new_reader, reader):
+        self.passes = passes
+        self.new_reader = new_reader
+        self.reader = reader
+        self._in_memory = None    # the whole input, when it fits one shuffle window
+
+    @property
+    def bytes_done(self):
+        return self.reader.bytes_done
+
+    def of_pass(self, k):
+        """The chunks of pass k (1-based)."""
+        if k > 1 and self._in_memory is None:
+            self.reader = self.new_reader()
+        if not self.passes.shuffle:
+            return self._marked(self.reader)
+        return self._shuffled(k)
+
+    def _marked(self, chunks):
+        """``chunks`` with their held-out rows marked, counted in order from 1."""
+        seen = 0
+        for chunk in chunks:
+            if self.passes.holdout:
+                chunk = mark_held_out(chunk, self.passes.held_out(seen, chunk.n_examples))
+            seen += chunk.n_examples
+            yield chunk
+
+    def _shuffled(self, k):
+        rng = np.random.default_rng([self.passes.random_seed, k])
+        windows = [self._in_memory] if self._in_memory is not None else \
+            self._marked(self._windows())
+        count = 0
+        for window in windows:
+            count += 1
+            order = rng.permutation(window.n_examples)
+            for start in range(0, len(order), SHUFFLED_ROWS):
+                part = window.take(order[start:start + SHUFFLED_ROWS])
+                if start:   # the window's skipped lines, counted once
+                    part = dataclasses.replace(part, bad_lines=0,
+                                               bad_line_numbers=np.zeros(0, np.int64))
+                yield part
+            if k == 1 and count == 1:
+                first = window
+        if k == 1 and count == 1 and self.passes.count > 1:
+            self._in_memory = first
+
+    def _windows(self):
+        """The inputs as chunks of at most --shuffle_memory MiB of parsed rows each."""
+        limit = self.passes.shuffle_memory_mib << 20
+        held, size = [], 0
+        for chunk in self.reader:
+            held.append(chunk.copy())
+            size += sum(a.nbytes for a in vars(held[-1]).values() if isinstance(a, np.ndarray))
+            if size >= limit:
+                yield Chunk.concatenate(held)
+                held, size = [], 0
+        if held:
+            yield Chunk.concatenate(held)
+
+
+def per_pass_path(final_model, k):
+    """Where --save_per_pass writes pass k: model.npz -> model.passK.npz (beside it)."""
+    path = os.fspath(final_model)
+    stem = path[:-4] if path.endswith(".npz") else path
+    return f"{stem}.pass{k}.npz"
+
+
+@contextlib.contextmanager
+def replayable(paths, passes, note):
+    """``paths`` with standard input ('-') replaced by a temporary copy of it (under the system
+    temporary folder, removed on the way out, also on an error or Ctrl-C) when there are
+    several passes; ``note(text)`` says so."""
+    if passes < 2 or "-" not in paths:
+        yield paths
+        return
+    fd, spill = tempfile.mkstemp(prefix="streamherd-stdin-", suffix=".spill")
+    try:
+        note(f"standard input is copied to {spill} for the {passes} passes (removed at the end)")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
+        except OSError as e:
+            raise StreamherdError(f"cannot copy standard input to {spill}: {e.strerror}; free "
+                                  f"space in {os.path.dirname(spill)} or set TMPDIR") from None
+        yield [spill if p == "-" else p for p in paths]
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(spill)
+
+
+class BestPass:
+    """The holdout loss of each pass, the best pass's model (a copy, in memory) and whether
+    early termination stops the run."""
+
+    def __init__(self, early_terminate):
+        self.early_terminate = early_terminate
+        self.losses = []
+        self.best_pass = None
+        self.best_loss = math.inf
+        self.model = None          # (meta, arrays) of the best pass
+        self._no_win = 0
+
+    def record(self, loss, snapshot):
+        """The holdout ``loss`` of the next pass (NaN: no held-out labeled example);
+        ``snapshot()`` gives its model, taken only when it is the best so far."""
+        self.losses.append(loss)
+        if loss < self.best_loss:
+            self.best_loss, self.best_pass = loss, len(self.losses)
+            self.model = snapshot()
+            self._no_win = 0
+        elif not (math.isnan(loss) and self.best_pass is None):   # as VW: no holdout, no stop
+            self._no_win += 1
+
+    @property
+    def stop(self):
+        return self._no_win >= self.early_terminate
+
+
+def copied(arrays):
+    """The learner's arrays copied (the learner goes on updating its own in place)."""
+    return {name: np.array(value, copy=True) for name, value in arrays.items()}
