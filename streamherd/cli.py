@@ -200,6 +200,10 @@ def train(
                                     help="Seed of --shuffle."),
     shuffle_memory: int = typer.Option(1024, "--shuffle_memory", "--shuffle-memory",
                                        help="MiB of parsed rows --shuffle holds at once."),
+    progress: Optional[str] = typer.Option(None, "-P", "--progress", show_default=False,
+                                           help="A table row every N examples (an integer), or "
+                                                "each time the count grows F times (a number "
+                                                "with a point); default: doubling, as VW."),
     **hyperparameters,
 ):
     """Train a model, one online update per line, reporting progressive validation loss."""
@@ -212,7 +216,7 @@ def train(
                       classes=classes, loss=loss, allow_empty=allow_empty,
                       passes=Passes(passes, holdout_period, holdout_after, holdout_off,
                                     early_terminate, save_per_pass, shuffle, random_seed,
-                                    shuffle_memory))
+                                    shuffle_memory), progress_every=progress)
 
 
 @app.command()

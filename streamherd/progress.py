@@ -1,7 +1,9 @@
 """Progressive validation: the loss of each prediction made before its update, and VW's table.
 
-Rows are printed when the weighted count of labeled examples reaches 1, 2, 4, 8, ... exactly as
-VW does (one row at most per example). With a holdout set (passes.py), held-out examples count
+Rows are printed as VW prints them (one row at most per example): when the weighted count of
+labeled examples reaches 1, then twice the count at the last row (1, 2, 4, 8, ... with unit
+weights); with ``-P N`` (an integer) at N, then N more than the count at the last row; with
+``-P F`` (a number with a point, F > 1) at 1, then F times the count at the last row. With a holdout set (passes.py), held-out examples count
 apart: from the second pass on, a row shows the average holdout loss so far and since the last
 row, marked " h", as VW does (the counter still counts every example, held-out ones included).
 One numba pass per chunk (``_account_chunk``) sums the
@@ -10,6 +12,7 @@ learner kernels, so it is one call rather than a dozen numpy passes over the chu
 """
 import sys
 import time
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -23,14 +26,46 @@ def format_row(average, since, counter, weight, label, predict, features, holdou
             f"{label:>14} {predict:>14} {features:>8d}{' h' if holdout else ''}")
 
 
+class Schedule(NamedTuple):
+    """When rows are printed (module docstring): ``step`` > 0 adds, else ``factor`` multiplies."""
+
+    step: float = 0.0
+    factor: float = 2.0
+
+    @property
+    def first_row(self):
+        return self.step if self.step > 0 else 1.0
+
+    @staticmethod
+    def parse(text):
+        """The schedule of ``-P TEXT``: an integer N >= 1 adds N, a number F > 1 written with a
+        point (or an exponent) multiplies by F, as VW's -P."""
+        from streamherd.errors import StreamherdError
+
+        try:
+            if text.strip().lstrip("+").isdigit():
+                step = int(text)
+                if step >= 1:
+                    return Schedule(step=float(step))
+            else:
+                factor = float(text)
+                if factor > 1.0 and np.isfinite(factor):
+                    return Schedule(factor=factor)
+        except ValueError:
+            pass
+        raise StreamherdError(f"-P {text}: give a whole number of examples (a row every N, as "
+                              f"-P 1000) or a factor above 1 with a point (as -P 2.0)")
+
+
 @njit(cache=True, nogil=True)
 def _account_chunk(importance, loss, weighted, loss_sum, next_row, find_rows, rows, row_weights,
-                   row_losses):
+                   row_losses, step, factor):
     """Sums of one chunk, given the totals before it (weighted, loss_sum).
 
     Labeled rows (loss not NaN) add their importance to the weight and loss x importance to the
     loss. With find_rows, each row i where the running weight reaches next_row goes to rows (with
-    the running weight and loss there) and next_row doubles. The running sums are the totals
+    the running weight and loss there), and the next row is the running weight there plus
+    ``step`` (step > 0) or times ``factor`` (Schedule). The running sums are the totals
     before the chunk plus the chunk's own running sums, as the offset cumulative sums that this
     replaced computed them. Returns (rows found, chunk weight, chunk loss, labeled, nonzero
     losses, next_row).
@@ -51,15 +86,17 @@ def _account_chunk(importance, loss, weighted, loss_sum, next_row, find_rows, ro
             row_weights[found] = weighted + chunk_weight
             row_losses[found] = loss_sum + chunk_loss
             found += 1
-            next_row *= 2.0
+            next_row = (weighted + chunk_weight + step if step > 0.0
+                        else (weighted + chunk_weight) * factor)
     return found, chunk_weight, chunk_loss, labeled, nonzero, next_row
 
 
 class ProgressiveValidation:
     def __init__(self, quiet=False, total_bytes=None, stream=None, loss_name="0/1 loss",
-                 compile_watch=None):
+                 compile_watch=None, schedule=Schedule()):
         """``compile_watch``: a compilation.CompileWatch; the time spent compiling kernels
-        during the run is not counted in its elapsed seconds and throughput."""
+        during the run is not counted in its elapsed seconds and throughput. ``schedule``: when
+        rows are printed (Schedule)."""
         self.quiet = quiet
         self.stream = stream or sys.stderr
         self.compile_watch = compile_watch
@@ -73,7 +110,8 @@ class ProgressiveValidation:
         self.updates = 0
         self.features = 0
         self.bad_lines = 0
-        self._next_row = 1.0
+        self.schedule = schedule
+        self._next_row = schedule.first_row
         self._row_loss = 0.0
         self._row_weight = 0.0
         self.holdout_loss_sum = 0.0   # every held-out labeled example so far, weighted
@@ -165,7 +203,7 @@ class ProgressiveValidation:
         row_losses = np.empty(n)
         found, chunk_weight, chunk_loss, labeled, nonzero, self._next_row = _account_chunk(
             importance, loss, self.weighted, self.loss_sum, self._next_row, not self.quiet, rows,
-            row_weights, row_losses)
+            row_weights, row_losses, *self.schedule)
         for k in range(found):
             i = int(rows[k])
             if holdout is not None and self.show_holdout:

@@ -29,7 +29,7 @@ from streamherd.outputs import (check_inputs, check_stdout_output, replaced_on_s
                                 resolve_output)
 from streamherd.passes import (BestPass, PassChunks, Passes, copied, held_out_rows,
                                per_pass_path, replayable)
-from streamherd.progress import ProgressiveValidation
+from streamherd.progress import ProgressiveValidation, Schedule
 
 
 @dataclass
@@ -170,7 +170,7 @@ class Trainer:
 def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", final_model=None,
           initial_model=None, quiet=False, skip_bad=False, block_size=DEFAULT_BLOCK_SIZE,
           normalize=None, multiclass=None, classes=None, loss=None, allow_empty=False,
-          passes=Passes()):
+          passes=Passes(), progress_every=None):
     """Stream every example through the learner, once per pass; returns the run summary (a
     dict).
 
@@ -179,7 +179,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     same. ``multiclass``: None (binary, or joint multiclass when the data has more than two
     classes, see tasks.detect), "joint" or "ova"; ``classes``: a fixed class list ("1,2,3");
     ``loss``: "hinge" (classification) or "squared" (regression). ``passes``: a passes.Passes
-    (several passes, the holdout set, the best pass's model, --save_per_pass). A run that
+    (several passes, the holdout set, the best pass's model, --save_per_pass). ``progress_every``:
+    -P's text, when the table prints its rows (progress.Schedule). A run that
     learns from no labeled example fails (exit 2) and writes no model, unless ``allow_empty``:
     then the model (the initial one, or an untrained one) is written. Inputs and the model's
     path are checked before any work; the model is written to a temporary file that replaces
@@ -189,6 +190,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     choice = tasks.choose(loss, multiclass, classes)
     check_inputs(paths)
     passes.check(final_model)
+    schedule = Schedule.parse(progress_every) if progress_every is not None else Schedule()
     # -i and -f may name the same model (continue training in place, as VW's -i m -f m): it is
     # read whole before training and replaced only at the end, so an input file is safe.
     model_path = resolve_output(final_model, paths, "model") if final_model is not None else None
@@ -206,7 +208,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         reader = new_reader()
         total = reader.total_bytes
         progress = ProgressiveValidation(quiet=quiet, total_bytes=total and total * passes.count,
-                                         compile_watch=compilation.watch(quiet))
+                                         compile_watch=compilation.watch(quiet),
+                                         schedule=schedule)
         used, best, reader = _run_passes(passes, reader, new_reader, trainer, progress,
                                          lambda: _preamble(final_model, trainer, paths),
                                          pass_paths)

@@ -15,8 +15,9 @@ from streamherd.progress import ProgressiveValidation, format_row
 
 
 def reference_table(importance, loss, lengths):
-    """VW's rule, one example at a time: a row where the weighted labeled count reaches 1, 2, 4,
-    ...; returns (printed rows, weight, loss sum, labeled, nonzero losses)."""
+    """VW's rule, one example at a time: a row where the weighted labeled count reaches 1, then
+    twice the count at the last row; returns (printed rows, weight, loss sum, labeled, nonzero
+    losses)."""
     rows, weight, loss_sum, labeled, nonzero, next_row = [], 0.0, 0.0, 0, 0, 1.0
     last_weight = last_loss = 0.0
     for i, (s, l) in enumerate(zip(importance, loss)):
@@ -30,7 +31,7 @@ def reference_table(importance, loss, lengths):
             rows.append(format_row(loss_sum / weight, since, i + 1, weight, f"l{i}", f"p{i}",
                                    int(lengths[i])))
             last_weight, last_loss = weight, loss_sum
-            next_row *= 2.0
+            next_row = 2.0 * weight
     return rows, weight, loss_sum, labeled, nonzero
 
 
@@ -77,14 +78,39 @@ def test_table_and_sums_match_one_example_at_a_time(n, seed, kind):
         pytest.approx(untimed, nan_ok=True)
 
 
-def test_one_heavy_example_prints_a_row_for_each_threshold_it_passes_on_later_examples():
-    # weight 5 at once: a row at example 1 (threshold 1), then one per later example for the
-    # thresholds 2 and 4 it has passed too (as VW: at most one row per example); 7 < 8 at the end
-    importance = np.array([5.0, 1.0, 1.0, 1.0])
-    loss = np.array([1.0, 0.0, np.nan, 0.0])
-    _, _, printed = run_table(importance, loss, np.ones(4, np.int64), [0, 1, 4])
+def test_after_a_heavy_example_the_next_row_is_twice_its_weight():
+    # weight 5 at once: a row at example 1 (threshold 1), the next at weight 10 (VW 9.11 prints
+    # its rows at examples 1 and 6 of this stream: test_rows_as_vw_prints_them)
+    importance = np.array([5.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    loss = np.array([1.0, 0.0, np.nan, 0.0, 0.0, 0.0, 0.0])
+    _, _, printed = run_table(importance, loss, np.ones(7, np.int64), [0, 1, 7])
     counters = [int(line.split()[2]) for line in printed if line and line[0].isdigit()]
-    assert counters == [1, 2, 3]
+    assert counters == [1, 7]   # the unlabeled third line adds no weight
+
+
+@pytest.mark.parametrize("flags", [[], ["-P", "3"], ["-P", "1.5"], ["-P", "2.0"], ["-P", "40"]])
+def test_rows_as_vw_prints_them(run_cli, tmp_path, flags):
+    """The example counter and weight of every row, against VW's own table for the same
+    importance-weighted file and -P."""
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(5)
+    path = tmp_path / "weighted.vw"
+    path.write_text("".join(f"{rng.choice(['1', '-1'])} {rng.choice([1, 1, 0.5, 3, 7])} "
+                            f"|f a{i % 13} b{i % 7}\n" for i in range(400)))
+
+    def columns(stderr):
+        return [tuple(line.split()[2:4]) for line in stderr.splitlines()
+                if line[:1].isdigit() and len(line.split()) >= 7]
+
+    ours = run_cli("train", path, *flags)
+    assert ours.returncode == 0, ours.stderr
+    vw = subprocess.run([sys.executable, "-m", "vowpalwabbit", "-d", str(path), *flags],
+                        capture_output=True, text=True)
+    assert vw.returncode == 0, vw.stderr
+    assert len(columns(vw.stderr)) > 3
+    assert columns(ours.stderr) == columns(vw.stderr)
 
 
 def chunk_of(labels):
