@@ -207,6 +207,23 @@ def test_any_state_of_every_learner_and_task_round_trips_bit_for_bit(model, tmp_
         assert _same_bits(decoded[name], array), name
 
 
+@pytest.mark.parametrize("algo, kind, names", [("nherd-p", "binary", ("mean", "variance")),
+                                               ("arow-d", "joint", ("mean", "variance")),
+                                               ("sop", "joint", ("label_sum", "diagonal"))])
+def test_the_learner_takes_the_loaded_arrays_without_a_copy(model, algo, kind, names):
+    """load_model writes the vectors a learner keeps side by side (Learner.interleaved) into
+    the columns of one array, which the learner takes as they are: predicting holds the dense
+    model once."""
+    from streamherd import tasks
+
+    meta, arrays = load_model(model(algo, kind))
+    learner = tasks.of_model(meta, False).new_learner(
+        algo, 1 << meta["bits"], meta["hyperparameters"], dict(arrays), meta.get("learner", {}))
+    for name in names:
+        assert getattr(learner, name) is arrays[name]
+    assert arrays[names[0]].base is arrays[names[1]].base
+
+
 def _predict(path, data, tmp, **flags):
     from streamherd.training import predict
 
