@@ -1,5 +1,15 @@
 """Models as ``.npz``: a JSON ``meta`` string, ``mean`` and the learner's named state arrays.
 
+Format 3 stores each state array sparsely against the value a fresh learner holds there (its
+``fill``, in the meta): a vector as ``NAME.indices`` (int64, strictly increasing) and
+``NAME.values`` (float64) of the slots whose bits differ from the fill; a matrix (the full
+learners' covariance or inverse: square blocks, one, or one per class for one-versus-all, whose
+fresh value is fill on the diagonal and 0 elsewhere) as ``NAME.slots``, the rows of each block
+whose row or column differs from the fresh one, and ``NAME.values``, each block's submatrix on
+those rows and columns, row by row. Compressed (deflate). Loading rebuilds the dense arrays
+bit for bit, reading the members in pieces straight into them. Formats 1 and 2 held the dense
+arrays under their own names; they still load.
+
 Written atomically (temporary file in the target's folder, then rename), so a failed or
 interrupted run never leaves a half-written or clobbered model. Loaded with
 ``allow_pickle=False``, and checked whole before anything uses it (``load_model``): every key of
@@ -22,9 +32,10 @@ from streamherd.outputs import replaced_on_success
 from streamherd.tasks import KINDS, MULTICLASS_MODES
 
 # Version 2 added multiclass and regression models (meta "task", "classes", "multiclass"); a
-# version 1 file is a binary model, read as before.
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+# version 1 file is a binary model, read as before. Version 3: sparse arrays (above).
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+SPARSE_SINCE = 3
 _MARKER = "streamherd-model"
 
 # state arrays that are matrices over the slots (the full-covariance learners), the others are
@@ -35,6 +46,8 @@ _MATRICES = ("covariance", "inverse")
 _POSITIVE = ("variance", "diagonal", "covariance", "inverse")
 # the scalars of a learner's own meta (``Learner.meta()``), by algorithm; the others have none
 _LEARNER_SCALARS = {"avg-perceptron": ("examples_seen",)}
+# the entries of a member read at a time (8 MB): loading needs no full-size temporary
+_PIECE = 1 << 20
 # what breaks a token in the data files: a class name read from data never holds one
 _BLANKS = " \t\r\n"
 _INT64_MAX = 2 ** 63 - 1
@@ -46,16 +59,68 @@ _short.maxlevel = 2
 
 
 def save_model(path, meta, arrays):
-    """Write the model to a temporary file beside ``path`` that replaces it only once written
-    whole (outputs.replaced_on_success)."""
+    """Write the model (format 3: each array sparse against its fresh value) to a temporary file
+    beside ``path`` that replaces it only once written whole (outputs.replaced_on_success)."""
+    fills = initial_values(meta)
     meta = {"format": _MARKER, "format_version": FORMAT_VERSION, "streamherd_version": __version__,
-            **meta}
+            **meta, "fill": {name: fills[name] for name in arrays}}
+    members = {}
+    for name, array in arrays.items():
+        members.update(_sparse_members(name, np.asarray(array, dtype=np.float64), fills[name]))
     path = os.fspath(path)
     try:
         with replaced_on_success(path, "wb", what="model") as f:
-            np.savez(f, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
+            np.savez_compressed(f, meta=np.array(json.dumps(meta, sort_keys=True)), **members)
     except OSError as e:
         raise StreamherdError(f"cannot write model {path}: {e.strerror}") from None
+
+
+def initial_values(meta):
+    """name -> the value every slot of that state array holds in a fresh learner of the model's
+    algorithm and hyperparameters (for a matrix: its diagonal; the rest is 0)."""
+    return {name: float(array.flat[0]) for name, array in _fresh_learner(meta).state().items()}
+
+
+def _fresh_learner(meta):
+    """A fresh one-slot learner of the model's algorithm and hyperparameters."""
+    from streamherd import learners
+
+    task = "regression" if meta.get("task") == "regression" else "binary"
+    return learners.create(meta["algo"], 1, meta.get("hyperparameters"), task=task)
+
+
+def _interleaved(meta, shapes):
+    """The saved vectors the learner keeps as the columns of one array (Learner.interleaved), in
+    its order: loaded so, the learner takes them as they are, with no copy. None when the learner
+    keeps no saved vector so, or splits them by class (one-versus-all)."""
+    names = tuple(_fresh_learner(meta).interleaved)
+    if meta.get("multiclass") == "ova" or len(names) < 2 or not set(names) <= set(shapes):
+        return None
+    return names
+
+
+def _bits(values):
+    """The float64 values as int64 bit patterns: 'differs' then tells -0.0 from 0.0."""
+    return np.ascontiguousarray(values).view(np.int64)
+
+
+def _sparse_members(name, array, fill):
+    """The format-3 members of one state array (see the module's docstring)."""
+    fill_bits = _bits(np.float64(fill).reshape(1))[0]
+    if array.ndim == 1:
+        indices = np.flatnonzero(_bits(array) != fill_bits)
+        return {f"{name}.indices": indices.astype(np.int64), f"{name}.values": array[indices]}
+    rows, columns = array.shape
+    slots, values = [], []
+    for start in range(0, rows, columns):
+        block = array[start:start + columns]
+        differs = _bits(block) != 0
+        np.fill_diagonal(differs, np.diagonal(_bits(block)) != fill_bits)
+        kept = np.flatnonzero(differs.any(axis=0) | differs.any(axis=1))
+        slots.append(kept + start)
+        values.append(block[np.ix_(kept, kept)].ravel())
+    return {f"{name}.slots": np.concatenate(slots).astype(np.int64),
+            f"{name}.values": np.concatenate(values)}
 
 
 def require_arrays(path, arrays, names):
@@ -94,8 +159,12 @@ def load_model(path, expected_arrays=None):
                               f"archive)")
     with archive:
         meta = _read_meta(path, archive)
-        shapes, what = _check_meta(path, meta)
-        arrays = _read_arrays(path, archive, shapes, what)
+        shapes, what, fills = _check_meta(path, meta)
+        if fills is None:
+            arrays = _read_arrays(path, archive, shapes, what)
+        else:
+            arrays = _read_sparse_arrays(path, archive, shapes, fills, what[0],
+                                         _interleaved(meta, shapes))
     _check_values(path, meta, arrays)
     require_arrays(path, arrays, expected_arrays or [])
     return meta, arrays
@@ -240,7 +309,23 @@ def _check_meta(path, meta):
     model = f"{name}, bits={bits}"
     if task == "multiclass":
         model += f", {classes} classes, {'one-versus-all' if mode == 'ova' else 'joint'}"
-    return shapes, (name, model)
+    fills = _check_fills(m, shapes) if meta["format_version"] >= SPARSE_SINCE else None
+    return shapes, (name, model), fills
+
+
+def _check_fills(m, shapes):
+    """Format 3: the fresh value of each array (``fill``), finite, and > 0 where the array's
+    entries (a matrix's diagonal) must be."""
+    fills = m.get("fill", lambda v: isinstance(v, dict), "a table of the arrays' fresh values")
+    if set(fills) != set(shapes):
+        raise m.damaged(f"'fill' in its meta names {_show(sorted(fills, key=str))}, expected "
+                        f"the arrays {', '.join(shapes)}")
+    for name, value in fills.items():
+        positive = name in _POSITIVE
+        if not (_is_finite(value) and (value > 0 or not positive)):
+            raise m.damaged(f"the fill of '{name}' in its meta is {_show(value)}, expected a "
+                            f"finite number{' > 0' if positive else ''}")
+    return {name: float(value) for name, value in fills.items()}
 
 
 def _check_hyperparameters(m, variant, task):
@@ -337,14 +422,7 @@ def _read_arrays(path, archive, shapes, what):
     data is read, so a damaged header cannot ask for an enormous allocation. ``what``: (algorithm,
     description of the model) for messages."""
     algo, model = what
-    names = [name for name in archive.files if name != "meta"]
-    for name in names:
-        if name not in shapes:
-            raise StreamherdError(
-                f"{path} is damaged: it holds an unknown array {_show(name)} ({algo} models "
-                f"hold {', '.join(shapes)})")
-    for name in shapes:
-        require_arrays(path, names, [name])
+    _check_member_names(path, archive, shapes, algo)
     arrays = {}
     for name, shape in shapes.items():
         header = _array_header(archive, name)
@@ -368,23 +446,177 @@ def _read_arrays(path, archive, shapes, what):
     return arrays
 
 
+def _check_member_names(path, archive, expected, algo):
+    """The archive holds the arrays ``expected`` (names), and no other."""
+    names = [name for name in archive.files if name != "meta"]
+    for name in names:
+        if name not in expected:
+            raise StreamherdError(
+                f"{path} is damaged: it holds an unknown array {_show(name)} ({algo} models "
+                f"hold {', '.join(expected)})")
+    for name in expected:
+        require_arrays(path, names, [name])
+
+
 def _array_header(archive, name):
     """(shape, dtype) from the .npy header of member ``name``, or None when it has none."""
+    opened = _open_array(archive, name)
+    if opened is None:
+        return None
+    f, shape, dtype = opened
+    f.close()
+    return shape, dtype
+
+
+def _open_array(archive, name):
+    """(the member's file, positioned after its .npy header, shape, dtype), or None when
+    ``name`` has no readable .npy header."""
     member = name + ".npy"
+    f = None
     try:
         if member not in archive.zip.namelist():
             return None
-        with archive.zip.open(member) as f:
-            version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                shape, _, dtype = np.lib.format.read_array_header_1_0(f)
-            elif version == (2, 0):
-                shape, _, dtype = np.lib.format.read_array_header_2_0(f)
-            else:
-                return None
+        f = archive.zip.open(member)
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            f.close()
+            return None
     except _READ_ERRORS:
+        if f is not None:
+            f.close()
         return None
-    return shape, dtype
+    return f, shape, dtype
+
+
+# ---------------------------------------------------------------- format 3: sparse arrays
+
+def _read_sparse_arrays(path, archive, shapes, fills, algo, interleaved):
+    """The dense arrays ``shapes`` names, rebuilt from their format-3 members (see the module's
+    docstring) over their ``fills``; those ``interleaved`` names, the columns of one array."""
+    members = []
+    for name, shape in shapes.items():
+        members += [f"{name}.{'indices' if len(shape) == 1 else 'slots'}", f"{name}.values"]
+    _check_member_names(path, archive, members, algo)
+    arrays = {}
+    columns = None
+    for name, shape in shapes.items():
+        try:
+            if interleaved and name in interleaved:
+                if columns is None:
+                    columns = np.empty((shape[0], len(interleaved)))
+                into = columns[:, interleaved.index(name)]
+                arrays[name] = _dense_vector(path, archive, name, shape[0], fills[name], into)
+            elif len(shape) == 1:
+                arrays[name] = _dense_vector(path, archive, name, shape[0], fills[name])
+            else:
+                arrays[name] = _dense_matrix(path, archive, name, shape, fills[name])
+        except MemoryError:
+            raise StreamherdError(f"cannot read model {path}: its array '{name}' of shape "
+                                  f"{shape} does not fit in memory") from None
+    return arrays
+
+
+class _Member:
+    """One .npy member of a format-3 model, read in pieces (``take``). Its header must say a
+    vector of ``dtype`` of at most ``most`` entries (``count``): checked before any data is
+    read, so a damaged header cannot ask for an enormous allocation."""
+
+    def __init__(self, path, archive, name, dtype, most):
+        self.path, self.name, self.dtype = path, name, np.dtype(dtype)
+        opened = _open_array(archive, name)
+        if opened is None:
+            raise self.unreadable()
+        self.file, shape, found = opened
+        if len(shape) != 1 or found != self.dtype or shape[0] > most:
+            self.file.close()
+            raise StreamherdError(f"{path} is damaged: array '{name}' has shape {shape} and "
+                                  f"dtype {found}, expected at most {most} {self.dtype} entries")
+        self.count = shape[0]
+
+    def unreadable(self):
+        return StreamherdError(f"{self.path} is damaged: array '{self.name}' cannot be read")
+
+    def take(self, n):
+        """The next ``n`` entries."""
+        size = n * self.dtype.itemsize
+        try:
+            data = self.file.read(size)
+        except _READ_ERRORS:
+            raise self.unreadable() from None
+        if len(data) != size:
+            raise self.unreadable()
+        return np.frombuffer(data, self.dtype)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
+
+
+def _dense_vector(path, archive, name, size, fill, into=None):
+    """float64[size] (written ``into`` that array when given), ``fill`` but at ``NAME.indices``,
+    which hold ``NAME.values``."""
+    with _Member(path, archive, f"{name}.indices", np.int64, size) as indices, \
+            _Member(path, archive, f"{name}.values", np.float64, size) as values:
+        if values.count != indices.count:
+            raise StreamherdError(f"{path} is damaged: array '{name}.values' has "
+                                  f"{values.count} entries for {indices.count} indices")
+        if into is not None:
+            dense = into
+            dense[:] = fill
+        else:   # zeros: the pages of the untouched slots are never written
+            dense = np.zeros(size) if fill == 0 and math.copysign(1, fill) > 0 \
+                else np.full(size, fill)
+        last = -1
+        for start in range(0, indices.count, _PIECE):
+            count = min(_PIECE, indices.count - start)
+            where = indices.take(count)
+            _check_slots(path, f"{name}.indices", where, last, size)
+            dense[where] = values.take(count)
+            last = where[-1]
+    return dense
+
+
+def _dense_matrix(path, archive, name, shape, fill):
+    """float64[rows, columns] of rows // columns square blocks, each ``fill`` on the diagonal and
+    0 elsewhere but on the rows and columns ``NAME.slots`` names (block z's from z * columns on),
+    which ``NAME.values`` holds, block by block, row by row."""
+    rows, columns = shape
+    with _Member(path, archive, f"{name}.slots", np.int64, rows) as member:
+        slots = member.take(member.count)
+    _check_slots(path, f"{name}.slots", slots, -1, rows)
+    bounds = np.searchsorted(slots, np.arange(0, rows + 1, columns))
+    counts = np.diff(bounds)
+    with _Member(path, archive, f"{name}.values", np.float64, rows * columns) as values:
+        expected = int(np.sum(counts * counts))
+        if values.count != expected:
+            raise StreamherdError(f"{path} is damaged: array '{name}.values' has "
+                                  f"{values.count} entries, its {len(slots)} slots need "
+                                  f"{expected}")
+        dense = np.zeros(shape)
+        dense[np.arange(rows), np.arange(rows) % columns] = fill
+        for start, stop in zip(bounds[:-1], bounds[1:]):
+            kept = slots[start:stop]
+            local = kept % columns
+            for row in kept:
+                dense[row, local] = values.take(len(local))
+    return dense
+
+
+def _check_slots(path, member, where, last, end):
+    """Indices in [0, end), strictly increasing, and after ``last`` (the previous piece's)."""
+    if not len(where):
+        return
+    if where.min() < 0 or where.max() >= end:
+        raise StreamherdError(f"{path} is damaged: array '{member}' holds an index out of range "
+                              f"(0 to {end - 1})")
+    if where[0] <= last or np.any(where[1:] <= where[:-1]):
+        raise StreamherdError(f"{path} is damaged: array '{member}' is not strictly increasing")
 
 
 def _check_values(path, meta, arrays):

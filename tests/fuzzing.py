@@ -1033,6 +1033,9 @@ def load_npz(path):
     except ValueError as e:
         return arrays, f"meta is not JSON: {e}"
     for name, array in arrays.items():
+        # format 3 (streamherd/model.py): a float64 array's values, and its int64 indices
+        if name.endswith((".indices", ".slots")) and array.dtype == np.int64:
+            continue
         if name != "meta" and (array.dtype.kind != "f" or not np.all(np.isfinite(array))):
             return arrays, f"array {name!r} ({array.dtype}) holds non-finite values"
     return arrays, None

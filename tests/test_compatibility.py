@@ -1,7 +1,8 @@
 """Model files written by earlier versions (tests/compat, made by its make_models.py with the
 version named in expected.json) still load and predict what that version predicted: every
 algorithm, every task (binary, joint and one-versus-all multiclass, regression), format 1 and
-format 2, every output (label, raw value, class scores, probabilities)."""
+format 2, every output (label, raw value, class scores, probabilities); and format 3 (sparse
+arrays) for every task of the learners make_models.FORMAT_3 names."""
 import json
 from pathlib import Path
 
@@ -25,6 +26,27 @@ def test_every_algorithm_and_task_has_a_committed_model():
         # a learner added after the files were made has none yet: make_models.py adds them
         assert not missing or not any(name.startswith(f"{algo}.") for name in EXPECTED), \
             (algo, missing)
+
+
+def test_format_3_files_of_every_task_and_array_kind():
+    """Format-3 files of a vector-only learner, a Gaussian one, sop, the averaged perceptron and
+    full-matrix ones (covariance and inverse), each task; the older files are formats 1 and 2."""
+    from streamherd import learners
+
+    versions = {}
+    for name in EXPECTED:
+        with np.load(COMPAT / name, allow_pickle=False) as archive:
+            versions[name] = json.loads(str(archive["meta"]))["format_version"]
+    format_3 = {name for name, version in versions.items() if version == 3}
+    assert format_3 == {name for name in EXPECTED if name.endswith(".format3.npz")}
+    assert {versions[name] for name in EXPECTED if name.endswith(".format1.npz")} == {1}
+    assert set(versions.values()) == {1, 2, 3}
+    algos = {name.split(".")[0] for name in format_3}
+    assert {"pa2", "nherd-p", "sop", "avg-perceptron", "arow-full", "sop-full"} <= algos
+    for algo in algos:
+        kinds = ["binary", "joint", "ova"] + \
+            (["regression"] if learners.spec(algo).regression is not None else [])
+        assert all(f"{algo}.{kind}.format3.npz" in format_3 for kind in kinds), algo
 
 
 def _numbers(lines):

@@ -36,10 +36,40 @@ def test_round_trip(tmp_path):
     for name in arrays:
         np.testing.assert_array_equal(loaded[name], arrays[name])
         assert loaded[name].dtype == np.float64
-    # It is a plain npz: numpy alone can read it, without pickle.
+    # It is a plain npz: numpy alone can read it, without pickle; format 3 holds the slots that
+    # differ from a fresh learner's (the averaged perceptron's: 0), as indices and values.
     with np.load(path, allow_pickle=False) as archive:
-        assert json.loads(str(archive["meta"]))["algo"] == "avg-perceptron"
-        np.testing.assert_array_equal(archive["mean"], arrays["mean"])
+        meta = json.loads(str(archive["meta"]))
+        assert meta["algo"] == "avg-perceptron" and meta["fill"] == {"mean": 0.0, "average": 0.0}
+        mean = np.zeros(1 << BITS)
+        mean[archive["mean.indices"]] = archive["mean.values"]
+        np.testing.assert_array_equal(mean, arrays["mean"])
+        assert archive["mean.indices"].dtype == np.int64
+
+
+def test_only_the_slots_that_differ_from_the_fresh_value_are_stored(tmp_path):
+    """-0.0 differs from the fresh 0.0 (bit for bit); slots equal to it are not stored."""
+    path = tmp_path / "m.npz"
+    mean = np.zeros(1 << BITS)
+    mean[[3, 7, 8]] = [1.5, -0.0, 2.0 ** -1074]
+    save_model(path, _meta(), {"mean": mean, "average": np.zeros(1 << BITS)})
+    with np.load(path, allow_pickle=False) as archive:
+        assert archive["mean.indices"].tolist() == [3, 7, 8]
+        assert len(archive["average.indices"]) == len(archive["average.values"]) == 0
+    loaded = load_model(path)[1]["mean"]
+    assert loaded.view(np.int64).tolist() == mean.view(np.int64).tolist()
+
+
+def test_a_model_of_every_slot_and_a_big_one_round_trip(tmp_path, monkeypatch):
+    """Every slot differing (the sparse form then holds them all), read in pieces smaller than
+    the array (loading reads a member a piece at a time)."""
+    monkeypatch.setattr(model_module, "_PIECE", 7)
+    path = tmp_path / "m.npz"
+    arrays = _arrays(3)
+    save_model(path, _meta(), arrays)
+    _, loaded = load_model(path)
+    for name in arrays:
+        assert loaded[name].view(np.int64).tolist() == arrays[name].view(np.int64).tolist()
 
 
 def test_str_path_and_overwrite(tmp_path):
@@ -63,7 +93,7 @@ def test_failed_save_leaves_the_existing_model_untouched(tmp_path, monkeypatch, 
         file.write(b"half a model")
         raise error
 
-    monkeypatch.setattr(np, "savez", failing_savez)
+    monkeypatch.setattr(np, "savez_compressed", failing_savez)
     expected = StreamherdError if isinstance(error, OSError) else type(error)
     with pytest.raises(expected) as info:
         save_model(path, _meta(), _arrays(2))
@@ -76,7 +106,8 @@ def test_failed_save_leaves_the_existing_model_untouched(tmp_path, monkeypatch, 
 
 
 def test_failed_save_of_a_new_model_creates_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(np, "savez", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("x")))
+    monkeypatch.setattr(np, "savez_compressed",
+                        lambda *a, **k: (_ for _ in ()).throw(RuntimeError("x")))
     with pytest.raises(RuntimeError):
         save_model(tmp_path / "new.npz", _meta(), _arrays())
     assert os.listdir(tmp_path) == []
@@ -97,7 +128,8 @@ def _npz(path, **entries):
 
 
 def _meta_entry(**overrides):
-    meta = {"format": "streamherd-model", "format_version": FORMAT_VERSION, **_meta(), **overrides}
+    """A meta of format 2 (dense arrays), the layout the bad files below damage."""
+    meta = {"format": "streamherd-model", "format_version": 2, **_meta(), **overrides}
     return np.array(json.dumps(meta))
 
 

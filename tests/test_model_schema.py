@@ -71,10 +71,56 @@ def model(folder):
 
 
 def _raw(path):
-    """(meta, arrays) read with numpy and json alone, no check: what the file holds."""
+    """(meta, members) read with numpy and json alone, no check: what the file holds."""
     with np.load(path, allow_pickle=False) as archive:
         meta = json.loads(str(archive["meta"]))
         arrays = {name: archive[name] for name in archive.files if name != "meta"}
+    return meta, arrays
+
+
+def _shapes(meta):
+    """name -> the dense shape of each array of a model (README's "Model files")."""
+    d = 1 << meta["bits"]
+    rows = d * (len(meta["classes"]) if meta.get("task") == "multiclass" else 1)
+    columns = d if meta.get("multiclass") == "ova" else rows
+    return {name: (rows, columns) if name in ("covariance", "inverse") else (rows,)
+            for name in meta["fill"]}
+
+
+def _dense(path):
+    """(meta, arrays) of a format-3 file decoded with numpy alone (README's "Model files"):
+    each vector its fill but at its indices; each square block of a matrix its fill on the
+    diagonal, 0 elsewhere, but on its slots' rows and columns, which the values hold row by row.
+    An older file's arrays are dense already."""
+    meta, members = _raw(path)
+    if meta["format_version"] < 3:
+        return meta, members
+    arrays = {}
+    for name, shape in _shapes(meta).items():
+        fill, values = meta["fill"][name], members[f"{name}.values"]
+        if len(shape) == 1:
+            arrays[name] = np.full(shape, float(fill))
+            arrays[name][members[f"{name}.indices"]] = values
+            continue
+        rows, columns = shape
+        dense = np.zeros(shape)
+        slots, start = members[f"{name}.slots"], 0
+        for first in range(0, rows, columns):
+            dense[first:first + columns] += np.eye(columns) * fill
+            kept = slots[(slots >= first) & (slots < first + columns)]
+            block = values[start:start + len(kept) ** 2].reshape(len(kept), len(kept))
+            dense[np.ix_(kept, kept - first)] = block
+            start += len(kept) ** 2
+        assert start == len(values)
+        arrays[name] = dense
+    return meta, arrays
+
+
+def _as_format_2(path):
+    """(meta, dense arrays) of the model as format 2 held it."""
+    meta, arrays = _dense(path)
+    meta = {**meta, "format_version": 2}
+    del meta["fill"]
     return meta, arrays
 
 
@@ -91,13 +137,13 @@ def _write(path, meta, arrays, meta_text=None):
 def test_every_model_streamherd_writes_loads_exactly_as_saved(model, algo, kind):
     path = model(algo, kind)
     meta, arrays = load_model(path)
-    raw_meta, raw_arrays = _raw(path)
-    assert meta == raw_meta
+    raw_meta, raw_arrays = _dense(path)
+    assert meta == raw_meta and meta["format_version"] == 3
     cls = learners.learner_class(algo)
     assert set(arrays) == set(raw_arrays) == set(cls.saved_arrays(learners.spec(algo).covariance))
     for name, array in raw_arrays.items():
         assert arrays[name].dtype == array.dtype and arrays[name].shape == array.shape
-        np.testing.assert_array_equal(arrays[name], array)
+        assert _same_bits(arrays[name], array), name
     # the shapes of README's "Model files"
     d = 1 << BITS
     k = len(meta["classes"]) if kind in ("joint", "ova") else 1
@@ -106,6 +152,76 @@ def test_every_model_streamherd_writes_loads_exactly_as_saved(model, algo, kind)
             assert array.shape == ((k * d, d) if kind == "ova" else (k * d, k * d))
         else:
             assert array.shape == (k * d,)
+
+
+def _same_bits(a, b):
+    return a.shape == b.shape and np.array_equal(a.view(np.int64), b.view(np.int64))
+
+
+def _scrambled(meta, arrays, rng):
+    """The arrays with random slots changed to values of every sign, a -0.0, a subnormal and
+    the fresh value itself; a matrix's blocks in random rows and columns, not symmetric; the
+    entries that must stay positive kept positive."""
+    from streamherd.model import initial_values
+
+    fills = initial_values(meta)
+    changed = {}
+    for name, array in arrays.items():
+        array = array.copy()
+        flat = array.reshape(-1) if array.ndim == 1 else array
+        if array.ndim == 1:
+            slots = rng.choice(len(array), size=min(len(array), 9), replace=False)
+            flat[slots] = rng.normal(size=len(slots))
+            flat[slots[:3]] = [-0.0, 5e-324, fills[name]]
+            if name in ("variance", "diagonal"):
+                flat[slots] = np.abs(flat[slots]) + 0.5
+        else:
+            columns = array.shape[1]
+            for first in range(0, array.shape[0], columns):
+                kept = rng.choice(columns, size=3, replace=False)
+                block = array[first:first + columns]
+                block[np.ix_(kept, kept)] += rng.normal(scale=0.1, size=(3, 3))
+                block[kept, kept] = np.abs(block[kept, kept]) + 0.5
+                block[kept[0], kept[1]] = -0.0
+        changed[name] = array
+    return changed
+
+
+@pytest.mark.parametrize("algo, kind", EVERY_MODEL, ids=[f"{a}-{k}" for a, k in EVERY_MODEL])
+def test_any_state_of_every_learner_and_task_round_trips_bit_for_bit(model, tmp_path, algo,
+                                                                     kind):
+    """save_model then load_model gives back the arrays saved, bit for bit, and the file holds
+    them (decoded with numpy alone)."""
+    from streamherd.model import save_model
+
+    meta, arrays = load_model(model(algo, kind))
+    meta = {k: v for k, v in meta.items()
+            if k not in ("format", "format_version", "streamherd_version", "fill")}
+    arrays = _scrambled(meta, arrays, np.random.default_rng(len(algo) * 7 + len(kind)))
+    path = tmp_path / "m.npz"
+    save_model(path, meta, arrays)
+    _, loaded = load_model(path)
+    _, decoded = _dense(path)
+    for name, array in arrays.items():
+        assert _same_bits(loaded[name], array), name
+        assert _same_bits(decoded[name], array), name
+
+
+@pytest.mark.parametrize("algo, kind, names", [("nherd-p", "binary", ("mean", "variance")),
+                                               ("arow-d", "joint", ("mean", "variance")),
+                                               ("sop", "joint", ("label_sum", "diagonal"))])
+def test_the_learner_takes_the_loaded_arrays_without_a_copy(model, algo, kind, names):
+    """load_model writes the vectors a learner keeps side by side (Learner.interleaved) into
+    the columns of one array, which the learner takes as they are: predicting holds the dense
+    model once."""
+    from streamherd import tasks
+
+    meta, arrays = load_model(model(algo, kind))
+    learner = tasks.of_model(meta, False).new_learner(
+        algo, 1 << meta["bits"], meta["hyperparameters"], dict(arrays), meta.get("learner", {}))
+    for name in names:
+        assert getattr(learner, name) is arrays[name]
+    assert arrays[names[0]].base is arrays[names[1]].base
 
 
 def _predict(path, data, tmp, **flags):
@@ -130,7 +246,7 @@ def test_predict_is_the_same_as_without_the_checks(model, folder, monkeypatch, t
     path = model(algo, kind)
     flags = [{}, {"scores": True} if kind in ("joint", "ova") else {"raw": True}]
     checked = [_predict(path, folder / DATA[kind], tmp_path, **f) for f in flags]
-    monkeypatch.setattr(training, "load_model", lambda p: _raw(p))
+    monkeypatch.setattr(training, "load_model", lambda p: _dense(p))
     unchecked = [_predict(path, folder / DATA[kind], tmp_path, **f) for f in flags]
     assert checked == unchecked
     assert all(checked)
@@ -138,7 +254,7 @@ def test_predict_is_the_same_as_without_the_checks(model, folder, monkeypatch, t
 
 def test_format_1_binary_model_loads_and_predicts_as_before(model, folder, tmp_path):
     """A format-1 file (before multiclass: no task, multiclass keys nor normalize)."""
-    meta, arrays = _raw(model("avg-perceptron", "binary"))
+    meta, arrays = _as_format_2(model("avg-perceptron", "binary"))
     old = {key: value for key, value in meta.items() if key not in ("task", "normalize")}
     old["format_version"] = 1
     path = _write(tmp_path / "old.npz", old, arrays)
@@ -147,8 +263,9 @@ def test_format_1_binary_model_loads_and_predicts_as_before(model, folder, tmp_p
         _predict(model("avg-perceptron", "binary"), folder / DATA["binary"], tmp_path, raw=True)
 
 
-def test_optional_keys_of_older_files_may_be_absent(model, tmp_path):
-    meta, arrays = _raw(model("pa2", "binary"))
+@pytest.mark.parametrize("read", [_raw, _as_format_2], ids=["format-3", "format-2"])
+def test_optional_keys_of_older_files_may_be_absent(model, tmp_path, read):
+    meta, arrays = read(model("pa2", "binary"))
     for key in ("normalize", "task", "examples", "progressive_loss", "labels",
                 "streamherd_version"):
         del meta[key]
@@ -334,6 +451,90 @@ DAMAGE = [
      _array("average", _with_entry(1, -1e308)), "overflows"),
 ]
 
+# the cases above that change the dense arrays (or the shape they must have): on format 2
+DENSE_DAMAGE = {"bits-other"} | {case[0] for case in DAMAGE[DAMAGE.index(next(
+    case for case in DAMAGE if case[0] == "mean-rank-2")):]}
+
+
+def _member(name, make):
+    def change(meta, members):
+        members[name] = make(members[name].copy())
+    return change
+
+
+def _set_entry(index, value):
+    def make(array):
+        array[index] = value
+        return array
+    return make
+
+
+def _swap_first_two(array):
+    array[[0, 1]] = array[[1, 0]]
+    return array
+
+
+def _block_diagonal_entry(value):
+    """The first kept diagonal entry of the first block of a matrix's values."""
+    def change(meta, members):
+        name = "covariance" if "covariance.values" in members else "inverse"
+        members[f"{name}.values"] = members[f"{name}.values"].copy()
+        members[f"{name}.values"][0] = value
+    return change
+
+
+# format 3: the sparse members and the fills (id, base model, change of (meta, members), words)
+SPARSE_DAMAGE = [
+    ("index-out-of-range", ("pa2", "binary"), _member("mean.indices", _set_entry(-1, 1 << BITS)),
+     "out of range"),
+    ("index-negative", ("pa2", "joint"), _member("mean.indices", _set_entry(0, -1)),
+     "out of range"),
+    ("indices-unsorted", ("pa2", "binary"), _member("mean.indices", _swap_first_two),
+     "not strictly increasing"),
+    ("index-twice", ("arow-p", "binary"), _member("variance.indices", _set_entry(1, 0)),
+     "not strictly increasing"),
+    ("indices-float", ("pa2", "binary"), _member("mean.indices", lambda a: a.astype(float)),
+     "array 'mean.indices' has shape"),
+    ("indices-int32", ("pa2", "binary"), _member("mean.indices", lambda a: a.astype(np.int32)),
+     "dtype int32"),
+    ("indices-too-many", ("pa2", "binary"),
+     lambda meta, m: m.update({"mean.indices": np.arange(9), "mean.values": np.ones(9)}),
+     "at most 8"),
+    ("values-float32", ("pa2", "ova"), _member("mean.values", lambda a: a.astype(np.float32)),
+     "dtype float32"),
+    ("values-too-few", ("pa2", "binary"), _member("mean.values", lambda a: a[:-1]),
+     "entries for"),
+    ("values-missing", ("pa2", "binary"), lambda meta, m: m.pop("mean.values"),
+     "no 'mean.values' array"),
+    ("value-nan", ("pa2", "regression"), _member("mean.values", _set_entry(0, np.nan)),
+     "NaN or infinity"),
+    ("value-infinite", ("sop", "joint"), _member("label_sum.values", _set_entry(1, -np.inf)),
+     "NaN or infinity"),
+    ("variance-value-zero", ("arow-p", "binary"), _member("variance.values", _set_entry(0, 0.0)),
+     "<= 0"),
+    ("dense-mean", ("pa2", "binary"), lambda meta, m: m.update(mean=np.zeros(1 << BITS)),
+     "unknown array"),
+    ("fill-missing", ("pa2", "binary"), _delete("fill"), "no 'fill'"),
+    ("fill-list", ("pa2", "binary"), _set("fill", value=[0.0]), "'fill'"),
+    ("fill-unknown-array", ("pa2", "binary"), _set("fill", "weights", value=0.0), "'fill'"),
+    ("fill-nan", ("pa2", "binary"), _set("fill", "mean", value=float("nan")), "fill of 'mean'"),
+    ("fill-string", ("nherd-p", "binary"), _set("fill", "mean", value="0"), "fill of 'mean'"),
+    ("fill-variance-zero", ("arow-p", "joint"), _set("fill", "variance", value=0.0),
+     "fill of 'variance'"),
+    ("fill-inverse-negative", ("sop-full", "binary"), _set("fill", "inverse", value=-1.0),
+     "fill of 'inverse'"),
+    ("slot-out-of-range", ("arow-full", "binary"),
+     _member("covariance.slots", _set_entry(-1, 1 << BITS)), "out of range"),
+    ("slots-unsorted", ("cw-full", "joint"), _member("covariance.slots", _swap_first_two),
+     "not strictly increasing"),
+    ("slots-values-too-few", ("sop-full", "ova"), _member("inverse.values", lambda a: a[:-1]),
+     "slots need"),
+    ("slots-missing", ("nherd-full", "binary"), lambda meta, m: m.pop("covariance.slots"),
+     "no 'covariance.slots' array"),
+    ("covariance-diagonal-zero", ("cw-full", "binary"), _block_diagonal_entry(0.0), "<= 0"),
+    ("inverse-diagonal-negative", ("sop-full", "joint"), _block_diagonal_entry(-2.0), "<= 0"),
+]
+
 # files whose meta is not a JSON object of ours, or whose arrays cannot be read
 _NESTED = "[" * 100_000 + "]" * 100_000
 
@@ -357,24 +558,28 @@ def _deeply_nested(meta, arrays, path):
     return _write(path, meta, arrays, meta_text=text)
 
 
-def _huge_array_header(meta, arrays, path):
-    """'mean' whose .npy header claims 2^40 entries, with none behind it."""
-    _write(path, meta, {k: v for k, v in arrays.items() if k != "mean"})
-    header = np.lib.format.header_data_from_array_1_0(arrays["mean"])
-    header["shape"] = (1 << 40,)
-    with zipfile.ZipFile(path, "a") as z, z.open("mean.npy", "w") as f:
-        np.lib.format.write_array_header_1_0(f, header)
-    return path
+def _huge_array_header(name):
+    """``name`` whose .npy header claims 2^40 entries, with none behind it."""
+    def write(meta, arrays, path):
+        _write(path, meta, {k: v for k, v in arrays.items() if k != name})
+        header = np.lib.format.header_data_from_array_1_0(arrays[name])
+        header["shape"] = (1 << 40,)
+        with zipfile.ZipFile(path, "a") as z, z.open(f"{name}.npy", "w") as f:
+            np.lib.format.write_array_header_1_0(f, header)
+        return path
+    return write
 
 
-def _truncated_array(meta, arrays, path):
-    """'mean' with the right header but half its data."""
-    _write(path, meta, {k: v for k, v in arrays.items() if k != "mean"})
-    with zipfile.ZipFile(path, "a") as z, z.open("mean.npy", "w") as f:
-        np.lib.format.write_array_header_1_0(
-            f, np.lib.format.header_data_from_array_1_0(arrays["mean"]))
-        f.write(arrays["mean"][: len(arrays["mean"]) // 2].tobytes())
-    return path
+def _truncated_array(name):
+    """``name`` with the right header but half its data."""
+    def write(meta, arrays, path):
+        _write(path, meta, {k: v for k, v in arrays.items() if k != name})
+        with zipfile.ZipFile(path, "a") as z, z.open(f"{name}.npy", "w") as f:
+            np.lib.format.write_array_header_1_0(
+                f, np.lib.format.header_data_from_array_1_0(arrays[name]))
+            f.write(arrays[name][: len(arrays[name]) // 2].tobytes())
+        return path
+    return write
 
 
 def _text_member(meta, arrays, path):
@@ -398,8 +603,14 @@ WRITTEN = [
     ("meta-number", _meta_entry(lambda meta: np.array(5)), "not a streamherd model"),
     ("meta-not-utf8",   # a lone surrogate: no UTF-8 text holds one
      _meta_entry(lambda meta: np.array(json.dumps(meta)[:-1] + ', "x": "\ud800"}')), "not UTF-8"),
-    ("array-huge-header", _huge_array_header, "array 'mean' has shape"),
-    ("array-truncated", _truncated_array, "array 'mean' cannot be read"),
+    ("array-huge-header", _huge_array_header("mean"), "array 'mean' has shape"),
+    ("array-truncated", _truncated_array("mean"), "array 'mean' cannot be read"),
+    ("values-huge-header", _huge_array_header("mean.values"), "array 'mean.values' has shape"),
+    ("indices-huge-header", _huge_array_header("mean.indices"),
+     "array 'mean.indices' has shape"),
+    ("values-truncated", _truncated_array("mean.values"), "array 'mean.values' cannot be read"),
+    ("indices-truncated", _truncated_array("mean.indices"),
+     "array 'mean.indices' cannot be read"),
     ("member-not-npy", _text_member, "unknown array"),
     ("array-object", _object_array, "array 'mean' has shape"),
 ]
@@ -407,14 +618,16 @@ WRITTEN = [
 
 def _damaged_file(model, tmp_path, case):
     name, base, change, _ = case
-    meta, arrays = _raw(model(*base))
+    meta, arrays = (_as_format_2 if name in DENSE_DAMAGE else _raw)(model(*base))
     change(meta, arrays)
     return _write(tmp_path / f"{name}.npz", meta, arrays)
 
 
 def _written_file(model, tmp_path, case):
+    """The case's file from pa2's model: format 3, or format 2 when it damages dense 'mean'."""
     name, write, _ = case
-    meta, arrays = _raw(model("pa2", "binary"))
+    path = model("pa2", "binary")
+    meta, arrays = _as_format_2(path) if name.startswith("array-") else _raw(path)
     return write(meta, arrays, tmp_path / f"{name}.npz")
 
 
@@ -441,7 +654,8 @@ def _check_everywhere(run_cli, folder, path, kind, words):
         assert message in line, line
 
 
-@pytest.mark.parametrize("case", DAMAGE, ids=[c[0] for c in DAMAGE])
+@pytest.mark.parametrize("case", DAMAGE + SPARSE_DAMAGE,
+                         ids=[c[0] for c in DAMAGE + SPARSE_DAMAGE])
 def test_damaged_meta_or_arrays_is_a_one_line_error(run_cli, model, folder, tmp_path, case):
     path = _damaged_file(model, tmp_path, case)
     _check_everywhere(run_cli, folder, path, case[1][1], case[3])

@@ -131,13 +131,20 @@ class Learner:
 
     def _interleave(self):
         """Copy the ``interleaved`` arrays (loaded or grown apart) into the columns of one array
-        (see there)."""
-        if not self.interleaved:
+        (see there); model.load_model reads them so already (then no copy)."""
+        if not self.interleaved or self._interleaved_already():
             return
         packed = np.empty((self.size, len(self.interleaved)))
         for k, attr in enumerate(self.interleaved):
             packed[:, k] = getattr(self, attr)
             setattr(self, attr, packed[:, k])   # the old array is freed here, one at a time
+
+    def _interleaved_already(self):
+        packed = getattr(self, self.interleaved[0]).base
+        return isinstance(packed, np.ndarray) and packed.flags.c_contiguous \
+            and packed.shape == (self.size, len(self.interleaved)) and packed.dtype == np.float64 \
+            and all(getattr(self, attr).__array_interface__ == packed[:, k].__array_interface__
+                    for k, attr in enumerate(self.interleaved))
 
     @classmethod
     def saved_arrays(cls, covariance):

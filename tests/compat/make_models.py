@@ -6,6 +6,10 @@ algorithm and task (binary, joint and one-versus-all multiclass, regression wher
 has a squared-loss form; 2^4 slots), each format-1 binary model as that format wrote it (no
 ``task``), three models trained with --normalize, the data they were trained on (made here from a fixed seed) and, in expected.json,
 every prediction output of each model on that data.
+
+``--format3`` adds the format-3 (sparse) files of ``FORMAT_3``, every task of each, named
+``ALGO.KIND.format3.npz``, to the files already there (and to expected.json), trained on the data
+already there: run it with the version that writes format 3.
 """
 import json
 import os
@@ -57,26 +61,54 @@ def outputs(model, data, gaussian, task):
     return found
 
 
+# the learners of the format-3 files: the default, a Gaussian one, sop, the averaged
+# perceptron, and full-matrix ones (a covariance, an inverse)
+FORMAT_3 = ("pa2", "nherd-p", "sop", "avg-perceptron", "arow-full", "sop-full")
+
+
+def train_every_task(algo, suffix, expected):
+    """A model of ``algo`` for each task it has, ``ALGO.KIND{suffix}.npz``, with its outputs in
+    ``expected``; yields (kind, path, name)."""
+    from streamherd import learners
+    from streamherd.training import train
+
+    variant = learners.spec(algo)
+    gaussian = variant.covariance != "none" and not algo.startswith("sop")
+    tasks = [("binary", {}), ("joint", {"multiclass": "joint"}), ("ova", {"multiclass": "ova"})]
+    if variant.regression is not None:
+        tasks.append(("regression", {"loss": "squared"}))
+    for kind, flags in tasks:
+        data = os.path.join(HERE, f"{'multiclass' if kind in ('joint', 'ova') else kind}.svm")
+        name = f"{algo}.{kind}{suffix}.npz"
+        path = os.path.join(HERE, name)
+        train([data], algo=algo, bits=BITS, final_model=path, quiet=True, **flags)
+        task = "multiclass" if kind in ("joint", "ova") else kind
+        expected[name] = {"data": os.path.basename(data), **outputs(path, data, gaussian, task)}
+        yield kind, path, name
+
+
+def add_format_3():
+    path = os.path.join(HERE, "expected.json")
+    with open(path) as f:
+        written = json.load(f)
+    for algo in FORMAT_3:
+        for _ in train_every_task(algo, ".format3", written["models"]):
+            pass
+    written["format3_streamherd"] = __import__("streamherd").__version__
+    with open(path, "w") as f:
+        json.dump(written, f, indent=0, sort_keys=True)
+
+
 def main():
     from streamherd import learners
     from streamherd.training import train
 
+    if "--format3" in sys.argv[1:]:
+        return add_format_3()
     write_data()
     expected = {}
-    for algo, variant in learners.REGISTRY.items():
-        gaussian = variant.covariance != "none" and not algo.startswith("sop")
-        tasks = [("binary", {}), ("joint", {"multiclass": "joint"}),
-                 ("ova", {"multiclass": "ova"})]
-        if variant.regression is not None:
-            tasks.append(("regression", {"loss": "squared"}))
-        for kind, flags in tasks:
-            data = os.path.join(HERE, f"{'multiclass' if kind in ('joint', 'ova') else kind}.svm")
-            name = f"{algo}.{kind}.npz"
-            path = os.path.join(HERE, name)
-            train([data], algo=algo, bits=BITS, final_model=path, quiet=True, **flags)
-            task = "multiclass" if kind in ("joint", "ova") else kind
-            expected[name] = {"data": os.path.basename(data),
-                              **outputs(path, data, gaussian, task)}
+    for algo in learners.REGISTRY:
+        for kind, path, name in train_every_task(algo, "", expected):
             if kind == "binary":
                 expected[f"{algo}.format1.npz"] = {**expected[name]}
                 write_format_1(path, os.path.join(HERE, f"{algo}.format1.npz"))
