@@ -162,6 +162,31 @@ def train(
     bits: Optional[int] = typer.Option(None, "-b", "--bits", show_default=False,
                                        help="2^bits hashed weight slots (default 18)."),
     no_bias: bool = typer.Option(False, "--no-bias", help="Do not add the constant feature."),
+    quadratic: Optional[List[str]] = typer.Option(
+        None, "-q", "--quadratic", show_default=False,
+        help="Cross two namespaces, as VW's -q ab (repeatable). A namespace is named by the "
+             "first letter of its name, case-sensitive as in VW (a and A differ); ' ' is the "
+             "default namespace (a bare '|', and all of svmlight's features); ':' alone "
+             "means every namespace (-q ::). Slots as VW's; saved in the model."),
+    cubic: Optional[List[str]] = typer.Option(
+        None, "--cubic", show_default=False,
+        help="Cross three namespaces, as VW's --cubic abc (letters as for -q)."),
+    interactions: Optional[List[str]] = typer.Option(
+        None, "--interactions", show_default=False,
+        help="Crosses of any order, comma-separated: letters (ab,abc, as -q) or full "
+             "namespace names joined by '|' (user|item: only the namespaces of exactly "
+             "those names, as VW's --experimental_full_name_interactions)."),
+    ignore: Optional[List[str]] = typer.Option(
+        None, "--ignore", show_default=False,
+        help="Drop the namespaces beginning with these letters (case-sensitive), as VW."),
+    keep: Optional[List[str]] = typer.Option(
+        None, "--keep", show_default=False,
+        help="Read only the namespaces beginning with these letters (case-sensitive; "
+             "overrides --ignore, as in VW)."),
+    ignore_linear: Optional[List[str]] = typer.Option(
+        None, "--ignore_linear", "--ignore-linear", show_default=False,
+        help="Use the namespaces beginning with these letters only in crosses, not as "
+             "features themselves (case-sensitive), as VW."),
     final_model: Optional[Path] = typer.Option(None, "-f", "--final-model", show_default=False,
                                                help="Write the model here (.npz)."),
     initial_model: Optional[Path] = typer.Option(None, "-i", "--initial-model", show_default=False,
@@ -180,7 +205,11 @@ def train(
                       bias=False if no_bias else None, fmt=fmt, final_model=final_model,
                       initial_model=initial_model, quiet=quiet, skip_bad=skip_bad,
                       normalize=True if normalize else None, multiclass=multiclass,
-                      classes=classes, loss=loss, allow_empty=allow_empty)
+                      classes=classes, loss=loss, allow_empty=allow_empty,
+                      namespaces=dict(quadratic=quadratic, cubic=cubic,
+                                      interactions=interactions,
+                                      ignore="".join(ignore or ()), keep="".join(keep or ()),
+                                      ignore_linear="".join(ignore_linear or ())))
 
 
 @app.command()

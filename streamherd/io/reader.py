@@ -303,7 +303,7 @@ class ChunkReader:
             merge_table = self._local.merge_table = new_merge_table()
         slot, complete = block.slot, block.complete
         buf = slot.buf
-        outputs = slot.outputs_for(complete, block.newlines, self.features)
+        outputs = slot.outputs_for(complete, block.newlines, self.features, buf[:complete])
         rows, nnz, lines, bad, code, err_line, err_start, err_end = parse_block(
             buf, complete, block.fmt, self.features.kernel_params(), self.skip_bad,
             block.first_line, outputs, merge_table, False, self.fmt == "auto")
@@ -453,16 +453,20 @@ class _Slot:
             self.buf = np.empty(size + _CARRY_ROOM, np.uint8)
         return self.buf
 
-    def outputs_for(self, n_bytes, newlines, features):
-        """Output arrays for a block of n_bytes with that many newlines, for the rows of the
+    def outputs_for(self, n_bytes, newlines, features, block):
+        """Output arrays for a block of n_bytes with that many newlines (``block``, its bytes:
+        crosses of namespaces make as many features as its lines tell), for the rows of the
         FeatureSpace ``features`` (see allocate_outputs)."""
+        if features.crosses_namespaces and self.outputs is not None and len(
+                self.outputs[4]) < 2 * features.max_block_features(0, 0, block):
+            self.bytes_capacity = -1   # more crosses than the arrays hold: grow them
         if n_bytes > self.bytes_capacity or newlines > self.newlines_capacity:
             # Room for a quarter more lines than asked: blocks of a file hold about as many
             # lines each, and growing by one line at a time would reallocate block after block.
             self.bytes_capacity = max(n_bytes, self.bytes_capacity)
             self.newlines_capacity = max(newlines + newlines // 4, self.newlines_capacity)
             self.outputs = allocate_outputs(self.bytes_capacity, self.newlines_capacity,
-                                            features)
+                                            features, block)
         return self.outputs
 
 
