@@ -173,17 +173,22 @@ def cross_row(indices, values, start, nnz, mask, crossing):
     letters, seeds, orders, letters_sorted, wildcard_orders, linear_masks = crossing
     n = nnz - start
     mirror = len(indices) - 1
-    members = np.empty(n, np.int64)      # row positions grouped by letter, in row order
-    group_letter = np.empty(n + 1, np.int64)
-    group_start = np.zeros(n + 2, np.int64)
-    groups = _group_by_letter(indices, start, n, mirror, members, group_letter, group_start)
-    out = nnz
     width = letters.shape[1]
-    term_letters = np.empty(width, np.int64)
-    term_seeds = np.empty(width, np.float64)
-    cursors = np.empty(width, np.int64)
+    # one allocation per kind for the scratch: a row's allocations cost as much as its crosses
+    whole = np.empty(4 * n + 4 + 2 * width, np.int64)
+    members = whole[:n]      # row positions grouped by letter, in row order
+    group_letter = whole[n:2 * n + 1]
+    group_start = whole[2 * n + 1:3 * n + 3]
+    filled = whole[3 * n + 3:4 * n + 4]
+    term_letters = whole[4 * n + 4:4 * n + 4 + width]
+    cursors = whole[4 * n + 4 + width:]
+    reals = np.empty(2 * width, np.float64)
+    term_seeds = reals[:width]
+    products = reals[width:]
     hashes = np.empty(width, np.uint64)
-    products = np.empty(width, np.float64)
+    groups = _group_by_letter(indices, start, n, mirror, members, group_letter, group_start,
+                              filled)
+    out = nnz
     scratch = (term_letters, term_seeds, cursors, hashes, products)
     grouping = (members, group_letter, group_start, groups)
     for i in range(len(orders)):
@@ -195,11 +200,13 @@ def cross_row(indices, values, start, nnz, mask, crossing):
     for order in wildcard_orders:
         out = _cross_wildcard(indices, values, mirror, grouping, order, scratch, explicit,
                               mask, out)
-    return _drop_ignored_linear(indices, values, start, nnz, out, mirror, linear_masks)
+    if linear_masks[0] | linear_masks[1] | linear_masks[2] | linear_masks[3]:
+        return _drop_ignored_linear(indices, values, start, nnz, out, mirror, linear_masks)
+    return out
 
 
 @njit(cache=True, nogil=True)
-def _group_by_letter(indices, start, n, mirror, members, group_letter, group_start):
+def _group_by_letter(indices, start, n, mirror, members, group_letter, group_start, filled):
     """Sort the row's positions by letter (stable, letters in rising order) into ``members``:
     group g holds members[group_start[g]:group_start[g + 1]]. Returns the number of groups."""
     groups = 0
@@ -220,7 +227,7 @@ def _group_by_letter(indices, start, n, mirror, members, group_letter, group_sta
         group_start[_group_of(group_letter, groups, indices[mirror - start - k]) + 1] += 1
     for g in range(groups):
         group_start[g + 1] += group_start[g]
-    filled = group_start[:groups].copy()
+    filled[:groups] = group_start[:groups]
     for k in range(n):
         g = _group_of(group_letter, groups, indices[mirror - start - k])
         members[filled[g]] = start + k
@@ -246,6 +253,9 @@ def _cross(indices, values, mirror, grouping, order, scratch, mask, out):
     for t in range(order):
         if _group_of(group_letter, groups, term_letters[t]) == groups:
             return out   # a namespace the row lacks: no crosses
+    if order == 2 and term_seeds[0] == -1.0 and term_seeds[1] == -1.0:
+        return _letter_pairs(indices, values, grouping, term_letters[0], term_letters[1], mask,
+                             out)
     t = 0
     cursors[0] = _next_member(values, mirror, grouping, term_letters[0], term_seeds[0],
                               group_start[_group_of(group_letter, groups, term_letters[0])])
@@ -289,6 +299,25 @@ def _cross(indices, values, mirror, grouping, order, scratch, mask, out):
 
 
 @njit(cache=True, nogil=True)
+def _letter_pairs(indices, values, grouping, first, second, mask, out):
+    """The crosses of two letters (the usual -q): two loops over their groups."""
+    members, group_letter, group_start, groups = grouping
+    g = _group_of(group_letter, groups, first)
+    h = _group_of(group_letter, groups, second)
+    umask = np.uint64(mask)
+    for a in range(group_start[g], group_start[g + 1]):
+        p = members[a]
+        half_hash = np.uint64(indices[p]) * FNV_PRIME
+        value = values[p]
+        for b in range(a if g == h else group_start[h], group_start[h + 1]):
+            q = members[b]
+            indices[out] = np.int32((half_hash ^ np.uint64(indices[q])) & umask)
+            values[out] = value * values[q]
+            out += 1
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _pairs(indices, values, mirror, grouping, letter, seed, cursor, half_hash, product, mask,
            out):
     """The crosses of one feature (its hash times the prime, its value) with the members of
@@ -384,11 +413,13 @@ def _named_explicitly(interacting, picks, order, explicit):
 def _drop_ignored_linear(indices, values, start, nnz, out, mirror, linear_masks):
     """Remove the linear features of the --ignore_linear letters (their crosses stay)."""
     kept = start
-    for k in range(start, out):
-        if k < nnz:
-            c = indices[mirror - k]
-            if (linear_masks[c >> 6] >> np.uint64(c & 63)) & np.uint64(1):
-                continue
+    for k in range(start, nnz):
+        c = indices[mirror - k]
+        if not (linear_masks[c >> 6] >> np.uint64(c & 63)) & np.uint64(1):
+            indices[kept] = indices[k]
+            values[kept] = values[k]
+            kept += 1
+    for k in range(nnz, out):
         indices[kept] = indices[k]
         values[kept] = values[k]
         kept += 1

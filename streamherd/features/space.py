@@ -91,17 +91,19 @@ class FeatureSpace:
         return (self.mask, self.bias, self.bias_slot, self._read,
                 (*self._program, self._linear_ignored))
 
-    def max_block_features(self, tokens, lines, block=None):
-        """An upper bound on the features that ``tokens`` tokens on ``lines`` lines make: one
-        per token, plus the bias of each line (the parser's output arrays are sized with it,
-        see io/csr.allocate_outputs). With crosses, a line's features grow as a power of its
-        tokens: the bound is counted line by line over ``block``, the block's bytes (the
-        larger of the two, so that the arrays of a slot, grown once, stay right)."""
-        linear = tokens + lines
-        if not self.crosses_namespaces or block is None:
-            return linear
-        return max(linear, int(crossing.max_crossed_features(block, len(block),
-                                                              self._cross_orders())))
+    def max_block_features(self, tokens, lines):
+        """An upper bound on the features that ``tokens`` tokens on ``lines`` lines make
+        without crosses: one per token, plus the bias of each line (the parser's output arrays
+        are sized with it, see io/csr.allocate_outputs)."""
+        return tokens + lines
+
+    def max_crossed_features(self, block):
+        """An upper bound on the features of the lines of ``block`` (bytes) with this space's
+        crosses (0 without): a line's crosses grow as a power of its tokens, so only the lines
+        tell (io/reader sizes the output arrays with it)."""
+        if not self.crosses_namespaces:
+            return 0
+        return int(crossing.max_crossed_features(block, len(block), self._cross_orders()))
 
     def transform(self, chunk):
         """Scale the chunk's rows in place by the ``normalize`` rule (the bias kept, unless the

@@ -13,8 +13,10 @@ What a lexer holds of the stage is opaque to it:
 - ``space``, the numbers of the FeatureSpace (space.py: ``kernel_params``), and the chunk's
   ``indices`` and ``values`` arrays (apart, not in a tuple: numba counts references to the
   arrays of a tuple unpacked in an inlined function, on every feature).
-So how a token becomes a feature (the hashing, which slots, the bias, later crosses of
-namespaces) changes here, and the lexers stay as they are.
+So how a token becomes a feature (the hashing, which slots, the bias, crosses of namespaces
+and the namespaces kept: interactions.py) changes here, and the lexers stay as they are. A
+space without namespace flags compiles none of the crosses' code (_crosses_namespaces: the
+kernel params' tuple type chooses the overload).
 
 Slots are VW's (hashing.py): a feature named by a number (all digits, or an svmlight index) is
 the number plus the namespace's seed, any other name its murmur3 hash with that seed; the slot

@@ -147,11 +147,12 @@ def untouched_array(length, dtype):
     return np.frombuffer(mmap.mmap(-1, nbytes), dtype, count=length)
 
 
-def allocate_outputs(n_bytes, n_newlines, features, block=None):
+def allocate_outputs(n_bytes, n_newlines, features, crossed_features=0):
     """Output arrays large enough for any block of ``n_bytes`` with ``n_newlines`` line ends
-    (and for ``block``, the bytes, when given: crosses of namespaces make a number of features
-    that only the lines tell), in the order of parse_block's parameters (labels ... label_end,
-    bad line numbers), for the rows of the FeatureSpace ``features``.
+    and, with crosses of namespaces, ``crossed_features`` features (features.
+    max_crossed_features: only a block's lines tell how many), in the order of parse_block's
+    parameters (labels ... label_end, bad line numbers), for the rows of the FeatureSpace
+    ``features``.
 
     Every token takes at least two bytes ("1 " or "a "), or one at a line's end; the feature
     space bounds the features those tokens make (features.max_block_features). The feature
@@ -160,7 +161,8 @@ def allocate_outputs(n_bytes, n_newlines, features, block=None):
     not resident, unless used).
     """
     max_lines = n_newlines + 1
-    max_features = 2 * features.max_block_features(n_bytes // 2 + max_lines, max_lines, block)
+    max_features = 2 * max(features.max_block_features(n_bytes // 2 + max_lines, max_lines),
+                            crossed_features)
     return (
         np.empty(max_lines, np.float64),   # labels
         np.empty(max_lines, np.float64),   # importance

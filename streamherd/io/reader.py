@@ -445,6 +445,7 @@ class _Slot:
         self.outputs = None
         self.bytes_capacity = -1
         self.newlines_capacity = -1
+        self.crossed_capacity = 0
 
     def read_buffer(self, size):
         """At least ``size`` bytes; with room for the partial line carried over from the
@@ -455,18 +456,18 @@ class _Slot:
 
     def outputs_for(self, n_bytes, newlines, features, block):
         """Output arrays for a block of n_bytes with that many newlines (``block``, its bytes:
-        crosses of namespaces make as many features as its lines tell), for the rows of the
-        FeatureSpace ``features`` (see allocate_outputs)."""
-        if features.crosses_namespaces and self.outputs is not None and len(
-                self.outputs[4]) < 2 * features.max_block_features(0, 0, block):
-            self.bytes_capacity = -1   # more crosses than the arrays hold: grow them
-        if n_bytes > self.bytes_capacity or newlines > self.newlines_capacity:
+        the features that crosses of namespaces make are counted on its lines), for the rows
+        of the FeatureSpace ``features`` (see allocate_outputs)."""
+        crossed = features.max_crossed_features(block)
+        if (n_bytes > self.bytes_capacity or newlines > self.newlines_capacity
+                or crossed > self.crossed_capacity):
             # Room for a quarter more lines than asked: blocks of a file hold about as many
             # lines each, and growing by one line at a time would reallocate block after block.
             self.bytes_capacity = max(n_bytes, self.bytes_capacity)
             self.newlines_capacity = max(newlines + newlines // 4, self.newlines_capacity)
+            self.crossed_capacity = max(crossed + crossed // 4, self.crossed_capacity)
             self.outputs = allocate_outputs(self.bytes_capacity, self.newlines_capacity,
-                                            features, block)
+                                            features, self.crossed_capacity)
         return self.outputs
 
 
