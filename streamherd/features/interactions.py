@@ -432,7 +432,7 @@ def max_crossed_features(buf, n, orders):
     ``orders``: each line's tokens t
     between blanks and '|' (a feature is at most one), t + 1 linear,
     and t^k crosses for each interaction of order k (a wildcard's combinations included)."""
-    total = np.int64(0)
+    total = 0.0   # a float: a long line's t^k would overflow an int64
     tokens = np.int64(0)
     in_token = False
     for p in range(n + 1):
@@ -440,7 +440,7 @@ def max_crossed_features(buf, n, orders):
         if c == 10:
             total += tokens + 1
             for k in orders:
-                total += tokens ** k
+                total += float(tokens) ** k
             tokens = 0
             in_token = False
         elif c <= 32 or c == 124:   # any blank, and '|': finer than the lexers' tokens

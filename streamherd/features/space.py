@@ -18,6 +18,8 @@ from streamherd.features.hashing import VW_CONSTANT_HASH
 
 DEFAULT_BITS = 18
 MAX_BITS = 30
+# the features of one block of lines with its crosses (12 bytes each, twice: io/csr)
+MAX_CROSSED_FEATURES = 1 << 28
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,13 @@ class FeatureSpace:
         tell (io/reader sizes the output arrays with it)."""
         if not self.crosses_namespaces:
             return 0
-        return int(crossing.max_crossed_features(block, len(block), self._cross_orders()))
+        bound = crossing.max_crossed_features(block, len(block), self._cross_orders())
+        if bound > MAX_CROSSED_FEATURES:
+            raise StreamherdError(
+                f"the crosses of a block's lines would make up to {bound:.3g} features, more "
+                f"than streamherd holds at once ({MAX_CROSSED_FEATURES:,}; the crosses of a "
+                f"line grow as a power of its features); cross fewer or smaller namespaces")
+        return int(bound) + 1   # (rounding of the float count)
 
     def transform(self, chunk):
         """Scale the chunk's rows in place by the ``normalize`` rule (the bias kept, unless the
