@@ -138,6 +138,11 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
     """Online linear classifiers over streamed svmlight or VW-format lines."""
 
 
+def _namespace_option(*flags, help):
+    """A repeatable train flag of namespace letters or interactions (FeatureSpace)."""
+    return typer.Option(None, *flags, show_default=False, help=help)
+
+
 @app.command()
 @_with_hyperparameter_flags
 def train(
@@ -164,6 +169,27 @@ def train(
                                        help="2^bits hashed weight slots (default 18)."),
     no_bias: bool = typer.Option(False, "--no-bias", "--noconstant",
                                  help="Do not add the constant feature."),
+    quadratic: Optional[List[str]] = _namespace_option(
+        "-q", "--quadratic", help="Cross two namespaces, as VW's -q ab (repeatable). A "
+        "namespace is named by the first letter of its name, case-sensitive as in VW (a and "
+        "A differ); ' ' is the default namespace (a bare '|', and all of svmlight's "
+        "features); ':' alone means every namespace (-q ::). Slots as VW's; saved in the "
+        "model."),
+    cubic: Optional[List[str]] = _namespace_option(
+        "--cubic", help="Cross three namespaces, as VW's --cubic abc (letters as for -q)."),
+    interactions: Optional[List[str]] = _namespace_option(
+        "--interactions", help="Crosses of any order, comma-separated: letters (ab,abc, as "
+        "-q) or full namespace names joined by '|' (user|item: only the namespaces of "
+        "exactly those names, as VW's --experimental_full_name_interactions)."),
+    ignore: Optional[List[str]] = _namespace_option(
+        "--ignore", help="Drop the namespaces beginning with these letters (case-sensitive), "
+        "as VW."),
+    keep: Optional[List[str]] = _namespace_option(
+        "--keep", help="Read only the namespaces beginning with these letters "
+        "(case-sensitive; overrides --ignore, as in VW)."),
+    ignore_linear: Optional[List[str]] = _namespace_option(
+        "--ignore_linear", "--ignore-linear", help="Use the namespaces beginning with these "
+        "letters only in crosses, not as features themselves (case-sensitive), as VW."),
     final_model: Optional[Path] = typer.Option(None, "-f", "--final-model", show_default=False,
                                                help="Write the model here (.npz)."),
     initial_model: Optional[Path] = typer.Option(None, "-i", "--initial-model", show_default=False,
@@ -216,7 +242,11 @@ def train(
                       classes=classes, loss=loss, allow_empty=allow_empty,
                       passes=Passes(passes, holdout_period, holdout_after, holdout_off,
                                     early_terminate, save_per_pass, shuffle, random_seed,
-                                    shuffle_memory), progress_every=progress)
+                                    shuffle_memory), progress_every=progress,
+                      namespaces=dict(quadratic=quadratic, cubic=cubic,
+                                      interactions=interactions,
+                                      ignore="".join(ignore or ()), keep="".join(keep or ()),
+                                      ignore_linear="".join(ignore_linear or ())))
 
 
 @app.command()

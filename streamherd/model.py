@@ -282,6 +282,12 @@ def _check_meta(path, meta):
     # (features/normalize.py)
     m.get("normalize", lambda v: isinstance(v, bool) or v == "l2", 'true, false or "l2"',
           required=False)
+    for key in ("quadratic", "cubic", "interactions"):   # FeatureSpace's namespace flags
+        m.get(key, lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+              "a list of interactions", required=False)
+    for key in ("ignore", "keep", "ignore_linear"):
+        m.get(key, lambda v: isinstance(v, str), "a string of namespace letters",
+              required=False)
     _check_hyperparameters(m, variant, task)
     m.get("examples", lambda v: _is_int(v) and v >= 0, "a count of examples", required=False)
     m.get("progressive_loss", lambda v: v is None or _is_real(v), "a number or null",

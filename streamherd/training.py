@@ -48,16 +48,29 @@ class Start:
 
 
 def plan(algo=None, options=None, bits=None, bias=None, normalize=None, choice=tasks.Choice(),
-         initial_model=None, skip_bad=False):
+         initial_model=None, skip_bad=False, namespaces=None):
     """The Start of a new model, or of ``initial_model`` continued (see train's parameters)."""
     options = {k: v for k, v in (options or {}).items() if v is not None}
+    namespaces = {k: v for k, v in (namespaces or {}).items() if v}
     if initial_model is not None:
-        return _continued(initial_model, algo, options, bits, bias, normalize, choice, skip_bad)
+        start = _continued(initial_model, algo, options, bits, bias, normalize, choice, skip_bad)
+        _check_namespaces(initial_model, start.space, namespaces)
+        return start
     algo = learners.canonical_name(algo or learners.DEFAULT_ALGO)
     space = FeatureSpace(DEFAULT_BITS if bits is None else bits, True if bias is None else bias,
-                         normalization.L2 if normalize else normalization.NONE)
+                         normalization.L2 if normalize else normalization.NONE, **namespaces)
     options = _hyperparameters(algo, options, choice.kind)
     return Start(algo, options, space, choice.new_task(skip_bad), choice.kind is None)
+
+
+def _check_namespaces(path, space, namespaces):
+    """-i with namespace flags (-q, --ignore ...): only those the model was trained with."""
+    given = FeatureSpace(space.bits, space.bias, space.normalize, **namespaces)
+    saved = {k: v for k, v in space.to_meta().items() if k not in ("bits", "bias", "normalize")}
+    if given.to_meta() != space.to_meta():
+        said = " ".join(f"--{k} {v}" for k, v in saved.items()) or "no namespace flags"
+        raise StreamherdError(f"{path} was trained with {said}; drop -q/--cubic/--interactions/"
+                              f"--ignore/--keep/--ignore_linear to continue it with its own")
 
 
 def _continued(path, algo, options, bits, bias, normalize, choice, skip_bad):
@@ -170,9 +183,12 @@ class Trainer:
 def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", final_model=None,
           initial_model=None, quiet=False, skip_bad=False, block_size=DEFAULT_BLOCK_SIZE,
           normalize=None, multiclass=None, classes=None, loss=None, allow_empty=False,
-          passes=Passes(), progress_every=None):
+          passes=Passes(), progress_every=None, namespaces=None):
     """Stream every example through the learner, once per pass; returns the run summary (a
     dict).
+
+    ``namespaces``: the FeatureSpace's namespace flags (quadratic, cubic, interactions,
+    ignore, keep, ignore_linear), saved in the model so that ``predict`` crosses the same.
 
     ``normalize``: scale each example's features to unit L2 norm, the bias kept at 1, before
     predict and update (features/normalize.py); saved in the model, so ``predict`` does the
@@ -196,7 +212,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     model_path = resolve_output(final_model, paths, "model") if final_model is not None else None
     pass_paths = [resolve_output(per_pass_path(final_model, k), paths, "model")
                   for k in range(1, passes.count + 1)] if passes.save_per_pass else None
-    start = plan(algo, options, bits, bias, normalize, choice, initial_model, skip_bad)
+    start = plan(algo, options, bits, bias, normalize, choice, initial_model, skip_bad,
+                 namespaces)
     trainer = Trainer(start)
     with replayable(paths, passes.count, (lambda text: None) if quiet else
                     (lambda text: say(f"streamherd: {text}"))) as inputs:

@@ -71,3 +71,30 @@ def test_the_reader_applies_the_space(read_rows, tmp_path):
     assert first[bias] == 1.0
     assert sum(v * v for slot, v in first.items() if slot != bias) == pytest.approx(1.0)
     assert first[(7 + seed_b) & mask] == pytest.approx(4.0 / np.sqrt(1 + 9 + 16))
+
+
+def test_a_space_without_namespace_flags_keeps_its_plain_kernel_params():
+    """The parse kernels compile the crosses' code only for a space that has namespace flags
+    (the tuple's length chooses the feature stage's overload)."""
+    assert len(FeatureSpace(12).kernel_params()) == 3
+    assert FeatureSpace(12).max_crossed_features(np.frombuffer(b"1 |a x y\n", np.uint8)) == 0
+    for flags in (dict(quadratic=("ab",)), dict(ignore="a"), dict(keep="b"),
+                  dict(ignore_linear="a")):
+        assert len(FeatureSpace(12, **flags).kernel_params()) == 5
+
+
+def test_the_crossed_bound_counts_each_line_tokens_to_the_power_of_each_order():
+    """Tokens split at blanks and '|' (finer than the lexers'): t + 1 + sum of t^k a line,
+    the (empty) rest after the last newline counted as a line too (its bias); one more for
+    the rounding of the count (a float: t^k of a long line would overflow an int64)."""
+    block = np.frombuffer(b"1 |a x y |b z\n-1 |a w\n", np.uint8)
+    space = FeatureSpace(12, quadratic=("ab",), cubic=(":::",))
+    assert space.max_crossed_features(block) == (6 + 1 + 6 ** 2 + 6 ** 3) + (3 + 1 + 9 + 27) + 1 + 1
+
+
+def test_crosses_too_many_to_hold_are_a_user_error():
+    """A line of 100,000 tokens crossed with itself three times: 10^15 features."""
+    block = np.frombuffer(b"1 |a" + b" x" * 100_000 + b"\n", np.uint8)
+    with pytest.raises(StreamherdError, match="the crosses of a block's lines would make up "
+                                              "to 1e[+]15 features"):
+        FeatureSpace(12, cubic=("aaa",)).max_crossed_features(block)

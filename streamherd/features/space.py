@@ -9,22 +9,38 @@ whole rows (normalize.py) on the parser threads.
 """
 from dataclasses import dataclass
 
+import numpy as np
+
 from streamherd.errors import StreamherdError
+from streamherd.features import interactions as crossing
 from streamherd.features import normalize as normalization
 from streamherd.features.hashing import VW_CONSTANT_HASH
 
 DEFAULT_BITS = 18
 MAX_BITS = 30
+# the features of one block of lines with its crosses (12 bytes each, twice: io/csr)
+MAX_CROSSED_FEATURES = 1 << 28
 
 
 @dataclass(frozen=True)
 class FeatureSpace:
     """``bits``: 2^bits hashed slots; ``bias``: add VW's constant feature to every row;
-    ``normalize``: a rule of normalize.RULES, applied to every row."""
+    ``normalize``: a rule of normalize.RULES, applied to every row. Namespaces, named by
+    their first letter (case-sensitive, as VW's; see features/interactions.py):
+    ``quadratic``, ``cubic``, ``interactions``: VW's -q, --cubic, --interactions (items
+    of letters, or of full names joined by '|'); ``ignore``, ``keep``: the letters whose
+    features are dropped, or the only ones read (VW: --keep overrides --ignore);
+    ``ignore_linear``: the letters whose features are crossed but not themselves features."""
 
     bits: int = DEFAULT_BITS
     bias: bool = True
     normalize: str = normalization.NONE
+    quadratic: tuple = ()
+    cubic: tuple = ()
+    interactions: tuple = ()
+    ignore: str = ""
+    keep: str = ""
+    ignore_linear: str = ""
 
     def __post_init__(self):
         if not 1 <= self.bits <= MAX_BITS:
@@ -32,6 +48,27 @@ class FeatureSpace:
                                   f"(2^bits weight slots)")
         if self.normalize not in normalization.RULES:
             raise ValueError(f"unknown normalization rule {self.normalize!r}")
+        for name in ("quadratic", "cubic", "interactions"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        # checked here, once: a flag a kernel cannot use is a user error now, not later
+        object.__setattr__(self, "_program", crossing.program(
+            crossing.letter_interactions(self.quadratic, self.cubic, self.interactions),
+            crossing.full_name_interactions(self.interactions)))
+        object.__setattr__(self, "_read", crossing.kept_masks(self.ignore, self.keep))
+        object.__setattr__(self, "_linear_ignored",
+                           crossing.letter_masks("--ignore_linear", self.ignore_linear))
+
+    @property
+    def crosses_namespaces(self):
+        """Whether any namespace is crossed, ignored or kept (the parse kernels then note the
+        namespace of each feature)."""
+        return bool(self.quadratic or self.cubic or self.interactions or self.ignore
+                    or self.keep or self.ignore_linear)
+
+    def _cross_orders(self):
+        """The order of each interaction, wildcard ones included (for the output bound)."""
+        _, _, orders, _, wildcard_orders = self._program
+        return np.concatenate([orders, wildcard_orders])
 
     @property
     def dim(self):
@@ -48,14 +85,33 @@ class FeatureSpace:
         return VW_CONSTANT_HASH & self.mask
 
     def kernel_params(self):
-        """What the feature stage's numba functions take (features/stage.py)."""
-        return (self.mask, self.bias, self.bias_slot)
+        """What the feature stage's numba functions take (features/stage.py): (mask, bias,
+        bias slot), and when namespaces are crossed or kept, the letters read (a bit set)
+        and the crosses' program (interactions.cross_row)."""
+        if not self.crosses_namespaces:
+            return (self.mask, self.bias, self.bias_slot)
+        return (self.mask, self.bias, self.bias_slot, self._read,
+                (*self._program, self._linear_ignored))
 
     def max_block_features(self, tokens, lines):
-        """An upper bound on the features that ``tokens`` tokens on ``lines`` lines make: one
-        per token, plus the bias of each line (the parser's output arrays are sized with it,
-        see io/csr.allocate_outputs)."""
+        """An upper bound on the features that ``tokens`` tokens on ``lines`` lines make
+        without crosses: one per token, plus the bias of each line (the parser's output arrays
+        are sized with it, see io/csr.allocate_outputs)."""
         return tokens + lines
+
+    def max_crossed_features(self, block):
+        """An upper bound on the features of the lines of ``block`` (bytes) with this space's
+        crosses (0 without): a line's crosses grow as a power of its tokens, so only the lines
+        tell (io/reader sizes the output arrays with it)."""
+        if not self.crosses_namespaces:
+            return 0
+        bound = crossing.max_crossed_features(block, len(block), self._cross_orders())
+        if bound > MAX_CROSSED_FEATURES:
+            raise StreamherdError(
+                f"the crosses of a block's lines would make up to {bound:.3g} features, more "
+                f"than streamherd holds at once ({MAX_CROSSED_FEATURES:,}; the crosses of a "
+                f"line grow as a power of its features); cross fewer or smaller namespaces")
+        return int(bound) + 1   # (rounding of the float count)
 
     def transform(self, chunk):
         """Scale the chunk's rows in place by the ``normalize`` rule (the bias kept, unless the
@@ -65,10 +121,22 @@ class FeatureSpace:
                                     self.bias_slot if self.bias else -1)
 
     def to_meta(self):
-        """The model meta's entries for this space."""
-        return {"bits": self.bits, "bias": self.bias,
+        """The model meta's entries for this space (the namespace flags only when given:
+        a model without them reads as before)."""
+        meta = {"bits": self.bits, "bias": self.bias,
                 "normalize": normalization.meta_of_rule(self.normalize)}
+        for name in _NAMESPACE_FLAGS:
+            if getattr(self, name):
+                meta[name] = list(getattr(self, name)) if name in _LISTS else getattr(self, name)
+        return meta
 
     @classmethod
     def from_meta(cls, meta):
-        return cls(meta["bits"], meta["bias"], normalization.rule_of_meta(meta.get("normalize")))
+        flags = {name: tuple(meta[name]) if name in _LISTS else meta[name]
+                 for name in _NAMESPACE_FLAGS if name in meta}
+        return cls(meta["bits"], meta["bias"], normalization.rule_of_meta(meta.get("normalize")),
+                   **flags)
+
+
+_LISTS = ("quadratic", "cubic", "interactions")
+_NAMESPACE_FLAGS = _LISTS + ("ignore", "keep", "ignore_linear")

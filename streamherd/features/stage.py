@@ -13,8 +13,10 @@ What a lexer holds of the stage is opaque to it:
 - ``space``, the numbers of the FeatureSpace (space.py: ``kernel_params``), and the chunk's
   ``indices`` and ``values`` arrays (apart, not in a tuple: numba counts references to the
   arrays of a tuple unpacked in an inlined function, on every feature).
-So how a token becomes a feature (the hashing, which slots, the bias, later crosses of
-namespaces) changes here, and the lexers stay as they are.
+So how a token becomes a feature (the hashing, which slots, the bias, crosses of namespaces
+and the namespaces kept: interactions.py) changes here, and the lexers stay as they are. A
+space without namespace flags compiles none of the crosses' code (_crosses_namespaces: the
+kernel params' tuple type chooses the overload).
 
 Slots are VW's (hashing.py): a feature named by a number (all digits, or an svmlight index) is
 the number plus the namespace's seed, any other name its murmur3 hash with that seed; the slot
@@ -22,23 +24,30 @@ keeps the low ``bits`` bits.
 """
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from streamherd.features.hashing import hashstring, murmur3_32
+from streamherd.features.interactions import cross_row
 
 _NO_SEED = np.uint64(0)
+_DEFAULT_LETTER = np.uint64(ord(" "))
 _LOW_32_BITS = np.uint64(0xFFFFFFFF)
+_SIX = np.uint64(6)
+_LOW_6_BITS = np.uint64(63)
+_ONE = np.uint64(1)
 
 
 @njit(cache=True, inline="always")
 def default_namespace():
-    """VW's default namespace (a bare '|', and svmlight's features): seed 0."""
-    return _NO_SEED
+    """VW's default namespace (a bare '|', and svmlight's features): seed 0, letter ' '."""
+    return _NO_SEED, _DEFAULT_LETTER
 
 
 @njit(cache=True, inline="always")
 def namespace(buf, start, end):
-    """The namespace named ``buf[start:end]`` (without its scale): its seed, as VW's."""
-    return hashstring(buf, start, end, _NO_SEED)
+    """The namespace named ``buf[start:end]`` (without its scale, not empty): (its seed, as
+    VW's; its letter, the first byte, which -q and --ignore name)."""
+    return hashstring(buf, start, end, _NO_SEED), np.uint64(buf[start])
 
 
 @njit(cache=True, inline="always")
@@ -52,7 +61,7 @@ def new_row(nnz):
 def number_key(namespace, number):
     """The key of the feature named by the number ``number`` (all digits, or an svmlight
     index; uint64, wrapped as VW's size_t) in ``namespace``: the number plus the seed."""
-    return number + namespace
+    return number + namespace[0]
 
 
 @njit(cache=True)
@@ -64,17 +73,51 @@ def name_key(namespace, buf, start, end):
 
     Not inlined, and apart from ``add``: a call (numba checks its status: a branch) inside an
     inlined function that takes arrays costs reference counting of them on every feature."""
+    seed = namespace[0]
     if start < end and buf[start] > 57 and buf[end - 1] > 32:
-        return murmur3_32(buf, start, end, namespace & _LOW_32_BITS)
-    return hashstring(buf, start, end, namespace)
+        return murmur3_32(buf, start, end, seed & _LOW_32_BITS)
+    return hashstring(buf, start, end, seed)
 
 
 @njit(cache=True, inline="always")
 def add(space, indices, values, row, namespace, key, value):
     """Add the feature of ``key`` (number_key, name_key) in ``namespace`` with ``value`` (not
-    0: the lexers drop explicit zeros, which carry nothing) to the row; returns the row. The
-    row keeps nothing of the namespace yet: crosses of namespaces would."""
-    return _append(space, indices, values, row, key, value)
+    0: the lexers drop explicit zeros, which carry nothing) to the row; returns the row. A
+    space without crosses or kept namespaces keeps nothing of the namespace (_add_feature)."""
+    return _add_feature(space, indices, values, row, namespace, key, value)
+
+
+def _crosses_namespaces(space):
+    """Whether the space (the numba type of FeatureSpace.kernel_params) crosses or keeps
+    namespaces: its tuple has their parameters after (mask, bias, bias slot). A constant of
+    the parse kernel's types, so a space without them compiles none of their code."""
+    return len(space) > 3
+
+
+def _add_feature(space, indices, values, row, namespace, key, value):
+    raise TypeError("_add_feature is compiled into the parse kernels (features/stage.py)")
+
+
+@overload(_add_feature, inline="always")
+def _add_feature_of_space(space, indices, values, row, namespace, key, value):
+    """The plain feature write, or, when the space crosses or keeps namespaces, the write that
+    also notes the namespace (letter, seed) at the mirror position (features/interactions.py)
+    and keeps the feature only if its letter is read (--keep, --ignore)."""
+    if not _crosses_namespaces(space):
+        def plain(space, indices, values, row, namespace, key, value):
+            return _append(space, indices, values, row, key, value)
+        return plain
+
+    def noted(space, indices, values, row, namespace, key, value):
+        seed, letter = namespace
+        mirror = len(indices) - 1 - row[1]
+        indices[mirror] = np.int32(letter)
+        values[mirror] = np.float64(seed)
+        read = np.int64((space[3][letter >> _SIX] >> (letter & _LOW_6_BITS)) & _ONE)
+        start, nnz, last_slot, falls, bias_seen = _append(space, indices, values, row, key,
+                                                          value)
+        return start, nnz - 1 + read, last_slot, falls, bias_seen
+    return noted
 
 
 @njit(cache=True, inline="always")
@@ -87,7 +130,8 @@ def _append(space, indices, values, row, key, value):
     merge_row has work (finish_row). That is less work per feature than a distinct flag, which
     would also need the row's first slot, and it has no branch (a branch in an inlined function
     that takes arrays makes numba count references to them on every feature)."""
-    mask, _, bias_slot = space
+    mask = space[0]
+    bias_slot = space[2]
     start, nnz, last_slot, falls, bias_seen = row
     slot = np.int64(key & np.uint64(mask))
     indices[nnz] = slot
@@ -97,15 +141,37 @@ def _append(space, indices, values, row, key, value):
 
 @njit(cache=True, inline="always")
 def finish_row(space, indices, values, row):
-    """End the row with the bias feature (when the space adds it); returns (the position after
-    the row, distinct): ``distinct`` False when the row may hold a slot twice, which
-    rows.merge_row then sums (io/block.py, once per row: not here, where its branches would
-    cost reference counting in the caller's loop). Distinct: no bias slot written, and the
-    slots rise strictly, or rise, fall once and then rise strictly up to a last slot below
-    the first one. Without a branch: the bias is written either way, and counted if added."""
-    _, add_bias, bias_slot = space
-    start, nnz, last_slot, falls, bias_seen = row
-    distinct = (not bias_seen) & ((falls == 0) | ((falls == 1) & (last_slot < indices[start])))
-    indices[nnz] = bias_slot
-    values[nnz] = 1.0
-    return nnz + add_bias, distinct
+    """End the row; returns (the position after the row, distinct): ``distinct`` False when
+    the row may hold a slot twice, which rows.merge_row then sums (io/block.py, once per row:
+    not here, where its branches would cost reference counting in the caller's loop)."""
+    return _finish(space, indices, values, row)
+
+
+def _finish(space, indices, values, row):
+    raise TypeError("_finish is compiled into the parse kernels (features/stage.py)")
+
+
+@overload(_finish, inline="always")
+def _finish_of_space(space, indices, values, row):
+    """Without crosses: the bias, and whether the row is distinct. Distinct: no bias slot
+    written, and the slots rise strictly, or rise, fall once and then rise strictly up to a
+    last slot below the first one. Without a branch: the bias is written either way, and
+    counted if added. With crosses (interactions.cross_row) the row is merged always: crosses
+    repeat slots often, and a kept feature's slot may follow a dropped one's."""
+    if not _crosses_namespaces(space):
+        def plain(space, indices, values, row):
+            _, add_bias, bias_slot = space
+            start, nnz, last_slot, falls, bias_seen = row
+            distinct = (not bias_seen) & ((falls == 0) | ((falls == 1)
+                                                          & (last_slot < indices[start])))
+            indices[nnz] = bias_slot
+            values[nnz] = 1.0
+            return nnz + add_bias, distinct
+        return plain
+
+    def crossed(space, indices, values, row):
+        end = cross_row(indices, values, row[0], row[1], space[0], space[4])
+        indices[end] = space[2]
+        values[end] = 1.0
+        return end + space[1], False
+    return crossed

@@ -147,18 +147,22 @@ def untouched_array(length, dtype):
     return np.frombuffer(mmap.mmap(-1, nbytes), dtype, count=length)
 
 
-def allocate_outputs(n_bytes, n_newlines, features):
-    """Output arrays large enough for any block of ``n_bytes`` with ``n_newlines`` line ends,
-    in the order of parse_block's parameters (labels ... label_end, bad line numbers), for the
-    rows of the FeatureSpace ``features``.
+def allocate_outputs(n_bytes, n_newlines, features, crossed_features=0):
+    """Output arrays large enough for any block of ``n_bytes`` with ``n_newlines`` line ends
+    and, with crosses of namespaces, ``crossed_features`` features (features.
+    max_crossed_features: only a block's lines tell how many), in the order of parse_block's
+    parameters (labels ... label_end, bad line numbers), for the rows of the FeatureSpace
+    ``features``.
 
     Every token takes at least two bytes ("1 " or "a "), or one at a line's end; the feature
     space bounds the features those tokens make (features.max_block_features). The feature
     arrays have as much room again, the scratch of features/rows.merge_row for a long row
-    (untouched, so not resident, unless such a row comes).
+    and, with crosses, where the feature stage notes each feature's namespace (untouched, so
+    not resident, unless used).
     """
     max_lines = n_newlines + 1
-    max_features = 2 * features.max_block_features(n_bytes // 2 + max_lines, max_lines)
+    max_features = 2 * max(features.max_block_features(n_bytes // 2 + max_lines, max_lines),
+                            crossed_features)
     return (
         np.empty(max_lines, np.float64),   # labels
         np.empty(max_lines, np.float64),   # importance

@@ -302,7 +302,7 @@ class ChunkReader:
             merge_table = self._local.merge_table = new_merge_table()
         slot, complete = block.slot, block.complete
         buf = slot.buf
-        outputs = slot.outputs_for(complete, block.newlines, self.features)
+        outputs = slot.outputs_for(complete, block.newlines, self.features, buf[:complete])
         rows, nnz, lines, bad, code, err_line, err_start, err_end = parse_block(
             buf, complete, block.fmt, self.features.kernel_params(), self.skip_bad,
             block.first_line, outputs, merge_table, False, self.fmt == "auto")
@@ -444,6 +444,7 @@ class _Slot:
         self.outputs = None
         self.bytes_capacity = -1
         self.newlines_capacity = -1
+        self.crossed_capacity = 0
 
     def read_buffer(self, size):
         """At least ``size`` bytes; with room for the partial line carried over from the
@@ -452,16 +453,20 @@ class _Slot:
             self.buf = np.empty(size + _CARRY_ROOM, np.uint8)
         return self.buf
 
-    def outputs_for(self, n_bytes, newlines, features):
-        """Output arrays for a block of n_bytes with that many newlines, for the rows of the
-        FeatureSpace ``features`` (see allocate_outputs)."""
-        if n_bytes > self.bytes_capacity or newlines > self.newlines_capacity:
+    def outputs_for(self, n_bytes, newlines, features, block):
+        """Output arrays for a block of n_bytes with that many newlines (``block``, its bytes:
+        the features that crosses of namespaces make are counted on its lines), for the rows
+        of the FeatureSpace ``features`` (see allocate_outputs)."""
+        crossed = features.max_crossed_features(block)
+        if (n_bytes > self.bytes_capacity or newlines > self.newlines_capacity
+                or crossed > self.crossed_capacity):
             # Room for a quarter more lines than asked: blocks of a file hold about as many
             # lines each, and growing by one line at a time would reallocate block after block.
             self.bytes_capacity = max(n_bytes, self.bytes_capacity)
             self.newlines_capacity = max(newlines + newlines // 4, self.newlines_capacity)
+            self.crossed_capacity = max(crossed + crossed // 4, self.crossed_capacity)
             self.outputs = allocate_outputs(self.bytes_capacity, self.newlines_capacity,
-                                            features)
+                                            features, self.crossed_capacity)
         return self.outputs
 
 

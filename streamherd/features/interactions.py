@@ -1,0 +1,451 @@
+"""Crosses of namespaces (VW's -q, --cubic, --interactions) and the namespaces kept or ignored
+(--keep, --ignore, --ignore_linear), with VW 9's slots.
+
+A namespace is named by its first byte, its "letter", as in VW (case-sensitive: ``a`` and ``A``
+are two namespaces; every namespace whose name starts with ``a`` is namespace ``a``). The bare
+``|`` and every svmlight feature are VW's default namespace, the letter ' ' (space). ``:`` in a
+letter interaction stands for every namespace of the line (``-q ::``). An interaction of
+``|``-separated full names (``--interactions user|item``) crosses only the namespaces of exactly
+those names, as VW's --experimental_full_name_interactions.
+
+A crossed feature's slot is VW's: h = slot(first); h = h * 16777619 ^ slot(next) for each next
+term (uint64), masked to the bits; its value is the product of the values. VW's rules kept here:
+the constant feature is never crossed; the same namespace twice in a row in an interaction
+pairs each feature with itself and the ones after it (``-q aa``: i <= j), VW's default without
+--permutations; duplicate interactions (the same namespaces in another order) are dropped and
+the ones that name a namespace twice sorted, as VW does without --leave_duplicate_interactions.
+
+The parse kernels (features/stage.py) note each feature's namespace at the mirror position of
+the output arrays (``len - 1 - k`` for the feature at ``k``: the top half, which the row never
+reaches, see space.max_block_features), and ``cross_row`` forms the crosses when the row ends,
+before repeated slots are merged (VW crosses the features as written).
+"""
+import numpy as np
+from numba import njit
+
+from streamherd.errors import StreamherdError
+from streamherd.features.hashing import hashstring
+
+FNV_PRIME = np.uint64(16777619)
+WILDCARD = ord(":")
+DEFAULT_LETTER = ord(" ")
+# VW expands ':' over the namespaces whose letter is printable ASCII (interactions.h)
+_FIRST_INTERACTING, _LAST_INTERACTING = ord(" "), ord("~")
+ANY_NAMESPACE = -1.0  # the seed of a letter term: any namespace of that letter
+
+
+def _letters(flag, text):
+    """The letters of ``text`` as bytes (ASCII only: a letter is a namespace's first byte)."""
+    try:
+        return text.encode("ascii")
+    except UnicodeEncodeError:
+        raise StreamherdError(f"{flag} {text!r}: namespace letters must be ASCII (a namespace "
+                              f"is named by its first byte); use the letters as written in "
+                              f"the data") from None
+
+
+def letter_interactions(quadratic=(), cubic=(), interactions=()):
+    """VW's list of letter interactions (bytes each) of -q, --cubic and the letter items of
+    --interactions, deduplicated and ordered as VW's parse_args does; the full-name items of
+    --interactions go to ``full_name_interactions``."""
+    terms = []
+    for flag, specs, order in (("-q", quadratic, 2), ("--cubic", cubic, 3)):
+        for spec in specs:
+            letters = _letters(flag, spec)
+            if len(letters) != order:
+                raise StreamherdError(f"{flag} {spec!r} names {len(letters)} namespaces, not "
+                                      f"{order}; give {order} namespace letters, e.g. "
+                                      f"{flag} {'ab'[:order] if order == 2 else 'abc'}")
+            terms.append(letters)
+    for item in _items(interactions):
+        if "|" not in item:
+            letters = _letters("--interactions", item)
+            if len(letters) < 2:
+                raise StreamherdError(f"--interactions {item!r} names one namespace; an "
+                                      f"interaction crosses at least two, e.g. ab")
+            terms.append(letters)
+    for letters in terms:
+        if WILDCARD in letters and set(letters) != {WILDCARD}:
+            raise StreamherdError(f"interaction {letters.decode()!r}: ':' stands for every "
+                                  f"namespace only as a whole interaction (::, :::); name the "
+                                  f"namespaces instead")
+    return _vw_sorted_and_deduplicated(terms)
+
+
+def _items(interactions):
+    """The comma-separated items of the --interactions flags."""
+    return [item for spec in interactions for item in spec.split(",") if item]
+
+
+def _vw_sorted_and_deduplicated(terms):
+    """VW's sort_interactions_comparator, then sort_and_filter_duplicate_interactions: of the
+    interactions with the same namespaces the first in (length, bytes) order stays, and one
+    that names a namespace twice apart from another ('aba', 'aab') gets its letters sorted."""
+    terms = sorted(set(terms), key=lambda t: (len(t), t))
+    kept, seen = [], set()
+    for term in terms:
+        key = bytes(sorted(term))
+        if key not in seen:
+            seen.add(key)
+            kept.append(key if _must_be_sorted(term) else term)
+    return kept
+
+
+def _must_be_sorted(term):
+    """VW's must_be_left_sorted: a repeated neighbour and a different namespace both occur."""
+    pairs = any(a == b for a, b in zip(term, term[1:]))
+    different = any(a != b for a, b in zip(term, term[1:]))
+    return pairs and different
+
+
+def full_name_interactions(interactions=()):
+    """The ``|``-separated items of --interactions as tuples of (letter, seed) terms, sorted
+    within each and deduplicated as VW's --experimental_full_name_interactions."""
+    result = set()
+    for item in _items(interactions):
+        if "|" in item:
+            names = item.split("|")
+            if len(names) < 2 or not all(names) or ":" in item:
+                raise StreamherdError(f"--interactions {item!r}: a full-name interaction is at "
+                                      f"least two namespace names joined by '|', e.g. "
+                                      f"user|item (no ':' wildcard)")
+            result.add(tuple(sorted((_letters("--interactions", name)[0], _seed(name))
+                                    for name in names)))
+    return sorted(result)
+
+
+def _seed(name):
+    """A namespace's seed: VW's hashstring of its name with seed 0."""
+    raw = np.frombuffer(name.encode("ascii"), np.uint8)
+    return int(hashstring(raw, 0, len(raw), np.uint64(0)))
+
+
+def letter_masks(flag, text):
+    """The letters of ``text`` as a bit set: four uint64 words (bit ``c & 63`` of word
+    ``c >> 6`` for letter c)."""
+    words = [0, 0, 0, 0]
+    for c in _letters(flag, text):
+        words[c >> 6] |= 1 << (c & 63)
+    return tuple(np.uint64(w) for w in words)
+
+
+def kept_masks(ignore="", keep=""):
+    """The namespaces whose features are read: all but --ignore's, or only --keep's (VW: --keep
+    overrides --ignore)."""
+    if keep:
+        return letter_masks("--keep", keep)
+    ignored = letter_masks("--ignore", ignore)
+    return tuple(np.uint64(~int(w) & 0xFFFFFFFFFFFFFFFF) for w in ignored)
+
+
+def program(letter_terms, full_name_terms):
+    """The arrays cross_row takes: (letters, seeds, orders, letters sorted, wildcard orders).
+
+    A wildcard interaction stands for the combinations of the namespaces seen, deduplicated
+    with the explicit ones as VW's compile_interactions does: of the same namespaces the
+    first in byte order stays. VW's quadratic wildcard makes them in rising order, which is
+    first: an explicit pair of printable letters goes. Its wildcard of three or more makes
+    them falling (sorted when a letter repeats beside another): an explicit one stays, and
+    the row's kernel skips the combination it stands for (the sorted letters)."""
+    wildcard_orders = sorted({len(t) for t in letter_terms if t[0] == WILDCARD})
+    explicit = [[(c, ANY_NAMESPACE) for c in t] for t in letter_terms
+                if t[0] != WILDCARD and not (len(t) == 2 and 2 in wildcard_orders and all(
+                    _FIRST_INTERACTING <= c <= _LAST_INTERACTING for c in t))]
+    explicit += [[(c, float(seed)) for c, seed in t] for t in full_name_terms]
+    width = max([len(t) for t in explicit] + wildcard_orders + [1])
+    letters = np.full((len(explicit), width), -1, np.int64)
+    seeds = np.full((len(explicit), width), ANY_NAMESPACE, np.float64)
+    for i, term in enumerate(explicit):
+        letters[i, :len(term)] = [c for c, _ in term]
+        seeds[i, :len(term)] = [s for _, s in term]
+    orders = np.array([len(t) for t in explicit], np.int64)
+    letters_sorted = np.sort(letters, axis=1)   # -1 pads first: compared with the pads
+    return letters, seeds, orders, letters_sorted, np.array(wildcard_orders, np.int64)
+
+
+# ------------------------------------------------------------------ the kernel (per row)
+
+@njit(cache=True, nogil=True)
+def cross_row(indices, values, start, nnz, mask, crossing):
+    """Append the crosses of the row ``indices[start:nnz]`` (namespaces noted at the mirror
+    positions) after it, then drop the linear features of --ignore_linear namespaces; returns
+    the row's new end."""
+    letters, seeds, orders, letters_sorted, wildcard_orders, linear_masks = crossing
+    n = nnz - start
+    mirror = len(indices) - 1
+    width = letters.shape[1]
+    # one allocation per kind for the scratch: a row's allocations cost as much as its crosses
+    whole = np.empty(4 * n + 4 + 2 * width, np.int64)
+    members = whole[:n]      # row positions grouped by letter, in row order
+    group_letter = whole[n:2 * n + 1]
+    group_start = whole[2 * n + 1:3 * n + 3]
+    filled = whole[3 * n + 3:4 * n + 4]
+    term_letters = whole[4 * n + 4:4 * n + 4 + width]
+    cursors = whole[4 * n + 4 + width:]
+    reals = np.empty(2 * width, np.float64)
+    term_seeds = reals[:width]
+    products = reals[width:]
+    hashes = np.empty(width, np.uint64)
+    groups = _group_by_letter(indices, start, n, mirror, members, group_letter, group_start,
+                              filled)
+    out = nnz
+    scratch = (term_letters, term_seeds, cursors, hashes, products)
+    grouping = (members, group_letter, group_start, groups)
+    for i in range(len(orders)):
+        for t in range(orders[i]):
+            term_letters[t] = letters[i, t]
+            term_seeds[t] = seeds[i, t]
+        out = _cross(indices, values, mirror, grouping, orders[i], scratch, mask, out)
+    explicit = (seeds, orders, letters_sorted)
+    for order in wildcard_orders:
+        out = _cross_wildcard(indices, values, mirror, grouping, order, scratch, explicit,
+                              mask, out)
+    if linear_masks[0] | linear_masks[1] | linear_masks[2] | linear_masks[3]:
+        return _drop_ignored_linear(indices, values, start, nnz, out, mirror, linear_masks)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _group_by_letter(indices, start, n, mirror, members, group_letter, group_start, filled):
+    """Sort the row's positions by letter (stable, letters in rising order) into ``members``:
+    group g holds members[group_start[g]:group_start[g + 1]]. Returns the number of groups."""
+    groups = 0
+    for k in range(n):   # the distinct letters, rising (insertion: a row has few namespaces)
+        c = np.int64(indices[mirror - start - k])
+        g = 0
+        while g < groups and group_letter[g] < c:
+            g += 1
+        if g < groups and group_letter[g] == c:
+            continue
+        for h in range(groups, g, -1):
+            group_letter[h] = group_letter[h - 1]
+        group_letter[g] = c
+        groups += 1
+    for g in range(groups + 1):
+        group_start[g] = 0
+    for k in range(n):
+        group_start[_group_of(group_letter, groups, indices[mirror - start - k]) + 1] += 1
+    for g in range(groups):
+        group_start[g + 1] += group_start[g]
+    filled[:groups] = group_start[:groups]
+    for k in range(n):
+        g = _group_of(group_letter, groups, indices[mirror - start - k])
+        members[filled[g]] = start + k
+        filled[g] += 1
+    return groups
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _group_of(group_letter, groups, letter):
+    g = 0
+    while g < groups and group_letter[g] != letter:
+        g += 1
+    return g
+
+
+@njit(cache=True, nogil=True)
+def _cross(indices, values, mirror, grouping, order, scratch, mask, out):
+    """Write the crosses of one interaction (``order`` terms in scratch's term arrays) at
+    ``out``; returns the new end. Depth-first over the terms; a term equal to the one before
+    starts at that one's feature (VW's combinations)."""
+    members, group_letter, group_start, groups = grouping
+    term_letters, term_seeds, cursors, hashes, products = scratch
+    for t in range(order):
+        if _group_of(group_letter, groups, term_letters[t]) == groups:
+            return out   # a namespace the row lacks: no crosses
+    if order == 2 and term_seeds[0] == -1.0 and term_seeds[1] == -1.0:
+        return _letter_pairs(indices, values, grouping, term_letters[0], term_letters[1], mask,
+                             out)
+    t = 0
+    cursors[0] = _next_member(values, mirror, grouping, term_letters[0], term_seeds[0],
+                              group_start[_group_of(group_letter, groups, term_letters[0])])
+    while t >= 0:
+        g = _group_of(group_letter, groups, term_letters[t])
+        if cursors[t] >= group_start[g + 1]:
+            t -= 1
+            if t >= 0:
+                cursors[t] = _next_member(values, mirror, grouping, term_letters[t],
+                                          term_seeds[t], cursors[t] + 1)
+            continue
+        p = members[cursors[t]]
+        slot = np.uint64(indices[p])
+        if t == 0:
+            hashes[0] = slot
+            products[0] = values[p]
+        else:
+            hashes[t] = (hashes[t - 1] * FNV_PRIME) ^ slot
+            products[t] = products[t - 1] * values[p]
+        if t == order - 1:
+            if order == 2:   # the usual -q: the last term's loop written out
+                out = _pairs(indices, values, mirror, grouping, term_letters[1], term_seeds[1],
+                             cursors[1], hashes[0], products[0], mask, out)
+                t = 0
+                cursors[0] = _next_member(values, mirror, grouping, term_letters[0],
+                                          term_seeds[0], cursors[0] + 1)
+                continue
+            indices[out] = np.int32(hashes[t] & np.uint64(mask))
+            values[out] = products[t]
+            out += 1
+            cursors[t] = _next_member(values, mirror, grouping, term_letters[t], term_seeds[t],
+                                      cursors[t] + 1)
+        else:
+            same = term_letters[t + 1] == term_letters[t] and term_seeds[t + 1] == term_seeds[t]
+            first = cursors[t] if same else group_start[
+                _group_of(group_letter, groups, term_letters[t + 1])]
+            t += 1
+            cursors[t] = _next_member(values, mirror, grouping, term_letters[t], term_seeds[t],
+                                      first)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _letter_pairs(indices, values, grouping, first, second, mask, out):
+    """The crosses of two letters (the usual -q): two loops over their groups."""
+    members, group_letter, group_start, groups = grouping
+    g = _group_of(group_letter, groups, first)
+    h = _group_of(group_letter, groups, second)
+    umask = np.uint64(mask)
+    for a in range(group_start[g], group_start[g + 1]):
+        p = members[a]
+        half_hash = np.uint64(indices[p]) * FNV_PRIME
+        value = values[p]
+        for b in range(a if g == h else group_start[h], group_start[h + 1]):
+            q = members[b]
+            indices[out] = np.int32((half_hash ^ np.uint64(indices[q])) & umask)
+            values[out] = value * values[q]
+            out += 1
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pairs(indices, values, mirror, grouping, letter, seed, cursor, half_hash, product, mask,
+           out):
+    """The crosses of one feature (its hash times the prime, its value) with the members of
+    the last term from ``cursor`` on."""
+    members, group_letter, group_start, groups = grouping
+    end = group_start[_group_of(group_letter, groups, letter) + 1]
+    half_hash = half_hash * FNV_PRIME
+    umask = np.uint64(mask)
+    if seed == -1.0:   # a letter term: every member
+        for c in range(cursor, end):
+            p = members[c]
+            indices[out] = np.int32((half_hash ^ np.uint64(indices[p])) & umask)
+            values[out] = product * values[p]
+            out += 1
+        return out
+    for c in range(cursor, end):
+        p = members[c]
+        if values[mirror - p] == seed:
+            indices[out] = np.int32((half_hash ^ np.uint64(indices[p])) & umask)
+            values[out] = product * values[p]
+            out += 1
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _next_member(values, mirror, grouping, letter, seed, cursor):
+    """The first member from ``cursor`` on in the namespace of ``seed`` (any: -1), within the
+    letter's group (past its end when none)."""
+    members, group_letter, group_start, groups = grouping
+    end = group_start[_group_of(group_letter, groups, letter) + 1]
+    if seed != -1.0:
+        while cursor < end and values[mirror - members[cursor]] != seed:
+            cursor += 1
+    return cursor
+
+
+@njit(cache=True, nogil=True)
+def _cross_wildcard(indices, values, mirror, grouping, order, scratch, explicit, mask, out):
+    """A wildcard interaction of ``order`` terms: every combination with repetition of the
+    row's printable letters (VW's over the namespaces seen, which cross nothing in a row that
+    lacks one), in VW's order of its terms: rising for a pair, else falling unless a letter
+    repeats beside another (then sorted); one an explicit interaction names is skipped
+    (program)."""
+    members, group_letter, group_start, groups = grouping
+    term_letters, term_seeds = scratch[0], scratch[1]
+    interacting = np.empty(groups, np.int64)
+    m = 0
+    for g in range(groups):
+        if 32 <= group_letter[g] <= 126:
+            interacting[m] = group_letter[g]
+            m += 1
+    if m == 0:
+        return out
+    picks = np.zeros(order, np.int64)
+    while True:
+        repeats = False
+        for t in range(order):
+            repeats |= t > 0 and picks[t] == picks[t - 1]
+        mixed = picks[0] != picks[order - 1]
+        rising = order == 2 or (repeats and mixed)
+        for t in range(order):
+            term_letters[t] = interacting[picks[t] if rising else picks[order - 1 - t]]
+            term_seeds[t] = -1.0
+        if order == 2 or not _named_explicitly(interacting, picks, order, explicit):
+            out = _cross(indices, values, mirror, grouping, order, scratch, mask, out)
+        t = order - 1   # the next non-decreasing pick
+        while t >= 0 and picks[t] == m - 1:
+            t -= 1
+        if t < 0:
+            return out
+        picks[t] += 1
+        for u in range(t + 1, order):
+            picks[u] = picks[t]
+
+
+@njit(cache=True, nogil=True)
+def _named_explicitly(interacting, picks, order, explicit):
+    """Whether an explicit letter interaction crosses the namespaces of these picks."""
+    seeds, orders, letters_sorted = explicit
+    width = letters_sorted.shape[1]
+    for i in range(len(orders)):
+        if orders[i] != order or seeds[i, 0] != -1.0:
+            continue
+        same = True
+        for t in range(order):
+            same &= letters_sorted[i, width - order + t] == interacting[picks[t]]
+        if same:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _drop_ignored_linear(indices, values, start, nnz, out, mirror, linear_masks):
+    """Remove the linear features of the --ignore_linear letters (their crosses stay)."""
+    kept = start
+    for k in range(start, nnz):
+        c = indices[mirror - k]
+        if not (linear_masks[c >> 6] >> np.uint64(c & 63)) & np.uint64(1):
+            indices[kept] = indices[k]
+            values[kept] = values[k]
+            kept += 1
+    for k in range(nnz, out):
+        indices[kept] = indices[k]
+        values[kept] = values[k]
+        kept += 1
+    return kept
+
+
+@njit(cache=True, nogil=True)
+def max_crossed_features(buf, n, orders):
+    """An upper bound on the features of the lines in ``buf[:n]`` with crosses of these
+    ``orders``: each line's tokens t
+    between blanks and '|' (a feature is at most one), t + 1 linear,
+    and t^k crosses for each interaction of order k (a wildcard's combinations included)."""
+    total = 0.0   # a float: a long line's t^k would overflow an int64
+    tokens = np.int64(0)
+    in_token = False
+    for p in range(n + 1):
+        c = buf[p] if p < n else np.uint8(10)
+        if c == 10:
+            total += tokens + 1
+            for k in orders:
+                total += float(tokens) ** k
+            tokens = 0
+            in_token = False
+        elif c <= 32 or c == 124:   # any blank, and '|': finer than the lexers' tokens
+            in_token = False
+        else:
+            tokens += not in_token
+            in_token = True
+    return total

@@ -1,0 +1,201 @@
+"""Crosses of namespaces (-q, --cubic, --interactions) and kept or ignored namespaces: every slot
+and value streamherd's reader makes equals what VW 9 itself reports (``--audit``) for the same
+lines and flags, on real data (/work/shared/data), and a model keeps its crosses for predict."""
+import gzip
+import itertools
+import subprocess
+import sys
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from conftest import one_line_error
+from streamherd.errors import StreamherdError
+from streamherd.features.space import FeatureSpace
+from streamherd.model import load_model
+
+BITS = 18
+LINES = 300
+
+
+def vw_audit_slots(path, flags, bias=False, ignore_linear=""):
+    """Each example's {slot: value} as VW's --audit prints it (repeated slots summed). The
+    audit lists the linear features of --ignore_linear namespaces too, which VW's learners
+    skip: ``ignore_linear`` names those letters, whose uncrossed features are left out."""
+    command = [sys.executable, "-m", "vowpalwabbit", "--audit", "-t", "--quiet", "-b", str(BITS),
+               "-d", str(path), *flags] + ([] if bias else ["--noconstant"])
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
+    rows = []
+    for line in out.splitlines():
+        if line and not line.startswith("\t"):
+            rows.append(defaultdict(float))   # the prediction line opens an example
+            continue
+        for item in line.split("\t")[1:]:   # (an example without features: an empty line)
+            name, slot, value, _ = item.rsplit(":", 3)
+            letter = name.split("^")[0][:1] if "^" in name else " "
+            if "*" in name or letter not in ignore_linear:
+                rows[-1][int(slot)] += float(value)
+    return [dict(row) for row in rows]
+
+
+def streamherd_slots(read_rows, path, bias=False, **flags):
+    rows, _, _ = read_rows(path, features=FeatureSpace(BITS, bias, **flags))
+    return [row["x"] for row in rows]
+
+
+def assert_same_slots(ours, vws):
+    assert len(ours) == len(vws)
+    for line, (mine, theirs) in enumerate(zip(ours, vws), 1):
+        mine = {s: v for s, v in mine.items() if v != 0}
+        theirs = {s: v for s, v in theirs.items() if v != 0}
+        assert mine.keys() == theirs.keys(), f"line {line}"
+        for slot in mine:   # VW prints 6 significant digits of float32 products
+            assert mine[slot] == pytest.approx(theirs[slot], rel=2e-5), f"line {line} {slot}"
+
+
+@pytest.fixture(scope="module")
+def namespaced_sms(data_dir, tmp_path_factory):
+    """SMS spam (real text) with its words spread over namespaces: 'words' (a-m) and 'wide'
+    (8 letters or more): one letter w, two names; 'Other' (n-z; uppercase letter), 'n' (all
+    digits: numbers as names) and the default namespace (words of 1-2 letters)."""
+    out = tmp_path_factory.mktemp("crosses") / "sms_namespaces.vw"
+    lines = []
+    for raw in (data_dir / "sms_spam.vw").read_text().splitlines()[:LINES]:
+        label, _, text = raw.partition(" |w")
+        spaces = defaultdict(list)
+        for token in text.split():
+            name = token.split(":")[0]
+            space = ("n" if name.isdigit() else "" if len(name) <= 2 else "wide"
+                     if len(name) >= 8 else "words" if name[0] <= "m" else "Other")
+            spaces[space].append(token)
+        lines.append(label + "".join(f" |{space} {' '.join(tokens)}"
+                                     for space, tokens in sorted(spaces.items())))
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+CASES = [
+    (dict(quadratic=("wO",)), ["-q", "wO"]),
+    (dict(quadratic=("Ow", "wO", "nw")), ["-q", "Ow", "-q", "wO", "-q", "nw"]),
+    (dict(quadratic=("ww",)), ["-q", "ww"]),
+    (dict(quadratic=(" w",)), ["-q", " w"]),
+    (dict(quadratic=("wo",)), ["-q", "wo"]),   # lowercase o: no such namespace
+    (dict(quadratic=("::",)), ["-q", "::"]),
+    (dict(quadratic=("::", "Ow")), ["-q", "::", "-q", "Ow"]),
+    (dict(cubic=("wOn",)), ["--cubic", "wOn"]),
+    (dict(cubic=("www",)), ["--cubic", "www"]),
+    (dict(cubic=(":::",)), ["--cubic", ":::"]),
+    (dict(cubic=(":::", "Own", "wwn")), ["--cubic", ":::", "--cubic", "Own", "--cubic", "wwn"]),
+    (dict(interactions=("::::",)), ["--interactions", "::::"]),
+    (dict(interactions=("wO,wwO",)), ["--interactions", "wO", "--interactions", "wwO"]),
+    (dict(interactions=("nOww",)), ["--interactions", "nOww"]),
+    (dict(interactions=("words|Other",)),
+     ["--experimental_full_name_interactions", "words|Other"]),
+    (dict(interactions=("wide|words", "wide|wide")),
+     ["--experimental_full_name_interactions", "wide|words",
+      "--experimental_full_name_interactions", "wide|wide"]),
+    (dict(ignore="w"), ["--ignore", "w"]),
+    (dict(ignore="wO", quadratic=("wn", " n")), ["--ignore", "wO", "-q", "wn", "-q", " n"]),
+    (dict(keep="wn"), ["--keep", "wn"]),
+    (dict(keep="Ow", quadratic=("Ow", "wn")), ["--keep", "Ow", "-q", "Ow", "-q", "wn"]),
+    (dict(ignore_linear="w", quadratic=("wO",)), ["--ignore_linear", "w", "-q", "wO"]),
+    (dict(ignore_linear="O n", cubic=("wOn",)),
+     ["--ignore_linear", "O", "--ignore_linear", " ", "--ignore_linear", "n", "--cubic", "wOn"]),
+]
+
+
+@pytest.mark.parametrize("flags,vw_flags", CASES, ids=[" ".join(c[1]) for c in CASES])
+def test_slots_equal_vw_on_namespaced_text(read_rows, namespaced_sms, flags, vw_flags):
+    assert_same_slots(streamherd_slots(read_rows, namespaced_sms, **flags),
+                      vw_audit_slots(namespaced_sms, vw_flags,
+                                     ignore_linear=flags.get("ignore_linear", "")))
+
+
+def test_the_constant_is_not_crossed(read_rows, namespaced_sms):
+    assert_same_slots(streamherd_slots(read_rows, namespaced_sms, bias=True, quadratic=("::",)),
+                      vw_audit_slots(namespaced_sms, ["-q", "::"], bias=True))
+
+
+def test_real_valued_self_cross_equals_vw(read_rows, data_dir, tmp_path):
+    """RCV1 (one namespace f, numeric names, TF-IDF values): -q ff, the benchmark's cross."""
+    path = tmp_path / "rcv1.vw"
+    with gzip.open(data_dir / "rcv1_small.train.vw.gz", "rt") as f:
+        path.write_text("".join(itertools.islice(f, 200)))
+    assert_same_slots(streamherd_slots(read_rows, path, bias=True, quadratic=("ff",)),
+                      vw_audit_slots(path, ["-q", "ff"], bias=True))
+
+
+def test_svmlight_is_the_default_namespace(read_rows, data_dir, tmp_path):
+    """An svmlight file is one namespace, VW's default (' '): -q :: crosses it as VW crosses the
+    same features written '| index:value'."""
+    svm = tmp_path / "a9a.svm"
+    with gzip.open(data_dir / "a9a.svm.gz", "rt") as f:
+        svm.write_text("".join(itertools.islice(f, 200)))
+    vw = tmp_path / "a9a.vw"
+    vw.write_text("".join(f"{label} | {' '.join(rest)}\n" for label, *rest in
+                          (line.split() for line in svm.read_text().splitlines())))
+    vws = vw_audit_slots(vw, ["-q", "::"])
+    assert_same_slots(streamherd_slots(read_rows, svm, quadratic=("::",)), vws)
+    assert_same_slots(streamherd_slots(read_rows, svm, quadratic=("  ",)), vws)
+
+
+def test_long_lines_get_room_for_their_crosses(read_rows, data_dir, tmp_path):
+    """Crosses grow as a power of a line's features: a block of long lines (Amazon reviews,
+    about 240 words) with --cubic makes far more features than tokens (the output bound)."""
+    path = tmp_path / "books.vw"
+    with gzip.open(data_dir / "amazon_books.vw.gz", "rt") as f:
+        path.write_text("".join(itertools.islice(f, 3)))
+    assert_same_slots(streamherd_slots(read_rows, path, cubic=("www",)),
+                      vw_audit_slots(path, ["--cubic", "www"]))
+
+
+@pytest.mark.parametrize("flags,message", [
+    (dict(quadratic=("abc",)), "-q 'abc' names 3 namespaces, not 2"),
+    (dict(cubic=("ab",)), "--cubic 'ab' names 2 namespaces, not 3"),
+    (dict(interactions=("a",)), "--interactions 'a' names one namespace"),
+    (dict(quadratic=("a:",)), "':' stands for every namespace only as a whole interaction"),
+    (dict(quadratic=("aé",)), "namespace letters must be ASCII"),
+    (dict(interactions=("user|",)), "a full-name interaction is at least two namespace names"),
+])
+def test_bad_interactions_are_user_errors(flags, message):
+    with pytest.raises(StreamherdError, match=message):
+        FeatureSpace(**flags)
+
+
+def test_namespace_flags_round_trip_in_the_meta():
+    space = FeatureSpace(12, True, quadratic=("ab", "::"), cubic=("abc",),
+                         interactions=("ab,user|item",), ignore="x", keep="", ignore_linear="a")
+    assert FeatureSpace.from_meta(space.to_meta()) == space
+    assert "quadratic" not in FeatureSpace(12).to_meta()
+
+
+def test_a_model_predicts_with_its_crosses(run_cli, namespaced_sms, tmp_path):
+    """train -q with --ignore_linear saves the flags; predict scores with the same crosses:
+    its scores equal the trained weights dotted with VW's slots of each line (the crosses
+    alone carry the ignored namespace)."""
+    model = tmp_path / "m.npz"
+    preds = tmp_path / "p.txt"
+    trained = run_cli("train", str(namespaced_sms), "-q", "wO", "--ignore_linear", "w", "-f",
+                      model, "--algo", "pa", "--quiet")
+    assert trained.returncode == 0, trained.stderr
+    predicted = run_cli("predict", str(namespaced_sms), "-m", model, "-p", preds, "--raw")
+    assert predicted.returncode == 0, predicted.stderr
+    weights = load_model(model)[1]["mean"]
+    slots = vw_audit_slots(namespaced_sms, ["-q", "wO"], bias=True, ignore_linear="w")
+    expected = [sum(weights[s] * v for s, v in row.items()) for row in slots]
+    scores = [float(line.split()[0]) for line in preds.read_text().splitlines()]
+    assert scores == pytest.approx(expected, rel=1e-6, abs=1e-9)
+    linear = vw_audit_slots(namespaced_sms, [], bias=True, ignore_linear="w")
+    crossed = {s for row, plain in zip(slots, linear) for s in row.keys() - plain.keys()}
+    assert any(weights[s] != 0 for s in crossed)
+
+
+def test_continuing_a_model_with_other_crosses_is_a_user_error(run_cli, namespaced_sms,
+                                                               tmp_path):
+    model = tmp_path / "m.npz"
+    assert run_cli("train", str(namespaced_sms), "-q", "wO", "-f", model,
+                   "--quiet").returncode == 0
+    result = run_cli("train", str(namespaced_sms), "-i", str(model), "-q", "nw", "--quiet")
+    assert result.returncode == 2
+    assert "was trained with --quadratic ['wO']" in one_line_error(result)
