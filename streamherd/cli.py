@@ -226,6 +226,15 @@ def train(
                                     help="Seed of --shuffle."),
     shuffle_memory: int = typer.Option(1024, "--shuffle_memory", "--shuffle-memory",
                                        help="MiB of parsed rows --shuffle holds at once."),
+    predictions: Optional[Path] = typer.Option(
+        None, "-p", "--predictions", show_default=False,
+        help="Write the progressive predictions here (each made before its example's update), "
+             "one line per example as predict writes them."),
+    test_only: bool = typer.Option(False, "-t", "--testonly",
+                                   help="Predict every example without learning (with -i: "
+                                        "the model's test loss in the table); writes no model."),
+    examples: Optional[int] = typer.Option(None, "--examples", show_default=False,
+                                           help="Stop after N examples (over all passes)."),
     progress: Optional[str] = typer.Option(None, "-P", "--progress", show_default=False,
                                            help="A table row every N examples (an integer), or "
                                                 "each time the count grows F times (a number "
@@ -243,6 +252,7 @@ def train(
                       passes=Passes(passes, holdout_period, holdout_after, holdout_off,
                                     early_terminate, save_per_pass, shuffle, random_seed,
                                     shuffle_memory), progress_every=progress,
+                      predictions=predictions, examples=examples, test_only=test_only,
                       namespaces=dict(quadratic=quadratic, cubic=cubic,
                                       interactions=interactions,
                                       ignore="".join(ignore or ()), keep="".join(keep or ()),
@@ -431,7 +441,6 @@ VW_SPELLINGS = {
              "or fix them with --classes)",
     "--link": "streamherd predict --proba (P(y=+1|x) of a Gaussian model: nherd, arow, cw, scw)",
     "--loss_function": "--loss squared (regression) or --loss hinge (classification)",
-    "--testonly": "streamherd predict -m MODEL FILES (it never updates the model)",
     "-c": _NO_CACHE, "--cache": _NO_CACHE, "--cache_file": _NO_CACHE, "-k": _NO_CACHE,
     "--kill_cache": _NO_CACHE,
     "-l": _NO_LEARNING_RATE, "--learning_rate": _NO_LEARNING_RATE, "--power_t": _NO_LEARNING_RATE,
@@ -445,7 +454,6 @@ VW_SPELLINGS = {
     "--daemon": "no daemon: pipe examples to streamherd predict, which answers each line as it "
                 "arrives",
 }
-VW_SPELLINGS["-t"] = VW_SPELLINGS["--testonly"]
 
 
 def _vw_hint(e, command):

@@ -30,6 +30,7 @@ from streamherd.outputs import (check_inputs, check_stdout_output, replaced_on_s
 from streamherd.passes import (BestPass, PassChunks, Passes, copied, held_out_rows,
                                per_pass_path, replayable)
 from streamherd.progress import ProgressiveValidation, Schedule
+from streamherd.tasks.base import Scored
 
 
 @dataclass
@@ -112,13 +113,27 @@ def _hyperparameters(algo, options, kind):
 
 class Step(NamedTuple):
     """What learning from one chunk did: its rows (without the bad lines its labels made),
-    the progressive loss of each (NaN: unlabeled), the updates made, and describe(i), the
-    (label, prediction) texts of row i."""
+    the progressive loss of each (NaN: unlabeled), the updates made, describe(i), the
+    (label, prediction) texts of row i, and the progressive predictions (the task's: margins,
+    class ids or values)."""
 
     chunk: object
     loss: np.ndarray
     updates: int
     describe: object
+    predictions: np.ndarray
+
+
+@dataclass
+class Extras:
+    """What a training run does besides learning: ``predictions``, a text file for -p's
+    progressive predictions (one line per example, as predict writes them); ``examples``:
+    --examples, stop after that many examples (over every pass); ``test_only``: -t, predict
+    without updating (the table and the loss as a training run's)."""
+
+    predictions: object = None
+    examples: "int | None" = None
+    test_only: bool = False
 
 
 class Trainer:
@@ -126,8 +141,10 @@ class Trainer:
     learner over it (a prediction for each row, then its update). The learner is made at once,
     so that a hyperparameter it refuses fails before any input."""
 
-    def __init__(self, start):
+    def __init__(self, start, test_only=False):
+        """``test_only``: -t, every chunk predicted, none learned from."""
         self.start = start
+        self.test_only = test_only
         self.task = start.task
         self.learner = self._new_learner(start.state, start.learner_meta)
         self.undecided = start.chosen_from_labels
@@ -142,9 +159,10 @@ class Trainer:
         predicted, not learned from."""
         if self.undecided:
             self._settle(tasks.detect(chunk, self.task.skip_bad))
-        chunk, targets = self.task.targets(chunk)
+        chunk, targets = self.task.targets(chunk, learning=not self.test_only)
         try:
-            updates, predictions = self.task.learn(self.learner, targets, chunk)
+            updates, predictions = (0, self.task.predict(self.learner, chunk)) if self.test_only \
+                else self.task.learn(self.learner, targets, chunk)
         except UnstableUpdate as e:   # e.index: a row of the chunk the learner saw
             raise StreamherdError(
                 f"{chunk.source}:{int(chunk.line_numbers[e.index])}: {e.what}; scale the "
@@ -153,7 +171,7 @@ class Trainer:
         task = self.task
         return Step(chunk, task.loss(targets, predictions), updates,
                     lambda i: (chunk.label_token(i) or "unknown",
-                               task.prediction_text(predictions, i)))
+                               task.prediction_text(predictions, i)), predictions)
 
     def finish(self):
         """The task of a stream that brought no chunk to choose it: binary."""
@@ -183,7 +201,8 @@ class Trainer:
 def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", final_model=None,
           initial_model=None, quiet=False, skip_bad=False, block_size=DEFAULT_BLOCK_SIZE,
           normalize=None, multiclass=None, classes=None, loss=None, allow_empty=False,
-          passes=Passes(), progress_every=None, namespaces=None):
+          passes=Passes(), progress_every=None, namespaces=None, predictions=None,
+          examples=None, test_only=False):
     """Stream every example through the learner, once per pass; returns the run summary (a
     dict).
 
@@ -196,7 +215,10 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     classes, see tasks.detect), "joint" or "ova"; ``classes``: a fixed class list ("1,2,3");
     ``loss``: "hinge" (classification) or "squared" (regression). ``passes``: a passes.Passes
     (several passes, the holdout set, the best pass's model, --save_per_pass). ``progress_every``:
-    -P's text, when the table prints its rows (progress.Schedule). A run that
+    -P's text, when the table prints its rows (progress.Schedule). ``predictions``: -p, a
+    file for the progressive predictions (written whole or not at all, as the model);
+    ``examples``: --examples, at most that many examples over all passes; ``test_only``: -t,
+    predict every example with the initial model, learn nothing, write no model. A run that
     learns from no labeled example fails (exit 2) and writes no model, unless ``allow_empty``:
     then the model (the initial one, or an untrained one) is written. Inputs and the model's
     path are checked before any work; the model is written to a temporary file that replaces
@@ -206,17 +228,26 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     choice = tasks.choose(loss, multiclass, classes)
     check_inputs(paths)
     passes.check(final_model)
+    _check_test_only(test_only, final_model, passes)
+    if examples is not None and examples < 1:
+        raise StreamherdError(f"--examples {examples}: give 1 or more")
     schedule = Schedule.parse(progress_every) if progress_every is not None else Schedule()
     # -i and -f may name the same model (continue training in place, as VW's -i m -f m): it is
     # read whole before training and replaced only at the end, so an input file is safe.
     model_path = resolve_output(final_model, paths, "model") if final_model is not None else None
     pass_paths = [resolve_output(per_pass_path(final_model, k), paths, "model")
                   for k in range(1, passes.count + 1)] if passes.save_per_pass else None
+    predictions_path = resolve_output(predictions, [*paths, *filter(None, [initial_model])],
+                                      "predictions") if predictions is not None else None
     start = plan(algo, options, bits, bias, normalize, choice, initial_model, skip_bad,
                  namespaces)
-    trainer = Trainer(start)
-    with replayable(paths, passes.count, (lambda text: None) if quiet else
-                    (lambda text: say(f"streamherd: {text}"))) as inputs:
+    trainer = Trainer(start, test_only)
+    with contextlib.ExitStack() as stack:
+        inputs = stack.enter_context(replayable(paths, passes.count, (lambda text: None) if quiet
+                                                else (lambda text: say(f"streamherd: {text}"))))
+        extras = Extras(predictions_path and stack.enter_context(
+            replaced_on_success(predictions_path, what="predictions")), examples, test_only)
+
         def new_reader():
             return ChunkReader(inputs, fmt=fmt, features=start.space, skip_bad=skip_bad,
                                block_size=block_size, workers=TRAINING_WORKERS,
@@ -228,41 +259,54 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                                          compile_watch=compilation.watch(quiet),
                                          schedule=schedule)
         used, best, reader = _run_passes(passes, reader, new_reader, trainer, progress,
-                                         lambda: _preamble(final_model, trainer, paths),
-                                         pass_paths)
-    _check_skipped(progress.bad_lines, progress.examples, skip_bad, reader.formats_seen,
-                   "no model was written")
-    if progress.labeled == 0 and not allow_empty:
-        raise _nothing_learned(paths, final_model, model_path)
-    summary = progress.finish(_passes_summary(used, best, progress.loss_name)
-                              if passes.count > 1 else None)
-    if progress.labeled and not progress.updates and not quiet:
-        progress.note(f"no update was made: every labeled example was predicted with margin to "
-                      f"spare or had importance 0, so the model is the "
-                      f"{'initial' if initial_model is not None else 'untrained'} one")
-    model = _chosen_model(trainer, progress, best, used)
-    if model_path is not None:
-        save_model(model_path, *model)
+                                         lambda: _preamble(final_model, trainer, paths, passes,
+                                                           extras),
+                                         pass_paths, extras)
+        _check_skipped(progress.bad_lines, progress.examples, skip_bad, reader.formats_seen,
+                       "no model was written")
+        if progress.labeled == 0 and not allow_empty:
+            raise _nothing_learned(paths, final_model, model_path)
+        summary = progress.finish(_passes_summary(used, best, progress.loss_name)
+                                  if passes.count > 1 else None)
+        if progress.labeled and not progress.updates and not quiet and not test_only:
+            progress.note(f"no update was made: every labeled example was predicted with margin "
+                          f"to spare or had importance 0, so the model is the "
+                          f"{'initial' if initial_model is not None else 'untrained'} one")
+        if model_path is not None:   # before -p's predictions replace their file
+            save_model(model_path, *_chosen_model(trainer, progress, best, used))
     return summary
 
 
-def _run_passes(passes, reader, new_reader, trainer, progress, preamble, pass_paths):
+def _check_test_only(test_only, final_model, passes):
+    if test_only and final_model is not None:
+        raise StreamherdError("-t predicts without learning, so there is no model to write: "
+                              "drop -f (or -t)")
+    if test_only and passes.count > 1:
+        raise StreamherdError("-t predicts without learning: more passes would predict the "
+                              "same again; drop --passes")
+
+
+def _run_passes(passes, reader, new_reader, trainer, progress, preamble, pass_paths, extras):
     """The passes over the inputs (``reader`` the first's, ``new_reader()`` each later one's),
-    the preamble printed once, each pass's model saved to ``pass_paths`` (if any); returns
-    (passes used, the BestPass or None without a holdout set, the last reader)."""
+    the preamble printed once, each pass's model saved to ``pass_paths`` (if any), until
+    ``extras.examples`` are read; returns (passes used, the BestPass or None without a holdout
+    set, the last reader)."""
     best = BestPass(passes.early_terminate) if passes.holdout else None
     chunks = PassChunks(passes, new_reader, reader)
     used = 0
     while used < passes.count and not (best is not None and best.stop):
         progress.start_pass(show_holdout=passes.holdout and used > 0)
-        _learn_from(chunks.of_pass(used + 1), trainer, progress, None if used else preamble,
-                    passes.holdout, lambda: (reader.total_bytes or 0) * used + chunks.bytes_done)
+        limited = _learn_from(chunks.of_pass(used + 1), trainer, progress,
+                              None if used else preamble, passes.holdout,
+                              lambda: (reader.total_bytes or 0) * used + chunks.bytes_done, extras)
         trainer.finish()
         used += 1
         if pass_paths is not None:
             save_model(pass_paths[used - 1], *_model_now(trainer, progress))
         if best is not None:
             best.record(progress.end_pass(), lambda: _model_now(trainer, progress, copy=True))
+        if limited:
+            break
     return used, best, chunks.reader
 
 
@@ -298,14 +342,25 @@ def _passes_summary(used, best, loss_name):
     return lines
 
 
-def _learn_from(chunks, trainer, progress, preamble, holdout=False, bytes_done=None):
+def _learn_from(chunks, trainer, progress, preamble, holdout=False, bytes_done=None,
+                extras=Extras()):
     """Every chunk of ``chunks`` through the trainer, into the progress table; ``preamble()``
     (if any) goes before it, once the first example is read. ``holdout``: the chunks' held-out
     rows are marked (passes.mark_held_out); ``bytes_done()``: the input read so far (for the
-    progress bar)."""
+    progress bar); ``extras``: -p's file, --examples. Returns whether --examples stopped it."""
     announced = preamble is None
     for chunk in chunks:
+        if extras.examples is not None:
+            left = extras.examples - progress.examples
+            if left <= 0:
+                return True
+            if chunk.n_examples > left:
+                chunk = chunk.take(np.arange(left))
         step = trainer.learn(chunk)
+        if extras.predictions is not None and step.chunk.n_examples:
+            progressive = Scored(step.chunk, step.predictions, step.predictions, None, 0)
+            extras.predictions.write("\n".join(_tagged(step.chunk, trainer.task.lines(
+                trainer.learner, progressive, tasks.LABEL))) + "\n")
         progress.loss_name = trainer.task.loss_name
         if not announced and step.chunk.n_examples:
             announced = True
@@ -317,6 +372,15 @@ def _learn_from(chunks, trainer, progress, preamble, holdout=False, bytes_done=N
         progress.add_chunk(importance, step.loss, step.chunk.indptr, step.describe,
                            updates=step.updates, bad_lines=step.chunk.bad_lines,
                            bytes_done=bytes_done and bytes_done(), held_out=held_out)
+    return extras.examples is not None and progress.examples >= extras.examples
+
+
+def _tagged(chunk, values):
+    """The output line of each example of ``chunk``: its value, then its VW tag if it has one
+    (as VW prints them)."""
+    if np.any(chunk.tag_start >= 0):
+        return [v if t is None else f"{v} {t}" for v, t in zip(values, chunk.tags())]
+    return values
 
 
 def _nothing_learned(paths, final_model, model_path):
@@ -352,20 +416,37 @@ def _check_skipped(skipped, examples, skip_bad, formats, consequence):
             f"--skip-bad to see the first bad line")
 
 
-def _preamble(final_model, trainer, paths):
-    """What VW prints before its table: where the model goes, the learner, and the task."""
+def _preamble(final_model, trainer, paths, passes=Passes(), extras=Extras()):
+    """What VW prints before its table: where the model goes, the learner, the features, the
+    task (as the labels of the first block chose it, and why), the inputs and the passes."""
     lines = []
     if final_model:
         lines.append(("final_regressor", final_model))
+    if extras.test_only:
+        lines.append(("only testing", "-t: every example predicted, none learned from"))
     settings = ", ".join(f"{k} = {v:g}" for k, v in trainer.learner.options.items())
+    space = trainer.start.space
     task = trainer.task.description()
     if trainer.start.chosen_from_labels:
         task += ", chosen from the labels: pass --multiclass or --loss squared to choose"
     lines += [("algorithm", f"{trainer.start.algo}{' (' + settings + ')' if settings else ''}"),
-              ("Num weight bits", trainer.start.space.bits),
-              ("task", task),
+              ("Num weight bits", space.bits),
+              ("constant feature", f"on (slot {space.bias_slot})" if space.bias else "off")]
+    if space.normalize != normalization.NONE:
+        lines.append(("normalize", "each example to unit L2 norm, the bias kept at 1"))
+    lines += [(name, ", ".join(value) if isinstance(value, list) else value)
+              for name, value in space.to_meta().items()
+              if name not in ("bits", "bias", "normalize")]   # -q, --ignore ...
+    lines += [("task", task),
               ("Reading datafile", _names(paths)),
               ("num sources", len(paths))]
+    if passes.count > 1:
+        holdout = ("off" if not passes.holdout else
+                   f"every example after the {passes.holdout_after}th" if passes.holdout_after
+                   else f"every {passes.holdout_period}th example")
+        lines += [("passes", passes.count), ("holdout", holdout)]
+    if extras.examples is not None:
+        lines.append(("examples", f"at most {extras.examples}"))
     return lines
 
 
@@ -412,8 +493,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
                 examples += chunk.n_examples
                 labeled += scored.labeled
                 loss += scored.loss
-                if np.any(chunk.tag_start >= 0):
-                    values = [v if t is None else f"{v} {t}" for v, t in zip(values, chunk.tags())]
+                values = _tagged(chunk, values)
                 if skip_bad:
                     skipped += chunk.bad_lines
                     values = _with_skipped_lines(chunk, values)

@@ -22,7 +22,6 @@ def usage_error(proc):
     ("train", ["--link=logistic"], "predict --proba"),
     ("train", ["--link", "logistic"], "predict --proba"),
     ("train", ["--loss_function", "squared"], "--loss squared"),
-    ("train", ["-t"], "streamherd predict -m MODEL"),
     ("predict", ["-t"], "predict never updates the model"),
     ("train", ["-c"], "no cache file"),
     ("train", ["--passes_nonexistent"], None),

@@ -125,4 +125,4 @@ class MulticlassTask(Classification):
     def description(self):
         if self.labels.fixed:
             return f"multiclass {self.mode} ({len(self.labels)} fixed classes)"
-        return f"multiclass {self.mode} (classes as they appear)"
+        return f"multiclass {self.mode} ({len(self.labels)} classes so far, more as they appear)"
