@@ -17,17 +17,20 @@ lambda >= 0 maximises the dual
   sum_r lambda_r l_r - a/2 (Lambda^2 + sum_r lambda_r^2) - Lambda^2 / (4C)  [the last term: pa2]
   subject, for pa1, to Lambda <= C
 
-(for pa1 it is Crammer & Singer 2003's Eq. 29, the dual with the sum constraint: tau_r <= C
-delta_{r,y}, sum_r tau_r = 0; pa has C = inf). Its stationarity condition gives, with
+(pa has C = inf). For pa1 this is, in tau, the box and sum constraints tau_r <= C delta_{r,y},
+sum_r tau_r = 0 of Crammer & Singer's MIRA dual (2003; their bound is 1 and their objective
+|M_r + tau_r x|^2, here the PA objective |W - W_t|^2 with the margin 1: the per-example
+sub-problem of Crammer & Singer's 2001 multiclass SVM dual). Its stationarity condition gives, with
 u_r = l_r / a and kappa = 1 + 1/(2aC) for pa2 (else 1),
 
   lambda_r = max(0, u_r - kappa Lambda),   Lambda = sum_r max(0, u_r - kappa Lambda),
 
 a monotone equation in Lambda solved exactly on the active set {r : u_r > kappa Lambda}
 (Lambda = S / (1 + k kappa) over the k active classes of sum S; classes with u_r <= kappa Lambda
-leave and Lambda grows, so it ends in at most K rounds: Crammer & Singer 2003's fixed point, Fig. 7,
-as Michelot's projection). A class with l_r <= 0 never enters: its constraint holds and no
-update can break it (w_y only gains). For pa1, when Lambda > C the cap binds: Lambda = C and
+leave and Lambda grows, so it ends in at most K rounds: Crammer & Singer's fixed point over the
+sorted losses, done as Michelot's projection, without a sort). The result is exact: no
+tolerance. A class with l_r <= 0 never enters: its constraint holds and no update can break it
+(w_y only gains). For pa1, when Lambda > C the cap binds: Lambda = C and
 lambda_r = max(0, u_r - theta) with sum_r lambda_r = C (theta by the same rounds). One violated
 constraint gives Lambda = l / (2a) (capped at C; pa2: l / (2a + 1/(2C))): the joint PA update on
 Delta = f(x, y) - f(x, r), |Delta|^2 = 2a. An importance weight s scales C, as for the binary PA.
