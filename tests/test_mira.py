@@ -2,6 +2,8 @@
 scipy's SLSQP on the primal over the whole weight matrix, the single-constraint case against the
 joint PA update, a whole stream against a plain numpy loop over the scipy solver, and the command
 line end to end (train, predict, the model, -i, refusals)."""
+import json
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -261,3 +263,25 @@ def test_unstable_update_names_the_line(run_cli, tmp_path):
                                   "-f", tmp_path / "m.npz"))
     assert f"{path}:3:" in line and "not finite" in line
     assert not (tmp_path / "m.npz").exists()
+
+
+def test_a_mira_model_of_another_learner_is_damaged(run_cli, three_classes, tmp_path):
+    """A model whose meta says mira for a learner outside the PA family is refused when loaded;
+    the same file with its own learner predicts."""
+    path, _ = three_classes
+    model = tmp_path / "m.npz"
+    assert run_cli("train", path, "--algo", "pa", "--multiclass", "mira", "-b", "4", "--quiet",
+                   "-f", model).returncode == 0
+    with np.load(model, allow_pickle=False) as archive:
+        meta = json.loads(str(archive["meta"]))
+        members = {name: archive[name] for name in archive.files if name != "meta"}
+    for algo, works in (("pa", True), ("perceptron", False)):   # both keep only "mean"
+        edited = tmp_path / f"{algo}.npz"
+        with open(edited, "wb") as f:
+            np.savez(f, meta=np.array(json.dumps({**meta, "algo": algo})), **members)
+        proc = run_cli("predict", "-m", edited, path, "--quiet")
+        if works:
+            assert proc.returncode == 0, proc.stderr
+        else:
+            line = one_line_error(proc)
+            assert "mira" in line and "perceptron" in line
