@@ -11,13 +11,15 @@ Writes its table into benchmarks/README.md between the mira markers.
     python benchmarks/mira.py [--data /work/shared/data]
 """
 import argparse
-import re
 import sys
 import tempfile
 from pathlib import Path
 
-from streamherd.passes import Passes
-from streamherd.training import predict, train
+sys.path.insert(0, str(Path(__file__).parent))
+from multiclass import write_section  # noqa: E402
+
+from streamherd.passes import Passes  # noqa: E402
+from streamherd.training import predict, train  # noqa: E402
 
 START = "<!-- mira:start -->"
 END = "<!-- mira:end -->"
@@ -73,17 +75,6 @@ def render(found):
     return "\n".join(lines)
 
 
-def write_section(readme, text):
-    block = f"{START}\n{text}\n{END}"
-    content = readme.read_text()
-    if START in content:
-        pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.S)
-        content = pattern.sub(lambda _: block, content, count=1)
-    else:
-        content = content.rstrip("\n") + "\n\n## Multiclass MIRA\n\n" + block + "\n"
-    readme.write_text(content)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("/work/shared/data"))
@@ -93,7 +84,7 @@ def main():
         found = results(args.data, tmp)
     text = render(found)
     print(text)
-    write_section(args.readme, text)
+    write_section(args.readme, text, START, END, "Multiclass MIRA")
 
 
 if __name__ == "__main__":
