@@ -180,14 +180,16 @@ def render(datasets, joint, ova, seconds, regression, floor):
     return "\n".join(lines)
 
 
-def write_section(readme, text):
-    block = f"{START}\n{text}\n{END}"
+def write_section(readme, text, start=START, end=END, heading="Multiclass and regression"):
+    """Put ``text`` between the markers ``start`` and ``end`` of the README, or at its end under
+    ``heading`` (benchmarks/mira.py writes its own section so)."""
+    block = f"{start}\n{text}\n{end}"
     content = readme.read_text() if readme.exists() else "# Benchmarks\n"
-    if START in content and END in content:
-        pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.S)
+    if start in content and end in content:
+        pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
         content = pattern.sub(lambda _: block, content, count=1)
     else:
-        content = content.rstrip("\n") + "\n\n## Multiclass and regression\n\n" + block + "\n"
+        content = content.rstrip("\n") + f"\n\n## {heading}\n\n" + block + "\n"
     readme.write_text(content)
 
 

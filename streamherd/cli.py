@@ -153,7 +153,9 @@ def train(
     multiclass: Optional[str] = typer.Option(
         None, "--multiclass", show_default=False,
         help="joint (one weight block per class, the default for data with more than two "
-             "classes) or ova (one binary learner per class)."),
+             "classes; an update on the best wrong class), ova (one binary learner per class) "
+             "or mira (joint, pa/pa1/pa2 only: Crammer & Singer's update on every class that "
+             "violates the margin, a small QP solved exactly per example)."),
     classes: Optional[str] = typer.Option(
         None, "--classes", show_default=False,
         help="Fix the class set, e.g. 1,2,3 (multiclass; a label outside it is a bad line)."),

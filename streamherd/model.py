@@ -28,6 +28,7 @@ import numpy as np
 
 from streamherd import __version__
 from streamherd.errors import StreamherdError
+from streamherd.learners.reductions.mira import FAMILY as MIRA_FAMILY
 from streamherd.outputs import replaced_on_success
 from streamherd.tasks import KINDS, MULTICLASS_MODES
 
@@ -51,6 +52,8 @@ _PIECE = 1 << 20
 # what breaks a token in the data files: a class name read from data never holds one
 _BLANKS = " \t\r\n"
 _INT64_MAX = 2 ** 63 - 1
+# a multiclass model's mode, in messages
+_MODE_NAMES = {"joint": "joint", "ova": "one-versus-all", "mira": "joint, MIRA's update"}
 
 _short = reprlib.Repr()
 _short.maxstring = _short.maxother = 60
@@ -297,6 +300,9 @@ def _check_meta(path, meta):
     if task == "multiclass":
         mode = m.get("multiclass", lambda v: v in MULTICLASS_MODES,
                      f"one of {', '.join(MULTICLASS_MODES)}")
+        if mode == "mira" and name not in MIRA_FAMILY:
+            raise m.damaged(f"it is a multiclass mira model of {name}, but MIRA's update is the "
+                            f"Passive-Aggressive family's ({', '.join(MIRA_FAMILY)})")
         classes = len(_check_classes(m))
         m.get("fixed_classes", lambda v: isinstance(v, bool), "true or false", required=False)
     else:
@@ -314,7 +320,7 @@ def _check_meta(path, meta):
               for array in cls.saved_arrays(variant.covariance)}
     model = f"{name}, bits={bits}"
     if task == "multiclass":
-        model += f", {classes} classes, {'one-versus-all' if mode == 'ova' else 'joint'}"
+        model += f", {classes} classes, {_MODE_NAMES[mode]}"
     fills = _check_fills(m, shapes) if meta["format_version"] >= SPARSE_SINCE else None
     return shapes, (name, model), fills
 

@@ -212,7 +212,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     ``normalize``: scale each example's features to unit L2 norm, the bias kept at 1, before
     predict and update (features/normalize.py); saved in the model, so ``predict`` does the
     same. ``multiclass``: None (binary, or joint multiclass when the data has more than two
-    classes, see tasks.detect), "joint" or "ova"; ``classes``: a fixed class list ("1,2,3");
+    classes, see tasks.detect), "joint", "ova" or "mira" (pa, pa1 and pa2); ``classes``: a fixed class list ("1,2,3");
     ``loss``: "hinge" (classification) or "squared" (regression). ``passes``: a passes.Passes
     (several passes, the holdout set, the best pass's model, --save_per_pass). ``progress_every``:
     -P's text, when the table prints its rows (progress.Schedule). ``predictions``: -p, a

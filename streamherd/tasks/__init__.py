@@ -20,7 +20,7 @@ from streamherd.tasks.multiclass import MulticlassTask
 from streamherd.tasks.regression import RegressionTask
 
 KINDS = ("binary", "multiclass", "regression")
-MULTICLASS_MODES = ("joint", "ova")
+MULTICLASS_MODES = ("joint", "ova", "mira")
 LOSSES = ("hinge", "squared")
 
 __all__ = ["KINDS", "MULTICLASS_MODES", "LOSSES", "LABEL", "RAW", "PROBA", "SCORES", "Task",
@@ -62,7 +62,7 @@ def choose(loss=None, multiclass=None, classes=None):
         raise StreamherdError(f"unknown --loss '{loss}'; use hinge (classification) or squared "
                               f"(regression)")
     if multiclass is not None and multiclass not in MULTICLASS_MODES:
-        raise StreamherdError(f"unknown --multiclass '{multiclass}'; use joint or ova")
+        raise StreamherdError(f"unknown --multiclass '{multiclass}'; use joint, ova or mira")
     if loss == "squared":
         if multiclass is not None or classes is not None:
             raise StreamherdError("--loss squared is regression (real labels); drop --multiclass "

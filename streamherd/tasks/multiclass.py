@@ -20,7 +20,8 @@ class MulticlassTask(Classification):
     has_class_scores = True
 
     def __init__(self, labels=None, mode="joint", skip_bad=False):
-        """``mode``: "joint" or "ova" (one-versus-all)."""
+        """``mode``: "joint", "ova" (one-versus-all) or "mira" (joint, Crammer & Singer's update
+        on every violated constraint: learners/reductions/mira.py)."""
         super().__init__(skip_bad)
         self.labels = labels if labels is not None else ClassLabels()
         self.mode = mode
@@ -68,6 +69,10 @@ class MulticlassTask(Classification):
             from streamherd.learners.reductions.ova import OneVersusAll
 
             return OneVersusAll(algo, dim, options, state, learner_meta, blocks=self.blocks)
+        if self.mode == "mira":
+            from streamherd.learners.reductions.mira import Mira
+
+            return Mira(algo, dim, options, state, learner_meta, blocks=self.blocks)
         return learners.create(algo, dim, options, state, learner_meta, blocks=self.blocks,
                                task=self.kind)
 
