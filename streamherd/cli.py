@@ -138,6 +138,11 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
     """Online linear classifiers over streamed svmlight or VW-format lines."""
 
 
+def _vw_flag(default, name, help):
+    """An option spelled as VW spells it (--holdout_period) and with dashes (--holdout-period)."""
+    return typer.Option(default, f"--{name}", f"--{name.replace('_', '-')}", help=help)
+
+
 def _namespace_option(*flags, help):
     """A repeatable train flag of namespace letters or interactions (FeatureSpace)."""
     return typer.Option(None, *flags, show_default=False, help=help)
@@ -206,28 +211,22 @@ def train(
     passes: int = typer.Option(1, "--passes", help="Read the inputs N times (stdin is copied "
                                "to a temporary file first). With N > 1 a holdout set is "
                                "scored, not learned from, and the best pass's model written."),
-    holdout_period: int = typer.Option(10, "--holdout_period", "--holdout-period",
-                                       help="With --passes > 1: hold out the K-th, 2K-th, ... "
-                                            "example of each pass."),
-    holdout_after: int = typer.Option(0, "--holdout_after", "--holdout-after",
-                                      help="With --passes > 1: hold out every example after "
-                                           "the N-th of each pass instead (0: by period)."),
-    holdout_off: bool = typer.Option(False, "--holdout_off", "--holdout-off",
-                                     help="No holdout set: learn from every example of every "
-                                          "pass, and write the last pass's model."),
-    early_terminate: int = typer.Option(3, "--early_terminate", "--early-terminate",
-                                        help="Stop after K passes in a row without a lower "
-                                             "holdout loss."),
-    save_per_pass: bool = typer.Option(False, "--save_per_pass", "--save-per-pass",
-                                       help="Also write each pass's model, STEM.passK.npz "
-                                            "beside -f STEM.npz."),
+    holdout_period: int = _vw_flag(10, "holdout_period", "With --passes > 1: hold out the "
+                                   "K-th, 2K-th, ... example of each pass."),
+    holdout_after: int = _vw_flag(0, "holdout_after", "With --passes > 1: hold out every "
+                                  "example after the N-th of each pass instead (0: by period)."),
+    holdout_off: bool = _vw_flag(False, "holdout_off", "No holdout set: learn from every "
+                                 "example of every pass, and write the last pass's model."),
+    early_terminate: int = _vw_flag(3, "early_terminate", "Stop after K passes in a row "
+                                    "without a lower holdout loss."),
+    save_per_pass: bool = _vw_flag(False, "save_per_pass", "Also write each pass's model, "
+                                   "STEM.passK.npz beside -f STEM.npz."),
     shuffle: bool = typer.Option(False, "--shuffle", help="Each pass in its own random order: "
                                  "exact when the input fits --shuffle_memory, else within "
                                  "windows of that size."),
-    random_seed: int = typer.Option(0, "--random_seed", "--random-seed",
-                                    help="Seed of --shuffle."),
-    shuffle_memory: int = typer.Option(1024, "--shuffle_memory", "--shuffle-memory",
-                                       help="MiB of parsed rows --shuffle holds at once."),
+    random_seed: int = _vw_flag(0, "random_seed", "Seed of --shuffle."),
+    shuffle_memory: int = _vw_flag(1024, "shuffle_memory", "MiB of parsed rows --shuffle holds "
+                                   "at once."),
     predictions: Optional[Path] = typer.Option(
         None, "-p", "--predictions", show_default=False,
         help="Write the progressive predictions here (each made before its example's update), "

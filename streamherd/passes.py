@@ -63,23 +63,22 @@ class Passes:
         return self.count > 1 and not self.holdout_off
 
     def check(self, final_model):
-        if self.count < 1:
-            raise StreamherdError(f"--passes {self.count}: give at least 1 pass")
-        if self.holdout_period < 2:
-            raise StreamherdError(f"--holdout_period {self.holdout_period} would hold out every "
-                                  f"example; give 2 or more (or --holdout_off)")
-        if self.holdout_after < 0:
-            raise StreamherdError(f"--holdout_after {self.holdout_after}: give a number of "
-                                  f"examples, 1 or more")
-        if self.early_terminate < 1:
-            raise StreamherdError(f"--early_terminate {self.early_terminate}: give 1 or more "
-                                  f"passes without improvement")
-        if self.shuffle_memory_mib < 1:
-            raise StreamherdError(f"--shuffle_memory {self.shuffle_memory_mib}: give 1 MiB or "
-                                  f"more")
-        if self.save_per_pass and final_model is None:
-            raise StreamherdError("--save_per_pass writes STEM.passK.npz next to the model: "
-                                  "give the model's path with -f")
+        """The options, or a one-line error for the first that is out of range."""
+        problems = (
+            (self.count < 1, f"--passes {self.count}: give at least 1 pass"),
+            (self.holdout_period < 2, f"--holdout_period {self.holdout_period} would hold out "
+                                      f"every example; give 2 or more (or --holdout_off)"),
+            (self.holdout_after < 0, f"--holdout_after {self.holdout_after}: give a number of "
+                                     f"examples, 1 or more"),
+            (self.early_terminate < 1, f"--early_terminate {self.early_terminate}: give 1 or "
+                                       f"more passes without improvement"),
+            (self.shuffle_memory_mib < 1, f"--shuffle_memory {self.shuffle_memory_mib}: give 1 "
+                                          f"MiB or more"),
+            (self.save_per_pass and final_model is None, "--save_per_pass writes "
+             "STEM.passK.npz next to the model: give the model's path with -f"))
+        for failed, message in problems:
+            if failed:
+                raise StreamherdError(message)
         return self
 
     def held_out(self, first, n):
