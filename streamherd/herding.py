@@ -169,6 +169,7 @@ class Run:
     iterations: int
     converged: bool
     last_epoch_errors: int
+    final: Herder
 
 
 class Snapshots:
@@ -221,8 +222,8 @@ def herd(rows, targets, n_classes, options, rng, test=None):
             if test is not None:
                 add_votes(herder.predict(test), votes)
             if error_free >= len(batches):
-                return Run(snapshots.chosen(), votes, t + 1, True, 0)
-    return Run(snapshots.chosen(), votes, t + 1, False, last_epoch_errors)
+                return Run(snapshots.chosen(), votes, t + 1, True, 0, herder)
+    return Run(snapshots.chosen(), votes, t + 1, False, last_epoch_errors, herder)
 
 
 def check_options(options, n_rows, n_columns, n_classes, n_test):
