@@ -347,7 +347,10 @@ def load(path):
     except (KeyError, TypeError, ValueError, OSError) as e:
         raise StreamherdError(f"{damaged}a herding model needs {e}") from None
     W, B, theta, alpha = (arrays[n] for n in ("W", "B", "theta", "alpha"))
-    herders, count = W.shape[:2] if W.ndim == 4 else (0, 0)
+    if W.ndim != 4 or any(a.dtype.kind not in "fi" for a in arrays.values()):
+        raise StreamherdError(f"{damaged}its W is not a (herders, snapshots, features, hidden) "
+                              f"array of numbers")
+    herders, count = W.shape[:2]
     n_outputs = 2 if mode == "ova" else len(classes)
     expected = {"B": (herders, count, n_outputs, W.shape[-1]), "theta": W.shape[:2] + W.shape[-1:],
                 "alpha": (herders, count, n_outputs), "slots": (W.shape[2] - 1,)}
@@ -356,6 +359,7 @@ def load(path):
             not all(np.all(np.isfinite(a)) for a in (W, B, theta, alpha)):
         raise StreamherdError(f"{damaged}its herding arrays do not fit together or hold "
                               f"non-finite values")
+    W, B, theta, alpha = (a.astype(np.float64) for a in (W, B, theta, alpha))
     sets = [[Herder(W[h, s], B[h, s], theta[h, s], alpha[h, s]) for s in range(count)]
             for h in range(herders)]
     return meta, Features(arrays["slots"].astype(np.int64), r_max), sets, classes
