@@ -354,6 +354,8 @@ def herd(
     multiclass: str = typer.Option("joint", "--multiclass", help="joint, or ova (one binary "
                                    "herder per class)."),
     seed: int = typer.Option(0, "--seed", help="Initial weights and batch order."),
+    input_scale: float = typer.Option(1.0, "--input-scale", help="Divide every feature value "
+                                      "by this (255: raw 0..255 pixels to grey levels)."),
     fmt: str = Format,
     quiet: bool = Quiet,
 ):
@@ -364,8 +366,8 @@ def herd(
 
     run_herd(train_file, test=test, predictions=predictions, final_model=final_model,
              hidden=hidden, batch=batch, ratio=ratio, validation=validation, burn_in=burn_in,
-             max_epochs=max_epochs, snapshots=snapshots, mode=multiclass, seed=seed, fmt=fmt,
-             quiet=quiet)
+             max_epochs=max_epochs, snapshots=snapshots, mode=multiclass, seed=seed,
+             input_scale=input_scale, fmt=fmt, quiet=quiet)
 
 
 # ---------------------------------------------------------------- experiment (issue 5)

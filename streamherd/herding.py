@@ -102,21 +102,24 @@ class Rows:
 
 @dataclass(frozen=True)
 class Features:
-    """The slots the training data uses (dense columns 0..len-1) and R for phi0."""
+    """The slots the training data uses (dense columns 0..len-1), R for phi0 and ``scale``,
+    which every feature value is divided by (raw pixels 0..255: 255, the paper's grey levels)."""
     slots: np.ndarray
     r_max: float
+    scale: float = 1.0
 
     @property
     def n_columns(self):
         return len(self.slots) + 1
 
     @classmethod
-    def of(cls, chunk):
+    def of(cls, chunk, scale=1.0):
         slots = np.unique(chunk.indices).astype(np.int64)
-        norms = np.add.reduceat(chunk.values ** 2, chunk.indptr[:-1]) if len(chunk.values) \
+        norms = np.add.reduceat((chunk.values / scale) ** 2, chunk.indptr[:-1]) \
+            if len(chunk.values) \
             else np.zeros(chunk.n_examples)
         norms[np.diff(chunk.indptr) == 0] = 0.0   # reduceat reads an empty row's next entry
-        return cls(slots, float(np.sqrt(norms.max())) if len(norms) else 0.0)
+        return cls(slots, float(np.sqrt(norms.max())) if len(norms) else 0.0, scale)
 
     def rows(self, chunk):
         """The chunk over these columns (unknown slots dropped), phi0 appended to every row."""
@@ -125,7 +128,7 @@ class Features:
         known = self.slots[column] == chunk.indices if len(self.slots) else \
             np.zeros(len(column), bool)
         row_of = np.repeat(np.arange(chunk.n_examples), np.diff(chunk.indptr))[known]
-        values = chunk.values[known]
+        values = chunk.values[known] / self.scale
         squares = np.bincount(row_of, values ** 2, minlength=chunk.n_examples)
         phi0 = np.sqrt(np.maximum(self.r_max ** 2 - squares, 0.0))
         counts = np.bincount(row_of, minlength=chunk.n_examples) + 1
@@ -323,6 +326,7 @@ def save(path, runs, features, classes, options, meta_extra):
     meta = {"format": MODEL_MARKER, "format_version": FORMAT_VERSION, "kind": KIND,
             "streamherd_version": __version__, "multiclass": options.mode,
             "classes": [float(c) for c in classes], "r_max": features.r_max,
+            "input_scale": features.scale,
             "hidden": options.hidden, "ratio": options.ratio, **meta_extra}
     try:
         with replaced_on_success(os.fspath(path), "wb", what="model") as f:
@@ -342,6 +346,7 @@ def load(path):
     try:
         classes = np.array(meta["classes"], dtype=np.float64)
         mode, r_max = meta["multiclass"], float(meta["r_max"])
+        scale = float(meta["input_scale"])
         with open_model(path) as archive:
             arrays = {name: archive[name] for name in ("W", "B", "theta", "alpha", "slots")}
     except (KeyError, TypeError, ValueError, OSError) as e:
@@ -362,7 +367,7 @@ def load(path):
     W, B, theta, alpha = (a.astype(np.float64) for a in (W, B, theta, alpha))
     sets = [[Herder(W[h, s], B[h, s], theta[h, s], alpha[h, s]) for s in range(count)]
             for h in range(herders)]
-    return meta, Features(arrays["slots"].astype(np.int64), r_max), sets, classes
+    return meta, Features(arrays["slots"].astype(np.int64), r_max, scale), sets, classes
 
 
 def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, skip_bad=False,

@@ -37,16 +37,18 @@ def _check_outputs(train_file, test, predictions, final_model):
 
 
 def run_herd(train_file, test=None, predictions=None, final_model=None, ratio="1",
-             validation=0.2, fmt="auto", quiet=False, **option_values):
+             validation=0.2, input_scale=1.0, fmt="auto", quiet=False, **option_values):
     """The command: see cli.herd."""
     tell = (lambda line: None) if quiet else say
     ratios = parse_ratios(ratio)
     if len(ratios) > 1 and not 0 < validation < 1:
         raise StreamherdError(f"--validation must be in (0, 1), got {validation}")
+    if not (np.isfinite(input_scale) and input_scale > 0):
+        raise StreamherdError(f"--input-scale must be a positive number, got {input_scale}")
     _check_outputs(train_file, test, predictions, final_model)
     options = herding.Options(ratio=ratios[0], **option_values)
     chunk = herding.read_file(train_file, fmt)
-    features = herding.Features.of(chunk)
+    features = herding.Features.of(chunk, input_scale)
     rows = features.rows(chunk)
     classes = np.unique(rows.labels)
     if len(classes) < 2:

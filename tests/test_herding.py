@@ -317,3 +317,21 @@ def test_pendigits_joint_beats_the_voted_perceptron(data_dir):
     options = herding.Options(hidden=100, ratio=3.0, max_epochs=40, snapshots=4)
     _, votes = herding.train(rows, classes, options, test_rows)
     assert np.mean(classes[np.argmax(votes, 1)] != test_rows.labels) < 0.0678
+
+
+def test_input_scale_divides_every_value(run_cli, tmp_path):
+    """--input-scale 4 on values x 4 herds exactly as the original values: the same transductive
+    predictions, and predict applies the model's scale to new data."""
+    X, labels = blobs(6, n=120)
+    X = np.round(X * 16) / 16   # values that survive the text round trip times 4
+    plain = write_svm(tmp_path / "plain.svm", X, labels)
+    scaled = write_svm(tmp_path / "scaled.svm", 4 * X, labels)
+    outputs = []
+    for data, scale in ((plain, "1"), (scaled, "4")):
+        out, model = tmp_path / f"p{scale}.txt", tmp_path / f"m{scale}.npz"
+        proc = run_cli("herd", str(data), "--test", str(data), "-p", str(out), "-f", str(model),
+                       "--input-scale", scale, *SMALL)
+        assert proc.returncode == 0, proc.stderr
+        predicted = run_cli("predict", "-m", str(model), str(data), "--quiet")
+        outputs.append((out.read_text(), predicted.stdout))
+    assert outputs[0] == outputs[1]
