@@ -115,6 +115,7 @@ def _reported_to_run(command, interrupted_message):
 # What an interruption left undone, when the command did not say more itself.
 _INTERRUPTED = {"train": "interrupted; no model was written",
                 "predict": "interrupted; the predictions are incomplete",
+                "herd": "interrupted; nothing was written",
                 "experiment": "interrupted; the experiment is incomplete"}
 
 
@@ -368,6 +369,46 @@ def inspect_command(
     if as_json and as_tsv:
         raise StreamherdError("--json and --tsv each choose the output; pass one of them")
     inspect_model(model, "json" if as_json else "tsv" if as_tsv else "table", top)
+
+
+@app.command()
+def herd(
+    train_file: str = typer.Argument(..., metavar="TRAIN", show_default=False,
+                                     help="The training file (read whole into memory)."),
+    test: Optional[str] = typer.Option(None, "--test", show_default=False,
+                                       help="Transductive: vote on this file at every iteration."),
+    predictions: Optional[Path] = typer.Option(None, "-p", "--predictions", show_default=False,
+                                               help="The --test file's predicted labels."),
+    final_model: Optional[Path] = typer.Option(None, "-f", "--final-model", show_default=False,
+                                               help="Save the snapshots for 'predict -m'."),
+    hidden: int = typer.Option(100, "--hidden", help="Hidden units M."),
+    batch: int = typer.Option(100, "--batch", help="Mini-batch size."),
+    ratio: str = typer.Option("0.3,1,3,10,30", "--ratio", help="rho = sigma/eta (initial scale "
+                              "over step); several: the best on a --validation split."),
+    validation: float = typer.Option(0.2, "--validation", help="Fraction held out to choose "
+                                     "--ratio."),
+    burn_in: int = typer.Option(1000, "--burn-in", help="Iterations before the votes count."),
+    max_epochs: int = typer.Option(1000, "--max-epochs", help="Stop after this many epochs "
+                                   "(else at an error-free epoch)."),
+    snapshots: int = typer.Option(32, "--snapshots", help="Weight snapshots saved after burn-in "
+                                  "(predict averages their votes)."),
+    multiclass: str = typer.Option("joint", "--multiclass", help="joint, or ova (one binary "
+                                   "herder per class)."),
+    seed: int = typer.Option(0, "--seed", help="Initial weights and batch order."),
+    input_scale: float = typer.Option(1.0, "--input-scale", help="Divide every feature value "
+                                      "by this (255: raw 0..255 pixels to grey levels)."),
+    fmt: str = Format,
+    quiet: bool = Quiet,
+):
+    """Conditional herding (Gelfand et al. 2010): mini-batches in a fixed shuffled order,
+    predictions averaged over every iteration after burn-in."""
+    _import_numba()
+    from streamherd.herding_command import run_herd
+
+    run_herd(train_file, test=test, predictions=predictions, final_model=final_model,
+             hidden=hidden, batch=batch, ratio=ratio, validation=validation, burn_in=burn_in,
+             max_epochs=max_epochs, snapshots=snapshots, mode=multiclass, seed=seed,
+             input_scale=input_scale, fmt=fmt, quiet=quiet)
 
 
 # ---------------------------------------------------------------- experiment (issue 5)

@@ -37,7 +37,9 @@ from streamherd.tasks import KINDS, MULTICLASS_MODES
 FORMAT_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 SPARSE_SINCE = 3
-_MARKER = "streamherd-model"
+_MARKER = MODEL_MARKER = "streamherd-model"
+# a conditional herding model (streamherd/herding.py, ``streamherd herd``): meta "kind"
+HERDING_KIND = "herding"
 
 # state arrays that are matrices over the slots (the full-covariance learners), the others are
 # vectors of one entry per slot
@@ -148,6 +150,22 @@ def load_model(path, expected_arrays=None):
     or of the wrong type or range, an array missing, unknown, of the wrong dtype or shape, or
     holding values the learner cannot use)."""
     path = os.fspath(path)
+    with open_model(path) as archive:
+        meta = _read_meta(path, archive)
+        shapes, what, fills = _check_meta(path, meta)
+        if fills is None:
+            arrays = _read_arrays(path, archive, shapes, what)
+        else:
+            arrays = _read_sparse_arrays(path, archive, shapes, fills, what[0],
+                                         _interleaved(meta, shapes))
+    _check_values(path, meta, arrays)
+    require_arrays(path, arrays, expected_arrays or [])
+    return meta, arrays
+
+
+def open_model(path):
+    """The model's .npz archive, open; a one-line error when it is none."""
+    path = os.fspath(path)
     try:
         archive = np.load(path, allow_pickle=False)
     except FileNotFoundError:
@@ -160,17 +178,14 @@ def load_model(path, expected_arrays=None):
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise StreamherdError(f"{path} is not a streamherd model (a .npy array, not an .npz "
                               f"archive)")
-    with archive:
-        meta = _read_meta(path, archive)
-        shapes, what, fills = _check_meta(path, meta)
-        if fills is None:
-            arrays = _read_arrays(path, archive, shapes, what)
-        else:
-            arrays = _read_sparse_arrays(path, archive, shapes, fills, what[0],
-                                         _interleaved(meta, shapes))
-    _check_values(path, meta, arrays)
-    require_arrays(path, arrays, expected_arrays or [])
-    return meta, arrays
+    return archive
+
+
+def model_meta(path):
+    """The meta of the model at ``path`` (its marker and format version checked), nothing
+    more: predict reads it first to tell a herding model from a linear one."""
+    with open_model(path) as archive:
+        return _read_meta(os.fspath(path), archive)
 
 
 # ---------------------------------------------------------------- the meta
@@ -262,6 +277,9 @@ def _check_meta(path, meta):
     from streamherd.features.space import MAX_BITS
 
     m = _Meta(path, meta)
+    if meta.get("kind") == HERDING_KIND:
+        raise StreamherdError(f"{path} is a conditional herding model ('streamherd herd'): "
+                              f"only 'streamherd predict' reads it")
     m.get("streamherd_version", lambda v: isinstance(v, str), "a version string",
           required=False)
     # training writes the canonical name (never an alias: ``train -i`` compares it with one)

@@ -24,7 +24,7 @@ from streamherd.features import normalize as normalization
 from streamherd.features.space import DEFAULT_BITS, FeatureSpace
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
 from streamherd.learners.base import UnstableUpdate
-from streamherd.model import load_model, save_model
+from streamherd.model import HERDING_KIND, load_model, model_meta, save_model
 from streamherd.outputs import (check_inputs, check_stdout_output, replaced_on_success,
                                 resolve_output)
 from streamherd.passes import (BestPass, PassChunks, Passes, copied, held_out_rows,
@@ -463,6 +463,11 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
     """
     paths = list(paths or ["-"])
     check_inputs(paths)   # the model: load_model's own messages
+    if model_meta(model_path).get("kind") == HERDING_KIND:
+        from streamherd import herding
+
+        return herding.predict(model_path, paths, output, raw, fmt, quiet, skip_bad, proba,
+                               scores)
     if output is not None:
         output_path = resolve_output(output, [*paths, os.fspath(model_path)], "predictions")
     else:
