@@ -141,9 +141,21 @@ def main():
         plots.rstrip(),
         "",
     ])
-    (REPO / "docs" / "results.md").write_text(page)
+    path = REPO / "docs" / "results.md"
+    path.write_text(page + _kept_sections(path))
     print(f"wrote docs/results.md ({wall:.0f} s)")
 
 
 if __name__ == "__main__":
     main()
+
+
+def _kept_sections(path, names=("herding-table",)):
+    """The sections other scripts generate into the page (between their begin and end
+    markers, e.g. benchmarks/herding_table.py's), kept as they are."""
+    import re
+
+    old = path.read_text() if path.exists() else ""
+    kept = [m.group(0) for name in names for m in
+            re.finditer(rf"<!-- {name}: begin -->.*?<!-- {name}: end -->\n?", old, re.S)]
+    return "".join("\n" + section for section in kept)
