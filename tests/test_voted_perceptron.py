@@ -281,3 +281,27 @@ def test_a_damaged_update_list_is_a_one_line_error(tmp_path, run_cli):
     assert zipfile.is_zipfile(damaged)
     line = one_line_error(run_cli("predict", data, "-m", damaged))
     assert "is damaged: its 'support_indptr' is not the row offsets" in line, line
+
+
+# the comparison (benchmarks/voted_perceptron.py reports it): after 10 passes, the voted
+# perceptron's test error within 2 points of the averaged perceptron's
+REAL_PAIRS = ["news20_comp_ibm_vs_mac.{}.svm.gz", "news20_sci_elec_vs_med.{}.svm.gz",
+              "news20_talk_guns_vs_mideast.{}.svm.gz", "rcv1_small.{}.vw.gz"]
+
+
+@pytest.mark.parametrize("pattern", REAL_PAIRS, ids=lambda p: p.split(".")[0])
+def test_ten_passes_test_error_within_two_points_of_avg_perceptron(pattern, data_dir, run_cli,
+                                                                   tmp_path):
+    import re
+
+    errors = {}
+    for algo in ("avg-perceptron", "voted-perceptron"):
+        model = tmp_path / f"{algo}.npz"
+        trained = run_cli("train", data_dir / pattern.format("train"), "--algo", algo,
+                          "--passes", "10", "--holdout_off", "-f", model, "--quiet")
+        assert trained.returncode == 0, trained.stderr
+        predicted = run_cli("predict", data_dir / pattern.format("test"), "-m", model,
+                            "-p", tmp_path / "p.txt")
+        assert predicted.returncode == 0, predicted.stderr
+        errors[algo] = float(re.search(r"error rate = ([0-9.]+)", predicted.stderr).group(1))
+    assert abs(errors["voted-perceptron"] - errors["avg-perceptron"]) <= 0.02, errors

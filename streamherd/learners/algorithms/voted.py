@@ -28,7 +28,7 @@ from numba import njit
 from streamherd.errors import StreamherdError, say
 from streamherd.learners.base import Learner
 from streamherd.learners.kernels.multiclass import (best_class, class_scores, joint_prepare,
-                                                    visible_classes)
+                                                    scores_finite, visible_classes)
 from streamherd.learners.kernels.sparse import dot, finite
 
 # the stored update list, saved as arrays of their own lengths (Learner.list_lengths): the
@@ -152,6 +152,8 @@ def _voted_joint(cls, importance, indptr, indices, values, w, u, base, folded, s
         visible = visible_classes(known, cls[i])
         class_scores(u, D, visible, indices, values, start, end, average)
         class_scores(w, D, visible, indices, values, start, end, scores)
+        if not scores_finite(scores, visible):   # w's: they choose the rival
+            return updates, i, known
         total = tallies[_TOTAL]
         for z in range(visible):
             average[z] = scores[z] - average[z] / total if total > 0 else 0.0
