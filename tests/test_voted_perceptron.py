@@ -118,18 +118,24 @@ def naive_votes(V, c, X, limit=None):
 
 # ------------------------------------------------------------------ streamherd's learner
 
+def learn_chunk(learner, data, lo, hi, out, known):
+    """Rows [lo, hi) through the learner (binary, or joint when the targets are class ids),
+    their progressive predictions into out[lo:hi]; returns the classes known after them."""
+    args = (data["importance"][lo:hi], data["indptr"][lo:hi + 1], data["indices"],
+            data["values"])
+    if data["target"].dtype != np.int64:
+        learner.learn(data["target"][lo:hi], *args, out[lo:hi])
+        return known
+    return learner.learn_joint(data["target"][lo:hi], *args, known, out[lo:hi])[1]
+
+
 def run_learner(data, classes=None, limit=100000):
     learner = learners.create("voted-perceptron", D, {"max_support": limit},
                               blocks=classes or 1)
     out = np.empty(N) if classes is None else np.empty(N, np.int64)
     known = 0
     for lo, hi in CHUNKS:
-        args = (data["importance"][lo:hi], data["indptr"][lo:hi + 1], data["indices"],
-                data["values"])
-        if classes is None:
-            learner.learn(data["target"][lo:hi], *args, out[lo:hi])
-        else:
-            _, known = learner.learn_joint(data["target"][lo:hi], *args, known, out[lo:hi])
+        known = learn_chunk(learner, data, lo, hi, out, known)
     return learner, out
 
 
@@ -218,12 +224,7 @@ def test_model_round_trip_predicts_and_resumes_as_one_run(classes, tmp_path):
             meta, arrays = load_model(tmp_path / "m.npz")
             learner = learners.create("voted-perceptron", D, meta["hyperparameters"], arrays,
                                       meta["learner"])
-        args = (data["importance"][lo:hi], data["indptr"][lo:hi + 1], data["indices"],
-                data["values"])
-        if classes is None:
-            learner.learn(data["target"][lo:hi], *args, out[lo:hi])
-        else:
-            _, known = learner.learn_joint(data["target"][lo:hi], *args, known, out[lo:hi])
+        known = learn_chunk(learner, data, lo, hi, out, known)
     np.testing.assert_array_equal(out, progressive)
     np.testing.assert_array_equal(votes_of(learner, data, classes), votes_of(whole, data, classes))
 

@@ -265,7 +265,7 @@ class VotedPerceptron(Learner):
         if not float(limit).is_integer():
             raise StreamherdError(f"{self.name}: --max-support (the most updates kept) must be "
                                   f"a whole number, got {limit:g}")
-        self.limit = int(limit)
+        self.limit = int(min(limit, 2 ** 62))   # beyond any count of updates: never folds
 
     def _set_support(self, indptr, indices, values, coefficients, counts, labels, rivals,
                      totals):
@@ -323,17 +323,17 @@ class VotedPerceptron(Learner):
     # ------------------------------------------------------------ learning
 
     def _room(self, rows, nonzeros):
-        """Room in the update list for ``rows`` more updates of ``nonzeros`` entries: the kept
-        ones moved to the front, the arrays doubled when that is not enough."""
+        """Room in the update list for ``rows`` more updates of ``nonzeros`` entries after the
+        stored ones. When the arrays' end is reached, the kept updates move to the front of new
+        arrays at least twice what they then need, so each stored update is moved O(1) times
+        on average while at most K are kept."""
         first, end = (int(b) for b in self.bounds)
         indptr = self.support[0]
         low, high = int(indptr[first]), int(indptr[end])
-        need_rows, need_values = end - first + rows, high - low + nonzeros
-        if first == 0 and len(self.support[3]) >= end + rows and \
-                len(self.support[1]) >= high + nonzeros:
+        if len(self.support[3]) >= end + rows and len(self.support[1]) >= high + nonzeros:
             return
-        capacity = max(need_rows, 2 * len(self.support[3]))
-        values_capacity = max(need_values, 2 * len(self.support[1]))
+        capacity = max(2 * (end - first + rows), len(self.support[3]))
+        values_capacity = max(2 * (high - low + nonzeros), len(self.support[1]))
         moved = [np.zeros(capacity + 1, np.int64)]
         moved[0][:end - first + 1] = indptr[first:end + 1] - low
         for array in self.support[1:3]:
