@@ -48,7 +48,8 @@ _MATRICES = ("covariance", "inverse")
 # a I + S (sop), and the diagonals of Sigma and of A^-1 (full learners)
 _POSITIVE = ("variance", "diagonal", "covariance", "inverse")
 # the scalars of a learner's own meta (``Learner.meta()``), by algorithm; the others have none
-_LEARNER_SCALARS = {"avg-perceptron": ("examples_seen",)}
+_LEARNER_SCALARS = {"avg-perceptron": ("examples_seen",),
+                    "voted-perceptron": ("support", "support_nonzeros")}
 # the entries of a member read at a time (8 MB): loading needs no full-size temporary
 _PIECE = 1 << 20
 # what breaks a token in the data files: a class name read from data never holds one
@@ -83,7 +84,8 @@ def save_model(path, meta, arrays):
 def initial_values(meta):
     """name -> the value every slot of that state array holds in a fresh learner of the model's
     algorithm and hyperparameters (for a matrix: its diagonal; the rest is 0)."""
-    return {name: float(array.flat[0]) for name, array in _fresh_learner(meta).state().items()}
+    return {name: float(array.flat[0]) if array.size else 0.0   # an empty list: 0
+            for name, array in _fresh_learner(meta).state().items()}
 
 
 def _fresh_learner(meta):
@@ -336,6 +338,9 @@ def _check_meta(path, meta):
     columns = dim if mode == "ova" else rows
     shapes = {array: ((rows, columns) if array in _MATRICES else (rows,))
               for array in cls.saved_arrays(variant.covariance)}
+    # an update list's arrays (the voted perceptron's) have lengths of their own
+    shapes.update({name: (length,)
+                   for name, length in cls.list_lengths(_learner_metas(meta)).items()})
     model = f"{name}, bits={bits}"
     if task == "multiclass":
         model += f", {classes} classes, {_MODE_NAMES[mode]}"
@@ -649,9 +654,16 @@ def _check_slots(path, member, where, last, end):
         raise StreamherdError(f"{path} is damaged: array '{member}' is not strictly increasing")
 
 
+def _learner_metas(meta):
+    """The learner metas of a model (checked): one per one-versus-all class, else one."""
+    learner = meta.get("learner", {})
+    return learner["ova"] if "ova" in learner else [learner]
+
+
 def _check_values(path, meta, arrays):
     """Finite everywhere; variances and the diagonals of the covariance (and of sop's A and
-    A^-1) > 0; the averaged perceptron's running sum finite."""
+    A^-1) > 0; the averaged perceptron's running sum finite; an update list whole
+    (Learner.check_saved)."""
     for name, array in arrays.items():
         if not np.all(np.isfinite(array)):
             raise StreamherdError(f"{path} is damaged: array '{name}' holds NaN or infinity")
@@ -663,14 +675,24 @@ def _check_values(path, meta, arrays):
                                       f"they must be positive")
     if "average" in arrays:
         # load_state rebuilds u = T (w - average) (learners/perceptron.py): it must be finite
-        learner = meta.get("learner", {})
-        counts = [entry["examples_seen"] for entry in learner["ova"]] if "ova" in learner \
-            else [learner["examples_seen"]]
+        counts = [entry["examples_seen"] for entry in _learner_metas(meta)]
         with np.errstate(over="ignore", invalid="ignore"):
             blocks = np.split(arrays["mean"] - arrays["average"], len(counts))
             if not all(np.all(np.isfinite(float(n) * block)) for n, block in zip(counts, blocks)):
                 raise StreamherdError(f"{path} is damaged: its 'average' and 'mean' differ so "
                                       f"much that the averaging overflows")
+    _check_lists(path, meta, arrays)
+
+
+def _check_lists(path, meta, arrays):
+    """The learner's own check of its update list (Learner.check_saved)."""
+    from streamherd import learners
+
+    wrong = learners.learner_class(meta["algo"]).check_saved(
+        arrays, _learner_metas(meta), 1 << meta["bits"],
+        len(meta["classes"]) if meta.get("multiclass") == "joint" else 1)
+    if wrong:
+        raise StreamherdError(f"{path} is damaged: {wrong}")
 
 
 def _diagonals(matrix):

@@ -336,6 +336,9 @@ def test_per_slot_arrays_sit_side_by_side(name, data, tmp_path):
     loaded.grow(3)
     assert_side_by_side(loaded)
     fresh = learners.create(name, D, {})
+    update_list = loaded.list_lengths([loaded.meta()])   # the voted perceptron's: no slots
     for key, value in loaded.state().items():
+        if key in update_list:
+            continue
         np.testing.assert_array_equal(value[:D], before[key])
         np.testing.assert_array_equal(value[D:2 * D], fresh.state()[key])

@@ -23,7 +23,7 @@ D = 8   # slots per class: tiny, for the full-covariance learners
 # The perceptrons' step does not involve |x|^2: 1e200 makes a finite update (w = 1e200), and the
 # next example's margin (1e200 * 1e200) overflows. Every other learner's update of a 1e200 row
 # divides by |x|^2 or x' Sigma x = inf and fails there.
-PERCEPTRONS = ("perceptron", "avg-perceptron")
+PERCEPTRONS = ("perceptron", "avg-perceptron", "voted-perceptron")
 
 
 def csr(rows):

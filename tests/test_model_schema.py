@@ -78,13 +78,30 @@ def _raw(path):
     return meta, arrays
 
 
+# the voted perceptron's update list (README's "Model files"): name -> its length in one
+# learner's model, from that learner's meta (one-versus-all: the classes' lists, concatenated)
+UPDATE_LIST = {
+    "support_indptr": lambda m: m["support"] + 1,
+    "support_indices": lambda m: m["support_nonzeros"],
+    "support_values": lambda m: m["support_nonzeros"],
+    "support_coefficients": lambda m: m["support"],
+    "support_counts": lambda m: m["support"],
+    "support_labels": lambda m: m["support"],
+    "support_rivals": lambda m: m["support"],
+    "vote_totals": lambda m: 2,
+}
+
+
 def _shapes(meta):
     """name -> the dense shape of each array of a model (README's "Model files")."""
     d = 1 << meta["bits"]
     rows = d * (len(meta["classes"]) if meta.get("task") == "multiclass" else 1)
     columns = d if meta.get("multiclass") == "ova" else rows
-    return {name: (rows, columns) if name in ("covariance", "inverse") else (rows,)
-            for name in meta["fill"]}
+    learner = meta.get("learner", {})
+    learners_meta = learner.get("ova", [learner])
+    return {name: (rows, columns) if name in ("covariance", "inverse") else
+            (sum(UPDATE_LIST[name](m) for m in learners_meta),) if name in UPDATE_LIST else
+            (rows,) for name in meta["fill"]}
 
 
 def _dense(path):
@@ -148,7 +165,9 @@ def test_every_model_streamherd_writes_loads_exactly_as_saved(model, algo, kind)
     d = 1 << BITS
     k = len(meta["classes"]) if kind in ("joint", "ova") else 1
     for name, array in arrays.items():
-        if name in ("covariance", "inverse"):
+        if name in UPDATE_LIST:
+            assert array.shape == _shapes(meta)[name]
+        elif name in ("covariance", "inverse"):
             assert array.shape == ((k * d, d) if kind == "ova" else (k * d, k * d))
         else:
             assert array.shape == (k * d,)
@@ -168,6 +187,9 @@ def _scrambled(meta, arrays, rng):
     changed = {}
     for name, array in arrays.items():
         array = array.copy()
+        if name in UPDATE_LIST:   # its structure is checked on loading: kept as trained
+            changed[name] = array
+            continue
         flat = array.reshape(-1) if array.ndim == 1 else array
         if array.ndim == 1:
             slots = rng.choice(len(array), size=min(len(array), 9), replace=False)

@@ -112,7 +112,7 @@ class DenseState:
     def update(self, x, s):
         """The binary update of the family on x with label +1 and importance s."""
         o, fam = self.o, self.family
-        if fam in ("perceptron", "avg"):  # avg: the averaged perceptron's w
+        if fam in ("perceptron", "avg", "voted"):  # avg, voted: the snapshots' w
             if self.mu @ x <= 0:
                 self.mu = self.mu + s * x
             return
@@ -217,7 +217,7 @@ class DenseState:
             if self.full:
                 return self.v @ np.linalg.solve(self.sop_A() + np.outer(x, x), x)
             return np.sum(self.v * x / (np.diag(self.sop_A()) + x * x))
-        if self.family == "avg":
+        if self.family in ("avg", "voted"):
             return (self.history / self.seen) @ x if self.seen else 0.0
         return self.mu @ x
 
@@ -232,7 +232,16 @@ class DenseState:
             out["covariance" if self.full else "variance"] = self.Sigma
         if self.family == "avg":
             out["average"] = self.history / self.seen if self.seen else self.mu
+        if self.family == "voted":   # u = C w - sum_i c_i v_i (algorithms/voted.py)
+            out["weighted_updates"] = self.seen * self.mu - self.history
         return out
+
+    def count(self, s):
+        """After an example of importance s: the averaged family's running sum (the voted
+        perceptron's counts grow by s, the averaged perceptron's by 1)."""
+        weight = s if self.family == "voted" else 1.0
+        self.seen += weight
+        self.history = self.history + weight * self.mu
 
 
 def joint_reference(name, data, k, options, fixed=False):
@@ -248,7 +257,7 @@ def joint_reference(name, data, k, options, fixed=False):
         out[z * d:(z + 1) * d] = x
         return out
 
-    averaged = name == "avg-perceptron"
+    averaged = name in ("avg-perceptron", "voted-perceptron")
     for i in range(n):
         x, y = X[i], cls[i]
         visible = max(known, y + 1)
@@ -266,8 +275,7 @@ def joint_reference(name, data, k, options, fixed=False):
             rival = int(np.argmax(scores))
             state.update(f(x, y) - f(x, rival), s[i])
         if averaged:
-            state.seen += 1
-            state.history = state.history + state.mu
+            state.count(s[i])
     return predicted, state.arrays()
 
 
@@ -378,9 +386,8 @@ def binary_reference(name, X, y, s, options):
         if math.isnan(y[i]) or s[i] <= 0:
             continue
         state.update(y[i] * x, s[i])
-        if state.family == "avg":
-            state.seen += 1
-            state.history = state.history + state.mu
+        if state.family in ("avg", "voted"):
+            state.count(s[i])
     return margins, state.arrays()
 
 

@@ -29,12 +29,20 @@ A = Hyperparameter("a", ("-a", "--init-variance"), 1.0, POSITIVE,
 B = Hyperparameter("b", ("--narow-b",), 1.0, POSITIVE,
                    "NAROW's b: examples with x' Sigma x <= 1/b are not learned; a VW importance "
                    "weight divides its r_t", WIDE)
+# an update count: whole numbers (the learner refuses others); no grid, the experiment keeps
+# the default
+MAX_SUPPORT = Hyperparameter(
+    "max_support", ("--max-support",), 100000, NON_NEGATIVE,
+    "the voted perceptron's most updates kept, each snapshot voting on its own; the oldest fold "
+    "into one collective vote of their averaged weights (0: the averaged perceptron); training's "
+    "progressive loss uses the averaged margin (a vote per example would be quadratic)")
 EPSILON = Hyperparameter("epsilon", ("--epsilon",), 0.0, NON_NEGATIVE,
                          "insensitivity epsilon of the regression loss (--loss squared)")
 
 _VARIANTS = (
     LearnerSpec("perceptron", "algorithms.perceptron", "Perceptron"),
     LearnerSpec("avg-perceptron", "algorithms.perceptron", "AveragedPerceptron"),
+    LearnerSpec("voted-perceptron", "algorithms.voted", "VotedPerceptron", (MAX_SUPPORT,)),
     LearnerSpec("pa", "algorithms.pa", "PassiveAggressive", (), (EPSILON,)),
     LearnerSpec("pa1", "algorithms.pa", "PassiveAggressive", (C,), (EPSILON,), rule="I"),
     LearnerSpec("pa2", "algorithms.pa", "PassiveAggressive", (C,), (EPSILON,), rule="II"),

@@ -151,6 +151,38 @@ class Learner:
         """The arrays a model of a variant with this covariance kind saves."""
         return ("mean", *cls.state_arrays)
 
+    @classmethod
+    def list_lengths(cls, metas):
+        """The saved arrays whose length is not one entry per slot (the voted perceptron's update
+        list), name -> length, in a model whose learner meta is each of ``metas`` (one per
+        one-versus-all class: their lists are concatenated in class order)."""
+        return {}
+
+    @classmethod
+    def check_saved(cls, arrays, metas, dim, classes):
+        """What is wrong with the ``list_lengths`` arrays of a model (float64, read back), or
+        None; ``dim`` slots per block, ``classes`` blocks per learner."""
+        return None
+
+    @classmethod
+    def split_saved(cls, state, metas, blocks):
+        """A one-versus-all model's arrays, one dict per class: block z of each slot array, and
+        class z's part of each ``list_lengths`` array (``metas``: the classes' learner metas)."""
+        offsets = dict.fromkeys(cls.list_lengths(metas[:1]) if metas else (), 0)
+        pieces = []
+        for z in range(blocks):
+            lengths = cls.list_lengths([metas[z]]) if offsets else {}
+            piece = {}
+            for key, value in state.items():
+                if key in lengths:
+                    piece[key] = value[offsets[key]:offsets[key] + lengths[key]]
+                    offsets[key] += lengths[key]
+                else:
+                    size = len(value) // blocks
+                    piece[key] = value[z * size:(z + 1) * size]
+            pieces.append({key: np.ascontiguousarray(value) for key, value in piece.items()})
+        return pieces
+
     def init_state(self):
         """Create the extra state arrays of a fresh model."""
 

@@ -29,12 +29,9 @@ class OneVersusAll:
         if state is not None:
             metas = (learner_meta or {}).get("ova", [])
             blocks = len(state["mean"]) // dim
-            pieces = {key: np.split(value, blocks) for key, value in state.items()}
-            for z in range(blocks):
-                self.learners.append(learners.create(
-                    self.name, dim, self.options,
-                    {key: np.ascontiguousarray(value[z]) for key, value in pieces.items()},
-                    metas[z] if z < len(metas) else {}))
+            for z, piece in enumerate(self.cls.split_saved(state, metas, blocks)):
+                self.learners.append(learners.create(self.name, dim, self.options, piece,
+                                                     metas[z] if z < len(metas) else {}))
             self.options = self.learners[0].options if self.learners else self.options
         self.grow(blocks)
 
