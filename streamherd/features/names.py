@@ -14,6 +14,8 @@ A name ends where the lexers end it: at a blank, ':', '|' or the line's end; a V
 is ``namespace^name`` (``^name`` in the default namespace), a cross's its members' joined by
 ``*``, the bias's ``Constant``.
 """
+import re
+
 import numpy as np
 from numba.extending import overload
 
@@ -59,12 +61,13 @@ def _note_feature(naming, position, namespace, key, name_start):
         return lambda naming, position, namespace, key, name_start: None
 
     def note(naming, position, namespace, key, name_start):
-        records, members = naming
-        records[position, 0] = namespace[2]
-        records[position, 1] = name_start
-        records[position, 2] = np.int64(namespace[0])
-        records[position, 3] = np.int64(key)
-        members[position, 0] = LINE_FEATURE
+        # (naming indexed, not unpacked: numba drops the writes to an unpacked tuple's arrays
+        # in an inlined overload)
+        naming[0][position, 0] = namespace[2]
+        naming[0][position, 1] = name_start
+        naming[0][position, 2] = np.int64(namespace[0])
+        naming[0][position, 3] = np.int64(key)
+        naming[1][position, 0] = LINE_FEATURE
     return note
 
 
@@ -118,3 +121,137 @@ def _mark_unread(naming, indices, start, nnz, mirror, linear_masks):
             if (linear_masks[c >> 6] >> np.uint64(c & 63)) & np.uint64(1):
                 members[k, 0] = UNREAD
     return mark
+
+
+# ------------------------------------------------------------ the names of a model's slots
+
+_NAME = re.compile(rb"[^ \t\n\r|:]*")
+BLOCK_SIZE = 8 << 20
+
+
+def feature_names(paths, space, fmt="auto", wanted=None):
+    """The names of the features of ``paths`` read with the FeatureSpace ``space`` (a model's:
+    its bits, crosses, kept namespaces and hash mode), as VW's audit spells them: {slot:
+    [names, sorted]}; only of the slots where ``wanted`` (a bool array over the slots, when
+    given) is set. Malformed lines are skipped: their names are not the model's features."""
+    from streamherd.features.rows import new_merge_table
+
+    names = _Names(space, wanted)
+    merge_table = new_merge_table()
+    for path in paths:
+        for buf, n, fmt_code in _blocks(path, fmt):
+            names.add_block(buf, n, fmt_code, merge_table)
+    return names.by_slot()
+
+
+def _blocks(path, fmt):
+    """(buffer, length, format code) of each block of whole lines of one input."""
+    from streamherd.io.block import SVMLIGHT, VW
+    from streamherd.io.reader import detect_format
+    from streamherd.io.sources import Source
+
+    source = Source(path).open()
+    try:
+        buf = np.empty(BLOCK_SIZE, np.uint8)
+        kept, code = 0, None
+        while True:
+            if kept == len(buf):   # a line longer than the buffer
+                buf = np.concatenate([buf, np.empty(len(buf), np.uint8)])
+            got = source.read_into(memoryview(buf)[kept:])
+            n = kept + got
+            if code is None:
+                name = fmt if fmt != "auto" else detect_format(buf[:n].tobytes())
+                code = VW if name == "vw" else SVMLIGHT
+            if got == 0:
+                if n:
+                    yield buf, n, code
+                return
+            complete = int(np.flatnonzero(buf[:n] == 10)[-1]) + 1 if 10 in buf[:n] else 0
+            if complete:
+                yield buf, complete, code
+            kept = n - complete
+            buf[:kept] = buf[complete:n].copy()
+    finally:
+        source.close()
+
+
+class _Names:
+    """The names found so far: each distinct feature of a line (namespace seed, key) once, and
+    the slots named by each name of a line or of a cross."""
+
+    def __init__(self, space, wanted):
+        self.space = space
+        self.wanted = wanted
+        self.ids = {}        # (seed, key) -> index in texts
+        self.texts = []
+        self.slots = {}      # slot -> set of names
+
+    def add_block(self, buf, n, fmt_code, merge_table):
+        from streamherd.io.block import count_newlines, parse_block
+        from streamherd.io.csr import allocate_outputs
+
+        space = self.space
+        outputs = allocate_outputs(n, count_newlines(buf, n), space,
+                                   space.max_crossed_features(buf[:n]))
+        naming = new_naming(len(outputs[4]), space.cross_width)
+        result = parse_block(buf, n, fmt_code, space.kernel_params(naming), True, 1, outputs,
+                             merge_table)
+        nnz = result[1]
+        slots = outputs[4][:nnz].astype(np.int64)
+        records, members = naming[0][:nnz], naming[1][:nnz]
+        kind = members[:, 0]
+        ids = self._line_feature_ids(buf, slots, records, kind == LINE_FEATURE)
+        crossed = kind >= 0
+        if space.bias and (kind == BIAS).any():
+            self._name(np.array([space.bias_slot]), [CONSTANT])
+        if crossed.any():
+            self._name_crosses(slots[crossed], members[crossed], ids)
+
+    def _line_feature_ids(self, buf, slots, records, line):
+        """The index in texts of each position's feature of a line (-1 elsewhere), the new
+        ones named."""
+        ids = np.full(len(slots), -1, np.int64)
+        where = np.flatnonzero(line)
+        if not len(where):
+            return ids
+        pairs, first, inverse = np.unique(records[where][:, 2:4], axis=0, return_index=True,
+                                          return_inverse=True)
+        raw = buf.tobytes()
+        known = np.empty(len(pairs), np.int64)
+        for u, (seed, key) in enumerate(pairs.tolist()):
+            known[u] = self.ids.get((seed, key), -1)
+            if known[u] < 0:
+                ns_start, name_start = records[where[first[u]], :2]
+                known[u] = self.ids[(seed, key)] = len(self.texts)
+                self.texts.append(_audit_name(raw, ns_start, name_start))
+        ids[where] = known[inverse.reshape(-1)]
+        self._name(slots[where[first]], [self.texts[i] for i in known])
+        return ids
+
+    def _name_crosses(self, slots, members, ids):
+        """Name the crosses (their members' positions in ``members``, -1 padded) by their
+        members' names joined by '*'."""
+        terms = np.where(members >= 0, ids[np.maximum(members, 0)], -1)
+        if self.wanted is not None:
+            keep = self.wanted[slots]
+            slots, terms = slots[keep], terms[keep]
+        distinct = np.unique(np.column_stack([slots, terms]), axis=0)
+        self._name(distinct[:, 0], ["*".join(self.texts[i] for i in row if i >= 0)
+                                    for row in distinct[:, 1:].tolist()])
+
+    def _name(self, slots, texts):
+        for slot, text in zip(slots.tolist(), texts):
+            if self.wanted is None or self.wanted[slot]:
+                self.slots.setdefault(slot, set()).add(text)
+
+    def by_slot(self):
+        return {slot: sorted(texts) for slot, texts in self.slots.items()}
+
+
+def _audit_name(raw, ns_start, name_start):
+    """A feature's name as VW's audit prints it: ``namespace^name``, or ``name`` in the
+    default namespace."""
+    name = _NAME.match(raw, name_start).group().decode("utf-8", "replace")
+    if ns_start < 0:
+        return name
+    return _NAME.match(raw, ns_start).group().decode("utf-8", "replace") + "^" + name
