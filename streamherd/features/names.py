@@ -17,6 +17,7 @@ is ``namespace^name`` (``^name`` in the default namespace), a cross's its member
 import re
 
 import numpy as np
+from numba import njit
 from numba.extending import overload
 
 LINE_FEATURE = -1
@@ -182,7 +183,7 @@ class _Names:
     def __init__(self, space, wanted):
         self.space = space
         self.wanted = wanted
-        self.ids = {}        # (seed, key) -> index in texts
+        self.ids = {}        # (seed, key, name length) -> index in texts
         self.texts = []
         self.slots = {}      # slot -> set of names
 
@@ -214,15 +215,19 @@ class _Names:
         where = np.flatnonzero(line)
         if not len(where):
             return ids
-        pairs, first, inverse = np.unique(records[where][:, 2:4], axis=0, return_index=True,
+        # a feature is its namespace's seed, its key and its name's length: "03" and "3" are
+        # two names of one key
+        identities = np.column_stack([records[where][:, 2:4],
+                                      _name_lengths(buf, records[where][:, 1])])
+        pairs, first, inverse = np.unique(identities, axis=0, return_index=True,
                                           return_inverse=True)
         raw = buf.tobytes()
         known = np.empty(len(pairs), np.int64)
-        for u, (seed, key) in enumerate(pairs.tolist()):
-            known[u] = self.ids.get((seed, key), -1)
+        for u, identity in enumerate(map(tuple, pairs.tolist())):
+            known[u] = self.ids.get(identity, -1)
             if known[u] < 0:
                 ns_start, name_start = records[where[first[u]], :2]
-                known[u] = self.ids[(seed, key)] = len(self.texts)
+                known[u] = self.ids[identity] = len(self.texts)
                 self.texts.append(_audit_name(raw, ns_start, name_start))
         ids[where] = known[inverse.reshape(-1)]
         self._name(slots[where[first]], [self.texts[i] for i in known])
@@ -246,6 +251,20 @@ class _Names:
 
     def by_slot(self):
         return {slot: sorted(texts) for slot, texts in self.slots.items()}
+
+
+@njit(cache=True, nogil=True)
+def _name_lengths(buf, starts):
+    """The length of each name starting at ``starts``: up to a blank, ':', '|' or a line end
+    (_NAME)."""
+    lengths = np.empty(len(starts), np.int64)
+    for k in range(len(starts)):
+        p = starts[k]
+        while p < len(buf) and not (buf[p] == 32 or buf[p] == 9 or buf[p] == 10
+                                    or buf[p] == 13 or buf[p] == 124 or buf[p] == 58):
+            p += 1
+        lengths[k] = p - starts[k]
+    return lengths
 
 
 def _audit_name(raw, ns_start, name_start):

@@ -76,11 +76,18 @@ def _number_key_of_space(space, namespace, number, buf, start):
         return plus_seed
 
     def hashed(space, namespace, number, buf, start):
-        end = start
-        while end < len(buf) and 48 <= buf[end] <= 57:
-            end += 1
-        return murmur3_32(buf, start, end, namespace[0] & _LOW_32_BITS)
+        return _digits_hash(buf, start, namespace[0])
     return hashed
+
+
+@njit(cache=True, nogil=True)
+def _digits_hash(buf, start, seed):
+    """The murmur3 hash of the digits from ``buf[start]`` on. (A call, not inlined: murmur3
+    inlined twice over trips numba's scoping of its variables.)"""
+    end = start
+    while end < len(buf) and 48 <= buf[end] <= 57:
+        end += 1
+    return murmur3_32(buf, start, end, seed & _LOW_32_BITS)
 
 
 @njit(cache=True)

@@ -233,3 +233,4 @@ def scan_svmlight_line(buf, p, n, space, indices, values, row):
             ok, end, index, value = _fast_feature(buf, p + 1)
             if not ok:
                 break
+            p += 1   # the feature's start (its name's, for the stage)

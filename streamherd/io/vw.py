@@ -329,3 +329,4 @@ def scan_vw_line(buf, p, n, space, indices, values, row):
             ok, end, number, value = _fast_vw_feature(buf, p + 1)
             if not ok:
                 break
+            p += 1   # the feature's start (its name's, for the stage)
