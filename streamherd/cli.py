@@ -279,10 +279,13 @@ def predict(
     fmt: str = Format,
     quiet: bool = Quiet,
     skip_bad: bool = SkipBadKeepingLines,
+    audit: bool = typer.Option(False, "--audit", help="After each prediction line, a line of "
+                               "the example's features, as VW's --audit: a tab before each "
+                               "name:slot:value:weight (ns^name, crosses a^x*b^y, Constant)."),
 ):
     """Predict one line per example (label, or margin with --raw; VW tags follow the value)."""
     _training().predict(model, _inputs(files, data), output=predictions, raw=raw, fmt=fmt,
-                        quiet=quiet, skip_bad=skip_bad, proba=proba, scores=scores)
+                        quiet=quiet, skip_bad=skip_bad, proba=proba, scores=scores, audit=audit)
 
 
 def _training():

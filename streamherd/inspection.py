@@ -26,7 +26,7 @@ ROW = np.dtype([("slot", np.int64), ("block", np.int64), ("weight", np.float64),
 FORMATS = ("table", "tsv", "json")
 
 
-def _weights(arrays):
+def prediction_weights(arrays):
     """The weight vector predictions read (avg-perceptron predicts with its average)."""
     return arrays["average"] if "average" in arrays else arrays["mean"]
 
@@ -50,7 +50,7 @@ def weight_rows(meta, arrays):
     """The rows of the model's non-zero weights (dtype ROW: slot, class block, weight, variance
     (NaN when the learner keeps none)), sorted by |weight| descending, then block and slot."""
     dim = 1 << meta["bits"]
-    weights = _weights(arrays)
+    weights = prediction_weights(arrays)
     variances = _variances(arrays, len(weights))
     where = np.flatnonzero(weights)
     rows = np.empty(len(where), ROW)

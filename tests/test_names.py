@@ -143,3 +143,48 @@ def test_a_wrong_hash_mode_is_a_one_line_error(run_cli, sms, tmp_path):
     line = one_line_error(run_cli("train", "--hash", "numbers", sms, "-f", tmp_path / "m.npz"))
     assert "--hash all" in line
     assert not (tmp_path / "m.npz").exists()
+
+
+def parse_audit(text):
+    """(prediction lines, each example's [(name, slot, value, weight)]) of predict --audit."""
+    lines = text.split("\n")[:-1]
+    predictions, features = lines[0::2], []
+    for line in lines[1::2]:
+        items = [item.rsplit(":", 3) for item in line.split("\t")[1:]]
+        features.append([(name, int(slot), float(value), float(weight))
+                         for name, slot, value, weight in items])
+    return predictions, features
+
+
+@pytest.mark.parametrize("flags", [[], ["-q", "wO", "--cubic", "wOn"]], ids=["linear", "crossed"])
+def test_predict_audit_is_weights_times_values_of_vws_features(run_cli, namespaced_sms,  # noqa: F811
+                                                               tmp_path, flags):
+    """predict --audit: after each prediction line, its features as VW's --audit names and
+    slots them, each with the model's weight at its slot; their sum of weight x value is the
+    --raw margin."""
+    model = tmp_path / "m.npz"
+    assert run_cli("train", "--quiet", *flags, namespaced_sms, "-f", model).returncode == 0
+    audit = run_cli("predict", "--audit", "-m", model, namespaced_sms)
+    plain = run_cli("predict", "-m", model, namespaced_sms)
+    raw = run_cli("predict", "--raw", "-m", model, namespaced_sms)
+    assert audit.returncode == plain.returncode == raw.returncode == 0, audit.stderr
+    predictions, features = parse_audit(audit.stdout)
+    assert predictions == plain.stdout.split("\n")[:-1]
+    weights = load_model(model)[1]["mean"]
+    vw = subprocess.run([sys.executable, "-m", "vowpalwabbit", "--audit", "-t", "--quiet", "-b",
+                         str(BITS), "-d", str(namespaced_sms), *flags], capture_output=True,
+                        text=True, check=True, timeout=300).stdout.split("\n")[1::2]
+    margins = [float(m) for m in raw.stdout.split()]
+    for ours, theirs, margin in zip(features, vw, margins, strict=True):
+        assert sorted((n, s) for n, s, _, _ in ours) == sorted(
+            (n, int(s)) for n, s, _, _ in (i.rsplit(":", 3) for i in theirs.split("\t")[1:]))
+        assert all(weight == weights[slot] for _, slot, _, weight in ours)
+        assert sum(w * v for _, _, v, w in ours) == pytest.approx(margin, rel=1e-6, abs=1e-9)
+
+
+def test_audit_of_a_multiclass_model_is_a_one_line_error(run_cli, tmp_path):
+    path = tmp_path / "m.svm"
+    path.write_text("red 1:1\ngreen 2:1\nblue 3:1\n")
+    model = tmp_path / "m.npz"
+    assert run_cli("train", "--quiet", path, "-f", model).returncode == 0
+    assert "multiclass" in one_line_error(run_cli("predict", "--audit", "-m", model, path))

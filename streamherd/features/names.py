@@ -145,10 +145,17 @@ def feature_names(paths, space, fmt="auto", wanted=None):
     return names.by_slot()
 
 
-def _blocks(path, fmt):
-    """(buffer, length, format code) of each block of whole lines of one input."""
+def _format_code(fmt, buf):
+    """The parse kernel's format (io/block.py) of ``fmt``, or of the lines in ``buf`` (auto)."""
     from streamherd.io.block import SVMLIGHT, VW
     from streamherd.io.reader import detect_format
+
+    name = fmt if fmt != "auto" else detect_format(buf[:1 << 16].tobytes())
+    return VW if name == "vw" else SVMLIGHT
+
+
+def _blocks(path, fmt):
+    """(buffer, length, format code) of each block of whole lines of one input."""
     from streamherd.io.sources import Source
 
     source = Source(path).open()
@@ -161,8 +168,7 @@ def _blocks(path, fmt):
             got = source.read_into(memoryview(buf)[kept:])
             n = kept + got
             if code is None:
-                name = fmt if fmt != "auto" else detect_format(buf[:n].tobytes())
-                code = VW if name == "vw" else SVMLIGHT
+                code = _format_code(fmt, buf[:n])
             if got == 0:
                 if n:
                     yield buf, n, code
@@ -187,7 +193,10 @@ class _Names:
         self.texts = []
         self.slots = {}      # slot -> set of names
 
-    def add_block(self, buf, n, fmt_code, merge_table):
+    def parse(self, buf, n, fmt_code, merge_table, skip_bad=True):
+        """Parse the lines of ``buf[:n]`` in names mode: (indptr, slots, values, kind, ids,
+        members) of its features as written (unmerged), ``kind`` their members[:, 0] and
+        ``ids`` their names' index in texts (features of a line)."""
         from streamherd.io.block import count_newlines, parse_block
         from streamherd.io.csr import allocate_outputs
 
@@ -195,16 +204,19 @@ class _Names:
         outputs = allocate_outputs(n, count_newlines(buf, n), space,
                                    space.max_crossed_features(buf[:n]))
         naming = new_naming(len(outputs[4]), space.cross_width)
-        result = parse_block(buf, n, fmt_code, space.kernel_params(naming), True, 1, outputs,
-                             merge_table)
-        nnz = result[1]
+        rows, nnz = parse_block(buf, n, fmt_code, space.kernel_params(naming), skip_bad, 1,
+                                outputs, merge_table)[:2]
         slots = outputs[4][:nnz].astype(np.int64)
         records, members = naming[0][:nnz], naming[1][:nnz]
         kind = members[:, 0]
         ids = self._line_feature_ids(buf, slots, records, kind == LINE_FEATURE)
+        return outputs[3][:rows + 1], slots, outputs[5][:nnz], kind, ids, members
+
+    def add_block(self, buf, n, fmt_code, merge_table):
+        _, slots, _, kind, ids, members = self.parse(buf, n, fmt_code, merge_table)
         crossed = kind >= 0
-        if space.bias and (kind == BIAS).any():
-            self._name(np.array([space.bias_slot]), [CONSTANT])
+        if self.space.bias and (kind == BIAS).any():
+            self._name(np.array([self.space.bias_slot]), [CONSTANT])
         if crossed.any():
             self._name_crosses(slots[crossed], members[crossed], ids)
 
@@ -232,6 +244,20 @@ class _Names:
         ids[where] = known[inverse.reshape(-1)]
         self._name(slots[where[first]], [self.texts[i] for i in known])
         return ids
+
+    def position_names(self, kind, ids, members):
+        """The name of the feature at each position (None: not a feature, --ignore_linear)."""
+        texts = self.texts
+        names = [None] * len(kind)
+        for k, (what, name_id, terms) in enumerate(zip(kind.tolist(), ids.tolist(),
+                                                       members.tolist())):
+            if what == LINE_FEATURE:
+                names[k] = texts[name_id]
+            elif what == BIAS:
+                names[k] = CONSTANT
+            elif what >= 0:
+                names[k] = "*".join(texts[ids[m]] for m in terms if m >= 0)
+        return names
 
     def _name_crosses(self, slots, members, ids):
         """Name the crosses (their members' positions in ``members``, -1 padded) by their
@@ -274,3 +300,30 @@ def _audit_name(raw, ns_start, name_start):
     if ns_start < 0:
         return name
     return _NAME.match(raw, ns_start).group().decode("utf-8", "replace") + "^" + name
+
+
+# ------------------------------------------------------------------------- --audit
+
+def audit_lines(chunk, space, weights, fmt="auto", skip_bad=False):
+    """For each example of ``chunk`` (parsed with ``space``), VW's audit line of its features
+    as written (before --normalize): a tab before each ``name:slot:value:weight``, the weight
+    the one the prediction read (``weights``: one block of slots). Its block is parsed once
+    more, in names mode, so predict without --audit pays nothing for it."""
+    from streamherd.features.rows import new_merge_table
+
+    names = _Names(space, None)
+    buf = np.ascontiguousarray(chunk.block)
+    indptr, slots, values, kind, ids, members = names.parse(
+        buf, len(buf), _format_code(fmt, buf), new_merge_table(), skip_bad)
+    assert len(indptr) == chunk.n_examples + 1, "the audit's parse differs from the reader's"
+    texts = names.position_names(kind, ids, members)
+    items = [None if text is None else f"\t{text}:{slot}:{_number(value)}:{_number(weight)}"
+             for text, slot, value, weight in zip(texts, slots.tolist(), values.tolist(),
+                                                   weights[slots].tolist())]
+    return ["".join(item for item in items[start:end] if item is not None)
+            for start, end in zip(indptr[:-1].tolist(), indptr[1:].tolist())]
+
+
+def _number(value):
+    """A value or weight as few digits as read back the same (1 for 1.0, as VW prints it)."""
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
