@@ -157,8 +157,8 @@ def parse_audit(text):
 
 
 @pytest.mark.parametrize("flags", [[], ["-q", "wO", "--cubic", "wOn"]], ids=["linear", "crossed"])
-def test_predict_audit_is_weights_times_values_of_vws_features(run_cli, namespaced_sms,  # noqa: F811
-                                                               tmp_path, flags):
+def test_predict_audit_is_weights_times_values_of_vws_features(  # noqa: F811
+        run_cli, namespaced_sms, tmp_path, flags):
     """predict --audit: after each prediction line, its features as VW's --audit names and
     slots them, each with the model's weight at its slot; their sum of weight x value is the
     --raw margin."""

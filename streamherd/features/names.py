@@ -6,12 +6,13 @@ kernels a naming: two arrays as long as the output arrays, in which the feature 
 each feature's position in the row, where its name is (these functions, inlined into it):
 ``records[k]``: (its namespace name's start in the block, -1 for the default namespace; its
 name's start; the namespace seed; its key before masking), and ``members[k]``: -1 for a feature
-of the line, the bias -2, a feature of the line --ignore_linear leaves out -3, or the positions of the features a cross multiplies (-1 padded). Rows
-are not merged then (stage.py): a position stays one feature. Any other space passes an empty
-naming, for which these functions compile to nothing.
+of the line, the bias -2, a feature of the line --ignore_linear leaves out -3, or the
+positions of the features a cross multiplies (-1 padded). Rows are not merged then
+(stage.py): a position stays one feature. Any other space passes an empty naming, for which
+these functions compile to nothing.
 
 A name ends where the lexers end it: at a blank, ':', '|' or the line's end; a VW audit's name
-is ``namespace^name`` (``^name`` in the default namespace), a cross's its members' joined by
+is ``namespace^name`` (``name`` in the default namespace), a cross's its members' joined by
 ``*``, the bias's ``Constant``.
 """
 import re

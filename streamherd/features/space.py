@@ -1,11 +1,11 @@
 """The feature space: how the tokens the lexers find become a model's features.
 
-One ``FeatureSpace`` goes from the command line to the parser and into the model (its meta
-holds ``bits``, ``bias`` and ``normalize``), so ``predict`` and a continued ``train -i`` see the
-features the model was trained on. The lexers (io/svmlight.py, io/vw.py) only find tokens; the
-feature stage (features/stage.py, numba functions inlined into the parse kernels) turns each
-token into a slot (hashing.py), writes the row and adds the bias; ``transform`` then scales
-whole rows (normalize.py) on the parser threads.
+One ``FeatureSpace`` goes from the command line to the parser and into the model (its meta holds
+``bits``, ``bias``, ``normalize``, the namespace flags and ``hash_all``), so ``predict`` and a
+continued ``train -i`` see the features the model was trained on. The lexers (io/svmlight.py,
+io/vw.py) only find tokens; the feature stage (features/stage.py, numba functions inlined into
+the parse kernels) turns each token into a slot (hashing.py), writes the row and adds the bias;
+``transform`` then scales whole rows (normalize.py) on the parser threads.
 """
 from dataclasses import dataclass
 

@@ -6,8 +6,10 @@ costs no call per feature named by a number.
 What a lexer holds of the stage is opaque to it:
 - a namespace, from ``namespace`` (a VW ``|name``) or ``default_namespace`` (a bare ``|``, and
   every svmlight feature);
-- a feature's key, from ``number_key`` (a name of digits, an svmlight index) or ``name_key``;
-- the row being written, from ``new_row``, passed to ``add`` for each feature and returned by
+- a feature's key, from ``number_key`` (a name of digits, an svmlight index: its number and
+  where it starts, so that --hash all can hash it instead) or ``name_key``;
+- the row being written, from ``new_row``, passed to ``add`` for each feature (with where its
+  name starts, which only a space that names features keeps: names.py) and returned by
   it, then to ``finish_row`` at the line's end (io/block.py, which then merges repeated slots
   if the row may have any: rows.merge_row);
 - ``space``, the numbers of the FeatureSpace (space.py: ``kernel_params``), and the chunk's
@@ -15,12 +17,13 @@ What a lexer holds of the stage is opaque to it:
   arrays of a tuple unpacked in an inlined function, on every feature).
 So how a token becomes a feature (the hashing, which slots, the bias, crosses of namespaces
 and the namespaces kept: interactions.py) changes here, and the lexers stay as they are. A
-space without namespace flags compiles none of the crosses' code (_crosses_namespaces: the
-kernel params' tuple type chooses the overload).
+space without namespace flags compiles none of the crosses' code, one without --hash all none
+of its hashing, one that does not name features none of the notes (the kernel params' tuple
+type chooses the overloads: _crosses_namespaces, _hashes_all, _names_features).
 
 Slots are VW's (hashing.py): a feature named by a number (all digits, or an svmlight index) is
-the number plus the namespace's seed, any other name its murmur3 hash with that seed; the slot
-keeps the low ``bits`` bits.
+the number plus the namespace's seed (with --hash all: hashed as any name), any other name its
+murmur3 hash with that seed; the slot keeps the low ``bits`` bits.
 """
 import numpy as np
 from numba import njit
