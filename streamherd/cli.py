@@ -17,7 +17,7 @@ from typing import List, Optional
 import typer
 
 from streamherd import __version__, cli_coercion
-from streamherd.errors import Interrupted, say
+from streamherd.errors import Interrupted, StreamherdError, say
 from streamherd.learners import ALIASES, DEFAULT_ALGO, REGISTRY, hyperparameters
 from streamherd.learners.spec import POSITIVE
 
@@ -198,6 +198,10 @@ def train(
     ignore_linear: Optional[List[str]] = _namespace_option(
         "--ignore_linear", "--ignore-linear", help="Use the namespaces beginning with these "
         "letters only in crosses, not as features themselves (case-sensitive), as VW."),
+    hash_mode: str = typer.Option(
+        "strings", "--hash", help="strings: a feature name of digits only is its number plus "
+        "the namespace's seed (VW's default); all: every name hashed as a string, as VW's "
+        "--hash all (saved in the model)."),
     final_model: Optional[Path] = typer.Option(None, "-f", "--final-model", show_default=False,
                                                help="Write the model here (.npz)."),
     initial_model: Optional[Path] = typer.Option(None, "-i", "--initial-model", show_default=False,
@@ -258,7 +262,16 @@ def train(
                       namespaces=dict(quadratic=quadratic, cubic=cubic,
                                       interactions=interactions,
                                       ignore="".join(ignore or ()), keep="".join(keep or ()),
-                                      ignore_linear="".join(ignore_linear or ())))
+                                      ignore_linear="".join(ignore_linear or ()),
+                                      hash_all=_hashes_all(hash_mode)))
+
+
+def _hashes_all(hash_mode):
+    """--hash: whether all-digit names are hashed as strings too."""
+    if hash_mode not in ("strings", "all"):
+        raise StreamherdError(f"--hash {hash_mode!r} is not a hash mode; use --hash strings "
+                              f"(the default) or --hash all")
+    return hash_mode == "all"
 
 
 @app.command()
@@ -278,10 +291,13 @@ def predict(
     fmt: str = Format,
     quiet: bool = Quiet,
     skip_bad: bool = SkipBadKeepingLines,
+    audit: bool = typer.Option(False, "--audit", help="After each prediction line, a line of "
+                               "the example's features, as VW's --audit: a tab before each "
+                               "name:slot:value:weight (ns^name, crosses a^x*b^y, Constant)."),
 ):
     """Predict one line per example (label, or margin with --raw; VW tags follow the value)."""
     _training().predict(model, _inputs(files, data), output=predictions, raw=raw, fmt=fmt,
-                        quiet=quiet, skip_bad=skip_bad, proba=proba, scores=scores)
+                        quiet=quiet, skip_bad=skip_bad, proba=proba, scores=scores, audit=audit)
 
 
 def _training():
@@ -360,6 +376,11 @@ def inspect_command(
                                       help="Only the K largest weights."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per row."),
     as_tsv: bool = typer.Option(False, "--tsv", help="Tab-separated, with a header line."),
+    names: Optional[List[str]] = typer.Option(
+        None, "--names", show_default=False,
+        help="Name each slot by the features of these data files (repeatable) that hash "
+             "there with the model's feature flags: ns^name, crosses a^x*b^y, several "
+             "blank-separated when they collide."),
 ):
     """Print every non-zero weight of a model: slot (Constant: the bias), class, weight and, for
     the Gaussian learners, its variance; largest |weight| first."""
@@ -368,7 +389,7 @@ def inspect_command(
 
     if as_json and as_tsv:
         raise StreamherdError("--json and --tsv each choose the output; pass one of them")
-    inspect_model(model, "json" if as_json else "tsv" if as_tsv else "table", top)
+    inspect_model(model, "json" if as_json else "tsv" if as_tsv else "table", top, data=names)
 
 
 @app.command()
@@ -492,7 +513,8 @@ VW_SPELLINGS = {
     "--l1": "no L1/L2 penalty: AROW's -r and NHERD's -C regularise",
     "--l2": "no L1/L2 penalty: AROW's -r and NHERD's -C regularise",
     "--readable_model": "streamherd inspect MODEL (every non-zero weight, no retraining)",
-    "--invert_hash": "streamherd inspect MODEL (every non-zero weight, no retraining)",
+    "--invert_hash": "streamherd inspect MODEL --names DATA (every non-zero weight, named, "
+                     "no retraining)",
     "--daemon": "no daemon: pipe examples to streamherd predict, which answers each line as it "
                 "arrives",
 }

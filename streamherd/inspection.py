@@ -4,7 +4,9 @@ Every slot whose weight is not zero, with that weight (what predictions read: th
 average of avg-perceptron) and, for the Gaussian learners, its variance (the diagonal of Sigma
 for a ``-full`` one); for a multiclass model one row per class and slot. Sorted by |weight|,
 largest first (ties by class, then slot). The bias, VW's constant feature, is named ``Constant``
-as VW's ``--invert_hash`` names it. Output: an aligned table (default), ``--tsv`` or ``--json``
+as VW's ``--invert_hash`` names it; ``--names DATA...`` names the other slots too, by the features
+of those files that hash there (VW's audit spelling: ``ns^name``, crosses ``a^x*b^y``), without
+retraining. Output: an aligned table (default), ``--tsv`` or ``--json``
 (one object per row), to stdout.
 
     >>> rows = weight_rows({"bits": 2, "bias": False}, {"mean": np.array([0.0, -2.0, 0.5, 0.0])})
@@ -24,7 +26,7 @@ ROW = np.dtype([("slot", np.int64), ("block", np.int64), ("weight", np.float64),
 FORMATS = ("table", "tsv", "json")
 
 
-def _weights(arrays):
+def prediction_weights(arrays):
     """The weight vector predictions read (avg-perceptron predicts with its average)."""
     return arrays["average"] if "average" in arrays else arrays["mean"]
 
@@ -48,7 +50,7 @@ def weight_rows(meta, arrays):
     """The rows of the model's non-zero weights (dtype ROW: slot, class block, weight, variance
     (NaN when the learner keeps none)), sorted by |weight| descending, then block and slot."""
     dim = 1 << meta["bits"]
-    weights = _weights(arrays)
+    weights = prediction_weights(arrays)
     variances = _variances(arrays, len(weights))
     where = np.flatnonzero(weights)
     rows = np.empty(len(where), ROW)
@@ -60,16 +62,25 @@ def weight_rows(meta, arrays):
     return rows[order]
 
 
-def _feature_names(meta, slots):
-    """What is known of each slot's feature: ``Constant`` for the bias slot, else empty."""
+def _feature_names(meta, slots, data=None):
+    """What is known of each slot's feature: ``Constant`` for the bias slot, else empty; with
+    ``data`` (paths), the names of the features of those files that hash to it, as VW's audit
+    spells them (features/names.py), blank-separated when several collide there."""
+    from streamherd.features.names import feature_names
     from streamherd.features.space import FeatureSpace
 
     space = FeatureSpace.from_meta(meta)
-    return np.where(space.bias & (slots == space.bias_slot), "Constant", "")
+    if not data:
+        return np.where(space.bias & (slots == space.bias_slot), "Constant", "")
+    wanted = np.zeros(space.dim, bool)
+    wanted[slots] = True
+    found = feature_names(data, space, wanted=wanted)
+    return np.array([" ".join(found.get(slot, ())) for slot in slots.tolist()], dtype=object)
 
 
-def inspect_model(path, fmt="table", top=None, out=None):
-    """Write the model's weight rows to ``out`` (stdout) in ``fmt``; at most ``top`` rows."""
+def inspect_model(path, fmt="table", top=None, out=None, data=None):
+    """Write the model's weight rows to ``out`` (stdout) in ``fmt``; at most ``top`` rows; the
+    features named from the files ``data`` when given."""
     from streamherd.model import load_model
 
     if fmt not in FORMATS:
@@ -79,7 +90,7 @@ def inspect_model(path, fmt="table", top=None, out=None):
     meta, arrays = load_model(path)
     rows = weight_rows(meta, arrays)[:top]
     classes = meta.get("classes") if meta.get("task") == "multiclass" else None
-    columns = {"slot": rows["slot"], "feature": _feature_names(meta, rows["slot"])}
+    columns = {"slot": rows["slot"], "feature": _feature_names(meta, rows["slot"], data)}
     if classes is not None:
         columns["class"] = np.array([str(c) for c in classes], dtype=object)[rows["block"]]
     columns["weight"] = rows["weight"]

@@ -311,6 +311,7 @@ def _check_meta(path, meta):
     for key in ("ignore", "keep", "ignore_linear"):
         m.get(key, lambda v: isinstance(v, str), "a string of namespace letters",
               required=False)
+    m.get("hash_all", lambda v: isinstance(v, bool), "true or false", required=False)
     _check_hyperparameters(m, variant, task)
     m.get("examples", lambda v: _is_int(v) and v >= 0, "a count of examples", required=False)
     m.get("progressive_loss", lambda v: v is None or _is_real(v), "a number or null",

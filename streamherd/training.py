@@ -450,8 +450,28 @@ def _preamble(final_model, trainer, paths, passes=Passes(), extras=Extras()):
     return lines
 
 
+def _audit_weights(meta, arrays):
+    """predict --audit: the weights the predictions read (a binary or regression model's)."""
+    from streamherd.inspection import prediction_weights
+
+    if meta.get("task") == "multiclass":
+        raise StreamherdError("--audit lists one weight per feature, of a binary or regression "
+                              "model; for a multiclass model's weights use streamherd inspect "
+                              "MODEL --names DATA")
+    return prediction_weights(arrays)
+
+
+def _audited(values, chunk, reader, weights):
+    """Each prediction line followed by VW's audit line of the example's features
+    (features/names.audit_lines)."""
+    from streamherd.features.names import audit_lines
+
+    audits = audit_lines(chunk, reader.features, weights, reader.fmt, reader.skip_bad)
+    return [f"{value}\n{audit}" for value, audit in zip(values, audits)]
+
+
 def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, skip_bad=False,
-            block_size=DEFAULT_BLOCK_SIZE, proba=False, scores=False):
+            block_size=DEFAULT_BLOCK_SIZE, proba=False, scores=False, audit=False):
     """Write one prediction per example; returns (mistakes, labeled examples) (for regression:
     (sum of squared errors, labeled examples)).
 
@@ -460,6 +480,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
     ``raw`` for a multiclass model): every class's score. With ``skip_bad``, each malformed line
     skipped gets an empty output line, so that output line k is still input example k.
     ``output``: written to a temporary file that replaces it at the end of a successful run.
+    ``audit``: each prediction line followed by its features' (_audited).
     """
     paths = list(paths or ["-"])
     check_inputs(paths)   # the model: load_model's own messages
@@ -481,6 +502,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
         raise StreamherdError("--proba, --raw and --scores each choose the output; pass one of them")
     shown = tasks.PROBA if proba else tasks.SCORES if scores else tasks.RAW if raw else tasks.LABEL
     task.check_output(shown, learner, model_path, algo)
+    weights = _audit_weights(meta, arrays) if audit else None
     compilation.watch(quiet)
     # the task's targets, scores, predictions and loss of a chunk depend on no chunk before it:
     # the parser threads compute them (the kernels release the GIL)
@@ -499,6 +521,8 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
                 labeled += scored.labeled
                 loss += scored.loss
                 values = _tagged(chunk, values)
+                if audit:
+                    values = _audited(values, chunk, reader, weights)
                 if skip_bad:
                     skipped += chunk.bad_lines
                     values = _with_skipped_lines(chunk, values)

@@ -25,6 +25,7 @@ from numba import njit
 
 from streamherd.errors import StreamherdError
 from streamherd.features.hashing import hashstring
+from streamherd.features.names import mark_unread, note_cross, note_cross_members
 
 FNV_PRIME = np.uint64(16777619)
 WILDCARD = ord(":")
@@ -166,10 +167,12 @@ def program(letter_terms, full_name_terms):
 # ------------------------------------------------------------------ the kernel (per row)
 
 @njit(cache=True, nogil=True)
-def cross_row(indices, values, start, nnz, mask, crossing):
+def cross_row(indices, values, start, nnz, mask, crossing, naming):
     """Append the crosses of the row ``indices[start:nnz]`` (namespaces noted at the mirror
     positions) after it, then drop the linear features of --ignore_linear namespaces; returns
-    the row's new end."""
+    the row's new end. A ``naming`` (features/names.py) notes each cross's members, and marks
+    the linear features of --ignore_linear unread instead of dropping them (the positions of
+    the members stay)."""
     letters, seeds, orders, letters_sorted, wildcard_orders, linear_masks = crossing
     n = nnz - start
     mirror = len(indices) - 1
@@ -189,7 +192,7 @@ def cross_row(indices, values, start, nnz, mask, crossing):
     groups = _group_by_letter(indices, start, n, mirror, members, group_letter, group_start,
                               filled)
     out = nnz
-    scratch = (term_letters, term_seeds, cursors, hashes, products)
+    scratch = (term_letters, term_seeds, cursors, hashes, products, naming)
     grouping = (members, group_letter, group_start, groups)
     for i in range(len(orders)):
         for t in range(orders[i]):
@@ -201,6 +204,9 @@ def cross_row(indices, values, start, nnz, mask, crossing):
         out = _cross_wildcard(indices, values, mirror, grouping, order, scratch, explicit,
                               mask, out)
     if linear_masks[0] | linear_masks[1] | linear_masks[2] | linear_masks[3]:
+        if len(naming) > 0:
+            mark_unread(naming, indices, start, nnz, mirror, linear_masks)
+            return out
         return _drop_ignored_linear(indices, values, start, nnz, out, mirror, linear_masks)
     return out
 
@@ -249,13 +255,13 @@ def _cross(indices, values, mirror, grouping, order, scratch, mask, out):
     ``out``; returns the new end. Depth-first over the terms; a term equal to the one before
     starts at that one's feature (VW's combinations)."""
     members, group_letter, group_start, groups = grouping
-    term_letters, term_seeds, cursors, hashes, products = scratch
+    term_letters, term_seeds, cursors, hashes, products, naming = scratch
     for t in range(order):
         if _group_of(group_letter, groups, term_letters[t]) == groups:
             return out   # a namespace the row lacks: no crosses
     if order == 2 and term_seeds[0] == -1.0 and term_seeds[1] == -1.0:
         return _letter_pairs(indices, values, grouping, term_letters[0], term_letters[1], mask,
-                             out)
+                             out, naming)
     t = 0
     cursors[0] = _next_member(values, mirror, grouping, term_letters[0], term_seeds[0],
                               group_start[_group_of(group_letter, groups, term_letters[0])])
@@ -278,13 +284,15 @@ def _cross(indices, values, mirror, grouping, order, scratch, mask, out):
         if t == order - 1:
             if order == 2:   # the usual -q: the last term's loop written out
                 out = _pairs(indices, values, mirror, grouping, term_letters[1], term_seeds[1],
-                             cursors[1], hashes[0], products[0], mask, out)
+                             cursors[1], (hashes[0], products[0], members[cursors[0]]), mask,
+                             out, naming)
                 t = 0
                 cursors[0] = _next_member(values, mirror, grouping, term_letters[0],
                                           term_seeds[0], cursors[0] + 1)
                 continue
             indices[out] = np.int32(hashes[t] & np.uint64(mask))
             values[out] = products[t]
+            note_cross_members(naming, out, members, cursors, order)
             out += 1
             cursors[t] = _next_member(values, mirror, grouping, term_letters[t], term_seeds[t],
                                       cursors[t] + 1)
@@ -299,7 +307,7 @@ def _cross(indices, values, mirror, grouping, order, scratch, mask, out):
 
 
 @njit(cache=True, nogil=True)
-def _letter_pairs(indices, values, grouping, first, second, mask, out):
+def _letter_pairs(indices, values, grouping, first, second, mask, out, naming):
     """The crosses of two letters (the usual -q): two loops over their groups."""
     members, group_letter, group_start, groups = grouping
     g = _group_of(group_letter, groups, first)
@@ -313,16 +321,17 @@ def _letter_pairs(indices, values, grouping, first, second, mask, out):
             q = members[b]
             indices[out] = np.int32((half_hash ^ np.uint64(indices[q])) & umask)
             values[out] = value * values[q]
+            note_cross(naming, out, p, q)
             out += 1
     return out
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pairs(indices, values, mirror, grouping, letter, seed, cursor, half_hash, product, mask,
-           out):
-    """The crosses of one feature (its hash times the prime, its value) with the members of
-    the last term from ``cursor`` on."""
+def _pairs(indices, values, mirror, grouping, letter, seed, cursor, first, mask, out, naming):
+    """The crosses of one feature (``first``: its hash, its value, its position) with the
+    members of the last term from ``cursor`` on."""
     members, group_letter, group_start, groups = grouping
+    half_hash, product, first_position = first
     end = group_start[_group_of(group_letter, groups, letter) + 1]
     half_hash = half_hash * FNV_PRIME
     umask = np.uint64(mask)
@@ -331,6 +340,7 @@ def _pairs(indices, values, mirror, grouping, letter, seed, cursor, half_hash, p
             p = members[c]
             indices[out] = np.int32((half_hash ^ np.uint64(indices[p])) & umask)
             values[out] = product * values[p]
+            note_cross(naming, out, first_position, p)
             out += 1
         return out
     for c in range(cursor, end):
@@ -338,6 +348,7 @@ def _pairs(indices, values, mirror, grouping, letter, seed, cursor, half_hash, p
         if values[mirror - p] == seed:
             indices[out] = np.int32((half_hash ^ np.uint64(indices[p])) & umask)
             values[out] = product * values[p]
+            note_cross(naming, out, first_position, p)
             out += 1
     return out
 

@@ -1,11 +1,11 @@
 """The feature space: how the tokens the lexers find become a model's features.
 
-One ``FeatureSpace`` goes from the command line to the parser and into the model (its meta
-holds ``bits``, ``bias`` and ``normalize``), so ``predict`` and a continued ``train -i`` see the
-features the model was trained on. The lexers (io/svmlight.py, io/vw.py) only find tokens; the
-feature stage (features/stage.py, numba functions inlined into the parse kernels) turns each
-token into a slot (hashing.py), writes the row and adds the bias; ``transform`` then scales
-whole rows (normalize.py) on the parser threads.
+One ``FeatureSpace`` goes from the command line to the parser and into the model (its meta holds
+``bits``, ``bias``, ``normalize``, the namespace flags and ``hash_all``), so ``predict`` and a
+continued ``train -i`` see the features the model was trained on. The lexers (io/svmlight.py,
+io/vw.py) only find tokens; the feature stage (features/stage.py, numba functions inlined into
+the parse kernels) turns each token into a slot (hashing.py), writes the row and adds the bias;
+``transform`` then scales whole rows (normalize.py) on the parser threads.
 """
 from dataclasses import dataclass
 
@@ -30,7 +30,9 @@ class FeatureSpace:
     ``quadratic``, ``cubic``, ``interactions``: VW's -q, --cubic, --interactions (items
     of letters, or of full names joined by '|'); ``ignore``, ``keep``: the letters whose
     features are dropped, or the only ones read (VW: --keep overrides --ignore);
-    ``ignore_linear``: the letters whose features are crossed but not themselves features."""
+    ``ignore_linear``: the letters whose features are crossed but not themselves features.
+    ``hash_all``: all-digit names hashed as strings too, as VW's ``--hash all`` (else such a
+    name is its number plus the namespace's seed)."""
 
     bits: int = DEFAULT_BITS
     bias: bool = True
@@ -41,6 +43,7 @@ class FeatureSpace:
     ignore: str = ""
     keep: str = ""
     ignore_linear: str = ""
+    hash_all: bool = False
 
     def __post_init__(self):
         if not 1 <= self.bits <= MAX_BITS:
@@ -84,14 +87,22 @@ class FeatureSpace:
         """The constant feature's slot, as VW's (``Constant``), whether or not it is added."""
         return VW_CONSTANT_HASH & self.mask
 
-    def kernel_params(self):
+    def kernel_params(self, naming=()):
         """What the feature stage's numba functions take (features/stage.py): (mask, bias,
-        bias slot), and when namespaces are crossed or kept, the letters read (a bit set)
-        and the crosses' program (interactions.cross_row)."""
-        if not self.crosses_namespaces:
-            return (self.mask, self.bias, self.bias_slot)
-        return (self.mask, self.bias, self.bias_slot, self._read,
-                (*self._program, self._linear_ignored))
+        bias slot, crossing, hashing, naming). Crossing: when namespaces are crossed or kept,
+        (the letters read (a bit set), the crosses' program (interactions.cross_row)); hashing:
+        (True,) with --hash all; ``naming``: the arrays of names.new_naming, when the parse
+        kernels are to note where each feature's name is. Each empty when not used: its code
+        is then not compiled."""
+        crossing = ((self._read, (*self._program, self._linear_ignored))
+                    if self.crosses_namespaces else ())
+        hashing = (True,) if self.hash_all else ()
+        return (self.mask, self.bias, self.bias_slot, crossing, hashing, naming)
+
+    @property
+    def cross_width(self):
+        """The most terms of any of its crosses (0 without)."""
+        return int(max(self._cross_orders(), default=0))
 
     def max_block_features(self, tokens, lines):
         """An upper bound on the features that ``tokens`` tokens on ``lines`` lines make
@@ -125,7 +136,7 @@ class FeatureSpace:
         a model without them reads as before)."""
         meta = {"bits": self.bits, "bias": self.bias,
                 "normalize": normalization.meta_of_rule(self.normalize)}
-        for name in _NAMESPACE_FLAGS:
+        for name in _NAMESPACE_FLAGS + ("hash_all",):
             if getattr(self, name):
                 meta[name] = list(getattr(self, name)) if name in _LISTS else getattr(self, name)
         return meta
@@ -133,7 +144,7 @@ class FeatureSpace:
     @classmethod
     def from_meta(cls, meta):
         flags = {name: tuple(meta[name]) if name in _LISTS else meta[name]
-                 for name in _NAMESPACE_FLAGS if name in meta}
+                 for name in _NAMESPACE_FLAGS + ("hash_all",) if name in meta}
         return cls(meta["bits"], meta["bias"], normalization.rule_of_meta(meta.get("normalize")),
                    **flags)
 

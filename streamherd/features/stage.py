@@ -6,8 +6,10 @@ costs no call per feature named by a number.
 What a lexer holds of the stage is opaque to it:
 - a namespace, from ``namespace`` (a VW ``|name``) or ``default_namespace`` (a bare ``|``, and
   every svmlight feature);
-- a feature's key, from ``number_key`` (a name of digits, an svmlight index) or ``name_key``;
-- the row being written, from ``new_row``, passed to ``add`` for each feature and returned by
+- a feature's key, from ``number_key`` (a name of digits, an svmlight index: its number and
+  where it starts, so that --hash all can hash it instead) or ``name_key``;
+- the row being written, from ``new_row``, passed to ``add`` for each feature (with where its
+  name starts, which only a space that names features keeps: names.py) and returned by
   it, then to ``finish_row`` at the line's end (io/block.py, which then merges repeated slots
   if the row may have any: rows.merge_row);
 - ``space``, the numbers of the FeatureSpace (space.py: ``kernel_params``), and the chunk's
@@ -15,12 +17,13 @@ What a lexer holds of the stage is opaque to it:
   arrays of a tuple unpacked in an inlined function, on every feature).
 So how a token becomes a feature (the hashing, which slots, the bias, crosses of namespaces
 and the namespaces kept: interactions.py) changes here, and the lexers stay as they are. A
-space without namespace flags compiles none of the crosses' code (_crosses_namespaces: the
-kernel params' tuple type chooses the overload).
+space without namespace flags compiles none of the crosses' code, one without --hash all none
+of its hashing, one that does not name features none of the notes (the kernel params' tuple
+type chooses the overloads: _crosses_namespaces, _hashes_all, _names_features).
 
 Slots are VW's (hashing.py): a feature named by a number (all digits, or an svmlight index) is
-the number plus the namespace's seed, any other name its murmur3 hash with that seed; the slot
-keeps the low ``bits`` bits.
+the number plus the namespace's seed (with --hash all: hashed as any name), any other name its
+murmur3 hash with that seed; the slot keeps the low ``bits`` bits.
 """
 import numpy as np
 from numba import njit
@@ -28,6 +31,7 @@ from numba.extending import overload
 
 from streamherd.features.hashing import hashstring, murmur3_32
 from streamherd.features.interactions import cross_row
+from streamherd.features.names import note_bias, note_feature
 
 _NO_SEED = np.uint64(0)
 _DEFAULT_LETTER = np.uint64(ord(" "))
@@ -39,15 +43,17 @@ _ONE = np.uint64(1)
 
 @njit(cache=True, inline="always")
 def default_namespace():
-    """VW's default namespace (a bare '|', and svmlight's features): seed 0, letter ' '."""
-    return _NO_SEED, _DEFAULT_LETTER
+    """VW's default namespace (a bare '|', and svmlight's features): seed 0, letter ' ', no
+    name (its start -1)."""
+    return _NO_SEED, _DEFAULT_LETTER, np.int64(-1)
 
 
 @njit(cache=True, inline="always")
 def namespace(buf, start, end):
     """The namespace named ``buf[start:end]`` (without its scale, not empty): (its seed, as
-    VW's; its letter, the first byte, which -q and --ignore name)."""
-    return hashstring(buf, start, end, _NO_SEED), np.uint64(buf[start])
+    VW's; its letter, the first byte, which -q and --ignore name; where its name starts, for
+    the names of features: unused, so compiled away, elsewhere)."""
+    return hashstring(buf, start, end, _NO_SEED), np.uint64(buf[start]), np.int64(start)
 
 
 @njit(cache=True, inline="always")
@@ -57,11 +63,34 @@ def new_row(nnz):
     return nnz, nnz, np.int64(-1), np.int64(0), False
 
 
-@njit(cache=True, inline="always")
-def number_key(namespace, number):
+def number_key(space, namespace, number, buf, start):
+    raise TypeError("number_key is compiled into the parse kernels (features/stage.py)")
+
+
+@overload(number_key, inline="always")
+def _number_key_of_space(space, namespace, number, buf, start):
     """The key of the feature named by the number ``number`` (all digits, or an svmlight
-    index; uint64, wrapped as VW's size_t) in ``namespace``: the number plus the seed."""
-    return number + namespace[0]
+    index; uint64, wrapped as VW's size_t) whose name starts at ``buf[start]``, in
+    ``namespace``: the number plus the seed; with --hash all (a space that hashes all names),
+    the murmur3 hash of its digits, as any other name's (VW's hashall: untrimmed)."""
+    if not _hashes_all(space):
+        def plus_seed(space, namespace, number, buf, start):
+            return number + namespace[0]
+        return plus_seed
+
+    def hashed(space, namespace, number, buf, start):
+        return _digits_hash(buf, start, namespace[0])
+    return hashed
+
+
+@njit(cache=True, nogil=True)
+def _digits_hash(buf, start, seed):
+    """The murmur3 hash of the digits from ``buf[start]`` on. (A call, not inlined: murmur3
+    inlined twice over trips numba's scoping of its variables.)"""
+    end = start
+    while end < len(buf) and 48 <= buf[end] <= 57:
+        end += 1
+    return murmur3_32(buf, start, end, seed & _LOW_32_BITS)
 
 
 @njit(cache=True)
@@ -80,18 +109,34 @@ def name_key(namespace, buf, start, end):
 
 
 @njit(cache=True, inline="always")
-def add(space, indices, values, row, namespace, key, value):
+def add(space, indices, values, row, namespace, key, value, name_start):
     """Add the feature of ``key`` (number_key, name_key) in ``namespace`` with ``value`` (not
-    0: the lexers drop explicit zeros, which carry nothing) to the row; returns the row. A
-    space without crosses or kept namespaces keeps nothing of the namespace (_add_feature)."""
+    0: the lexers drop explicit zeros, which carry nothing), whose name starts at
+    ``name_start`` in the block, to the row; returns the row. A space without crosses or kept
+    namespaces keeps nothing of the namespace (_add_feature), one that does not name features
+    nothing of the name (names.note_feature)."""
+    note_feature(space[5], row[1], namespace, key, name_start)
     return _add_feature(space, indices, values, row, namespace, key, value)
 
 
+# The parts of the kernel params' tuple (FeatureSpace.kernel_params): (mask, bias, bias slot,
+# crossing, hashing, naming), the last three empty tuples when not used. Constants of the parse
+# kernel's types: a space without them compiles none of their code.
+
 def _crosses_namespaces(space):
-    """Whether the space (the numba type of FeatureSpace.kernel_params) crosses or keeps
-    namespaces: its tuple has their parameters after (mask, bias, bias slot). A constant of
-    the parse kernel's types, so a space without them compiles none of their code."""
-    return len(space) > 3
+    """Whether the space (the numba type of the kernel params) crosses or keeps namespaces."""
+    return len(space[3]) > 0
+
+
+def _hashes_all(space):
+    """Whether the space hashes all-digit names as strings (--hash all)."""
+    return len(space[4]) > 0
+
+
+def _names_features(space):
+    """Whether the space notes where each feature's name is (features/names.py): its rows are
+    then never merged, each position staying one feature."""
+    return len(space[5]) > 0
 
 
 def _add_feature(space, indices, values, row, namespace, key, value):
@@ -109,11 +154,11 @@ def _add_feature_of_space(space, indices, values, row, namespace, key, value):
         return plain
 
     def noted(space, indices, values, row, namespace, key, value):
-        seed, letter = namespace
+        seed, letter = namespace[0], namespace[1]
         mirror = len(indices) - 1 - row[1]
         indices[mirror] = np.int32(letter)
         values[mirror] = np.float64(seed)
-        read = np.int64((space[3][letter >> _SIX] >> (letter & _LOW_6_BITS)) & _ONE)
+        read = np.int64((space[3][0][letter >> _SIX] >> (letter & _LOW_6_BITS)) & _ONE)
         start, nnz, last_slot, falls, bias_seen = _append(space, indices, values, row, key,
                                                           value)
         return start, nnz - 1 + read, last_slot, falls, bias_seen
@@ -158,20 +203,23 @@ def _finish_of_space(space, indices, values, row):
     last slot below the first one. Without a branch: the bias is written either way, and
     counted if added. With crosses (interactions.cross_row) the row is merged always: crosses
     repeat slots often, and a kept feature's slot may follow a dropped one's."""
+    unmerged = _names_features(space)
     if not _crosses_namespaces(space):
         def plain(space, indices, values, row):
-            _, add_bias, bias_slot = space
+            add_bias, bias_slot = space[1], space[2]
             start, nnz, last_slot, falls, bias_seen = row
             distinct = (not bias_seen) & ((falls == 0) | ((falls == 1)
                                                           & (last_slot < indices[start])))
             indices[nnz] = bias_slot
             values[nnz] = 1.0
-            return nnz + add_bias, distinct
+            note_bias(space[5], nnz)
+            return nnz + add_bias, distinct | unmerged
         return plain
 
     def crossed(space, indices, values, row):
-        end = cross_row(indices, values, row[0], row[1], space[0], space[4])
+        end = cross_row(indices, values, row[0], row[1], space[0], space[3][1], space[5])
         indices[end] = space[2]
         values[end] = 1.0
-        return end + space[1], False
+        note_bias(space[5], end)
+        return end + space[1], unmerged
     return crossed

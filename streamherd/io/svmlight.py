@@ -77,8 +77,8 @@ def parse_svmlight_line(buf, p, end, space, indices, values, row):
             value, stop = simple_decimal(buf, r + 1, end)
             if stop > 0 and (stop == end or is_blank(buf[stop])):
                 if value != 0.0:  # explicit zeros carry nothing (VW drops them too)
-                    key = number_key(ns, np.uint64(index))
-                    row = add(space, indices, values, row, ns, key, value)
+                    key = number_key(space, ns, np.uint64(index), buf, q)
+                    row = add(space, indices, values, row, ns, key, value, q)
                 q = stop
                 continue
         # General path: qid, signs, exponents, and every malformed token.
@@ -101,8 +101,8 @@ def parse_svmlight_line(buf, p, end, space, indices, values, row):
         if not ok:
             return codes.BAD_VALUE, row, q, te, label, 1.0, p, label_end, -1, -1
         if value != 0.0:
-            key = number_key(ns, np.uint64(index))
-            row = add(space, indices, values, row, ns, key, value)
+            key = number_key(space, ns, np.uint64(index), buf, q)
+            row = add(space, indices, values, row, ns, key, value, q)
         q = te
     return codes.OK, row, 0, 0, label, 1.0, p, label_end, -1, -1
 
@@ -221,8 +221,8 @@ def scan_svmlight_line(buf, p, n, space, indices, values, row):
             return USE_GENERAL, 0, row, 0.0, -1, -1
         while True:
             if value != 0.0:  # explicit zeros carry nothing, as in parse_svmlight_line
-                key = number_key(ns, np.uint64(index))
-                row = add(space, indices, values, row, ns, key, value)
+                key = number_key(space, ns, np.uint64(index), buf, p)
+                row = add(space, indices, values, row, ns, key, value, p)
             p = end
             # The usual next feature, after one space: no blank skipping, no checks for the
             # line's end or a comment. Its end is a byte up to 0x20 (_fast_feature's ok); when
@@ -233,3 +233,4 @@ def scan_svmlight_line(buf, p, n, space, indices, values, row):
             ok, end, index, value = _fast_feature(buf, p + 1)
             if not ok:
                 break
+            p += 1   # the feature's start (its name's, for the stage)

@@ -145,8 +145,9 @@ def _parse_features(buf, p, end, space, indices, values, row):
             if np.isinf(value):  # both finite, the product not
                 return codes.VALUE_OVERFLOW, row, q, te
         if value != 0.0:  # explicit zeros carry nothing (VW drops them too)
-            key = number_key(ns, number) if all_digits else name_key(ns, buf, q, name_end)
-            row = add(space, indices, values, row, ns, key, value)
+            key = (number_key(space, ns, number, buf, q) if all_digits
+                   else name_key(ns, buf, q, name_end))
+            row = add(space, indices, values, row, ns, key, value, q)
         q = te
     return codes.OK, row, 0, 0
 
@@ -308,14 +309,16 @@ def scan_vw_line(buf, p, n, space, indices, values, row):
             if not ok:
                 return USE_GENERAL, 0, row, 0.0, -1, -1
             if value != 0.0:
-                key = number_key(ns, number) if all_digits else name_key(ns, buf, p, name_end)
-                row = add(space, indices, values, row, ns, key, value)
+                key = (number_key(space, ns, number, buf, p) if all_digits
+                       else name_key(ns, buf, p, name_end))
+                row = add(space, indices, values, row, ns, key, value, p)
             p = end
             continue
         # a run of features named by numbers, the usual line
         while True:
             if value != 0.0:  # explicit zeros carry nothing (VW drops them too)
-                row = add(space, indices, values, row, ns, number_key(ns, number), value)
+                row = add(space, indices, values, row, ns, number_key(space, ns, number, buf, p),
+                          value, p)
             p = end
             # The usual next feature, after one space: no blank skipping, no checks for the
             # line's end or a '|'. When the run stops at _fast_vw_feature's end byte, the outer
@@ -326,3 +329,4 @@ def scan_vw_line(buf, p, n, space, indices, values, row):
             ok, end, number, value = _fast_vw_feature(buf, p + 1)
             if not ok:
                 break
+            p += 1   # the feature's start (its name's, for the stage)

@@ -1,0 +1,330 @@
+"""The names of features: where the parse kernels found each feature's name, for ``inspect
+--names`` (inspection.py).
+
+A FeatureSpace asked to name its features (``kernel_params(naming=...)``) passes the parse
+kernels a naming: two arrays as long as the output arrays, in which the feature stage notes, at
+each feature's position in the row, where its name is (these functions, inlined into it):
+``records[k]``: (its namespace name's start in the block, -1 for the default namespace; its
+name's start; the namespace seed; its key before masking), and ``members[k]``: -1 for a feature
+of the line, the bias -2, a feature of the line --ignore_linear leaves out -3, or the
+positions of the features a cross multiplies (-1 padded). Rows are not merged then
+(stage.py): a position stays one feature. Any other space passes an empty naming, for which
+these functions compile to nothing.
+
+A name ends where the lexers end it: at a blank, ':', '|' or the line's end; a VW audit's name
+is ``namespace^name`` (``name`` in the default namespace), a cross's its members' joined by
+``*``, the bias's ``Constant``.
+"""
+import re
+
+import numpy as np
+from numba import njit
+from numba.extending import overload
+
+LINE_FEATURE = -1
+BIAS = -2
+UNREAD = -3   # a linear feature of --ignore_linear: crossed, not itself a feature
+CONSTANT = "Constant"
+_RECORD_FIELDS = 4
+
+
+def new_naming(max_features, width):
+    """The arrays a block's naming needs: up to ``max_features`` features, crosses of up to
+    ``width`` terms."""
+    return (np.empty((max_features, _RECORD_FIELDS), np.int64),
+            np.empty((max_features, max(width, 1)), np.int64))
+
+
+def note_feature(naming, position, namespace, key, name_start):
+    raise TypeError("note_feature is compiled into the parse kernels (features/names.py)")
+
+
+def note_bias(naming, position):
+    raise TypeError("note_bias is compiled into the parse kernels (features/names.py)")
+
+
+def note_cross(naming, position, first, second):
+    raise TypeError("note_cross is compiled into the parse kernels (features/names.py)")
+
+
+def note_cross_members(naming, position, members, cursors, order):
+    raise TypeError("note_cross_members is compiled into the parse kernels (features/names.py)")
+
+
+def mark_unread(naming, indices, start, nnz, mirror, linear_masks):
+    raise TypeError("mark_unread is compiled into the parse kernels (features/names.py)")
+
+
+
+
+@overload(note_feature, inline="always")
+def _note_feature(naming, position, namespace, key, name_start):
+    if len(naming) == 0:
+        return lambda naming, position, namespace, key, name_start: None
+
+    def note(naming, position, namespace, key, name_start):
+        # (naming indexed, not unpacked: numba drops the writes to an unpacked tuple's arrays
+        # in an inlined overload)
+        naming[0][position, 0] = namespace[2]
+        naming[0][position, 1] = name_start
+        naming[0][position, 2] = np.int64(namespace[0])
+        naming[0][position, 3] = np.int64(key)
+        naming[1][position, 0] = LINE_FEATURE
+    return note
+
+
+@overload(note_bias, inline="always")
+def _note_bias(naming, position):
+    if len(naming) == 0:
+        return lambda naming, position: None
+
+    def note(naming, position):
+        naming[1][position, 0] = BIAS
+    return note
+
+
+@overload(note_cross, inline="always")
+def _note_cross(naming, position, first, second):
+    if len(naming) == 0:
+        return lambda naming, position, first, second: None
+
+    def note(naming, position, first, second):
+        members = naming[1]
+        members[position, :] = -1
+        members[position, 0] = first
+        members[position, 1] = second
+    return note
+
+
+@overload(note_cross_members, inline="always")
+def _note_cross_members(naming, position, members, cursors, order):
+    if len(naming) == 0:
+        return lambda naming, position, members, cursors, order: None
+
+    def note(naming, position, members, cursors, order):
+        crossed = naming[1]
+        crossed[position, :] = -1
+        for t in range(order):
+            crossed[position, t] = members[cursors[t]]
+    return note
+
+
+@overload(mark_unread)
+def _mark_unread(naming, indices, start, nnz, mirror, linear_masks):
+    """Mark the linear features of the --ignore_linear letters (noted at the mirror positions,
+    see interactions.py) UNREAD."""
+    if len(naming) == 0:
+        return lambda naming, indices, start, nnz, mirror, linear_masks: None
+
+    def mark(naming, indices, start, nnz, mirror, linear_masks):
+        members = naming[1]
+        for k in range(start, nnz):
+            c = indices[mirror - k]
+            if (linear_masks[c >> 6] >> np.uint64(c & 63)) & np.uint64(1):
+                members[k, 0] = UNREAD
+    return mark
+
+
+# ------------------------------------------------------------ the names of a model's slots
+
+_NAME = re.compile(rb"[^ \t\n\r|:]*")
+BLOCK_SIZE = 8 << 20
+
+
+def feature_names(paths, space, fmt="auto", wanted=None):
+    """The names of the features of ``paths`` read with the FeatureSpace ``space`` (a model's:
+    its bits, crosses, kept namespaces and hash mode), as VW's audit spells them: {slot:
+    [names, sorted]}; only of the slots where ``wanted`` (a bool array over the slots, when
+    given) is set. Malformed lines are skipped: their names are not the model's features."""
+    from streamherd.features.rows import new_merge_table
+
+    names = _Names(space, wanted)
+    merge_table = new_merge_table()
+    for path in paths:
+        for buf, n, fmt_code in _blocks(path, fmt):
+            names.add_block(buf, n, fmt_code, merge_table)
+    return names.by_slot()
+
+
+def _format_code(fmt, buf):
+    """The parse kernel's format (io/block.py) of ``fmt``, or of the lines in ``buf`` (auto)."""
+    from streamherd.io.block import SVMLIGHT, VW
+    from streamherd.io.reader import detect_format
+
+    name = fmt if fmt != "auto" else detect_format(buf[:1 << 16].tobytes())
+    return VW if name == "vw" else SVMLIGHT
+
+
+def _blocks(path, fmt):
+    """(buffer, length, format code) of each block of whole lines of one input."""
+    from streamherd.io.sources import Source
+
+    source = Source(path).open()
+    try:
+        buf = np.empty(BLOCK_SIZE, np.uint8)
+        kept, code = 0, None
+        while True:
+            if kept == len(buf):   # a line longer than the buffer
+                buf = np.concatenate([buf, np.empty(len(buf), np.uint8)])
+            got = source.read_into(memoryview(buf)[kept:])
+            n = kept + got
+            if code is None:
+                code = _format_code(fmt, buf[:n])
+            if got == 0:
+                if n:
+                    yield buf, n, code
+                return
+            complete = int(np.flatnonzero(buf[:n] == 10)[-1]) + 1 if 10 in buf[:n] else 0
+            if complete:
+                yield buf, complete, code
+            kept = n - complete
+            buf[:kept] = buf[complete:n].copy()
+    finally:
+        source.close()
+
+
+class _Names:
+    """The names found so far: each distinct feature of a line (namespace seed, key) once, and
+    the slots named by each name of a line or of a cross."""
+
+    def __init__(self, space, wanted):
+        self.space = space
+        self.wanted = wanted
+        self.ids = {}        # (seed, key, name length) -> index in texts
+        self.texts = []
+        self.slots = {}      # slot -> set of names
+
+    def parse(self, buf, n, fmt_code, merge_table, skip_bad=True):
+        """Parse the lines of ``buf[:n]`` in names mode: (indptr, slots, values, kind, ids,
+        members) of its features as written (unmerged), ``kind`` their members[:, 0] and
+        ``ids`` their names' index in texts (features of a line)."""
+        from streamherd.io.block import count_newlines, parse_block
+        from streamherd.io.csr import allocate_outputs
+
+        space = self.space
+        outputs = allocate_outputs(n, count_newlines(buf, n), space,
+                                   space.max_crossed_features(buf[:n]))
+        naming = new_naming(len(outputs[4]), space.cross_width)
+        rows, nnz = parse_block(buf, n, fmt_code, space.kernel_params(naming), skip_bad, 1,
+                                outputs, merge_table)[:2]
+        slots = outputs[4][:nnz].astype(np.int64)
+        records, members = naming[0][:nnz], naming[1][:nnz]
+        kind = members[:, 0]
+        ids = self._line_feature_ids(buf, slots, records, kind == LINE_FEATURE)
+        return outputs[3][:rows + 1], slots, outputs[5][:nnz], kind, ids, members
+
+    def add_block(self, buf, n, fmt_code, merge_table):
+        _, slots, _, kind, ids, members = self.parse(buf, n, fmt_code, merge_table)
+        crossed = kind >= 0
+        if self.space.bias and (kind == BIAS).any():
+            self._name(np.array([self.space.bias_slot]), [CONSTANT])
+        if crossed.any():
+            self._name_crosses(slots[crossed], members[crossed], ids)
+
+    def _line_feature_ids(self, buf, slots, records, line):
+        """The index in texts of each position's feature of a line (-1 elsewhere), the new
+        ones named."""
+        ids = np.full(len(slots), -1, np.int64)
+        where = np.flatnonzero(line)
+        if not len(where):
+            return ids
+        # a feature is its namespace's seed, its key and its name's length: "03" and "3" are
+        # two names of one key
+        identities = np.column_stack([records[where][:, 2:4],
+                                      _name_lengths(buf, records[where][:, 1])])
+        pairs, first, inverse = np.unique(identities, axis=0, return_index=True,
+                                          return_inverse=True)
+        raw = buf.tobytes()
+        known = np.empty(len(pairs), np.int64)
+        for u, identity in enumerate(map(tuple, pairs.tolist())):
+            known[u] = self.ids.get(identity, -1)
+            if known[u] < 0:
+                ns_start, name_start = records[where[first[u]], :2]
+                known[u] = self.ids[identity] = len(self.texts)
+                self.texts.append(_audit_name(raw, ns_start, name_start))
+        ids[where] = known[inverse.reshape(-1)]
+        self._name(slots[where[first]], [self.texts[i] for i in known])
+        return ids
+
+    def position_names(self, kind, ids, members):
+        """The name of the feature at each position (None: not a feature, --ignore_linear)."""
+        texts = self.texts
+        names = [None] * len(kind)
+        for k, (what, name_id, terms) in enumerate(zip(kind.tolist(), ids.tolist(),
+                                                       members.tolist())):
+            if what == LINE_FEATURE:
+                names[k] = texts[name_id]
+            elif what == BIAS:
+                names[k] = CONSTANT
+            elif what >= 0:
+                names[k] = "*".join(texts[ids[m]] for m in terms if m >= 0)
+        return names
+
+    def _name_crosses(self, slots, members, ids):
+        """Name the crosses (their members' positions in ``members``, -1 padded) by their
+        members' names joined by '*'."""
+        terms = np.where(members >= 0, ids[np.maximum(members, 0)], -1)
+        if self.wanted is not None:
+            keep = self.wanted[slots]
+            slots, terms = slots[keep], terms[keep]
+        distinct = np.unique(np.column_stack([slots, terms]), axis=0)
+        self._name(distinct[:, 0], ["*".join(self.texts[i] for i in row if i >= 0)
+                                    for row in distinct[:, 1:].tolist()])
+
+    def _name(self, slots, texts):
+        for slot, text in zip(slots.tolist(), texts):
+            if self.wanted is None or self.wanted[slot]:
+                self.slots.setdefault(slot, set()).add(text)
+
+    def by_slot(self):
+        return {slot: sorted(texts) for slot, texts in self.slots.items()}
+
+
+@njit(cache=True, nogil=True)
+def _name_lengths(buf, starts):
+    """The length of each name starting at ``starts``: up to a blank, ':', '|' or a line end
+    (_NAME)."""
+    lengths = np.empty(len(starts), np.int64)
+    for k in range(len(starts)):
+        p = starts[k]
+        while p < len(buf) and not (buf[p] == 32 or buf[p] == 9 or buf[p] == 10
+                                    or buf[p] == 13 or buf[p] == 124 or buf[p] == 58):
+            p += 1
+        lengths[k] = p - starts[k]
+    return lengths
+
+
+def _audit_name(raw, ns_start, name_start):
+    """A feature's name as VW's audit prints it: ``namespace^name``, or ``name`` in the
+    default namespace."""
+    name = _NAME.match(raw, name_start).group().decode("utf-8", "replace")
+    if ns_start < 0:
+        return name
+    return _NAME.match(raw, ns_start).group().decode("utf-8", "replace") + "^" + name
+
+
+# ------------------------------------------------------------------------- --audit
+
+def audit_lines(chunk, space, weights, fmt="auto", skip_bad=False):
+    """For each example of ``chunk`` (parsed with ``space``), VW's audit line of its features
+    as written (before --normalize): a tab before each ``name:slot:value:weight``, the weight
+    the one the prediction read (``weights``: one block of slots). Its block is parsed once
+    more, in names mode, so predict without --audit pays nothing for it."""
+    from streamherd.features.rows import new_merge_table
+
+    names = _Names(space, None)
+    buf = np.ascontiguousarray(chunk.block)
+    indptr, slots, values, kind, ids, members = names.parse(
+        buf, len(buf), _format_code(fmt, buf), new_merge_table(), skip_bad)
+    assert len(indptr) == chunk.n_examples + 1, "the audit's parse differs from the reader's"
+    texts = names.position_names(kind, ids, members)
+    items = [None if text is None else f"\t{text}:{slot}:{_number(value)}:{_number(weight)}"
+             for text, slot, value, weight in zip(texts, slots.tolist(), values.tolist(),
+                                                   weights[slots].tolist())]
+    return ["".join(item for item in items[start:end] if item is not None)
+            for start, end in zip(indptr[:-1].tolist(), indptr[1:].tolist())]
+
+
+def _number(value):
+    """A value or weight as few digits as read back the same (1 for 1.0, as VW prints it)."""
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
