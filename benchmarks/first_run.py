@@ -478,14 +478,9 @@ def format_profile(profile):
 
 
 def write_readme(text):
-    readme = README.read_text() if README.exists() else "# Benchmarks\n"
-    section = f"{START}\n{text}\n{END}"
-    if START in readme and END in readme:
-        head, rest = readme.split(START, 1)
-        readme = head + section + rest.split(END, 1)[1]
-    else:
-        readme = readme.rstrip("\n") + "\n\n" + section + "\n"
-    README.write_text(readme)
+    from throughput import replace_section
+
+    replace_section(START, END, f"{START}\n{text}\n{END}", README)
 
 
 def main():

@@ -21,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import make_data  # noqa: E402
-from throughput import README, machine, machine_line, run_once  # noqa: E402
+from throughput import machine, machine_line, replace_section, run_once  # noqa: E402
 
 START, END = "<!-- passes:start -->", "<!-- passes:end -->"
 TARGET = 2.0
@@ -76,13 +76,7 @@ def write_readme(lines, rows, args, data, cache_dir):
         "", *lines, "", "Exact commands ($TMP: a fresh temporary folder):", "",
         *[f"- {name}: `{display(cmd, cache_dir)}`" for name, cmd in rows.items()],
         END])
-    text = README.read_text()
-    if START in text and END in text:
-        before, rest = text.split(START, 1)
-        text = before + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    README.write_text(text)
+    replace_section(START, END, section)
 
 
 def main():

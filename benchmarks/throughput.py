@@ -679,6 +679,18 @@ def write_readme(cases, args, mach, data_desc, command, full_cov):
     README.write_text(text)
 
 
+def replace_section(start, end, block, readme=README):
+    """Put ``block`` (the section, from marker ``start`` to ``end``) where the README has those
+    markers, or at its end: each benchmark script writes its own section so."""
+    text = readme.read_text() if readme.exists() else "# Benchmarks\n"
+    if start in text and end in text:
+        before, rest = text.split(start, 1)
+        text = before + block + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    readme.write_text(text)
+
+
 def load_desc(cases):
     loads = [c.load for c in cases if c.load is not None]
     return f"{min(loads):.1f} to {max(loads):.1f}" if loads else "n/a"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from throughput import README, machine, machine_line  # noqa: E402
+from throughput import machine, machine_line, replace_section  # noqa: E402
 
 START, END = "<!-- voted-perceptron:start -->", "<!-- voted-perceptron:end -->"
 DATASETS = {
@@ -78,13 +78,7 @@ def write_readme(lines, args):
         f"--max-support 100000: nothing folds on these sets), as `predict` reports it. Target "
         f"(issue 19): the voted perceptron within 2 points of avg-perceptron. Regenerate with "
         f"`python benchmarks/voted_perceptron.py --write-readme`.", "", *lines, END])
-    text = README.read_text()
-    if START in text and END in text:
-        before, rest = text.split(START, 1)
-        text = before + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    README.write_text(text)
+    replace_section(START, END, section)
 
 
 def main():
