@@ -318,11 +318,8 @@ def _letter_pairs(indices, values, grouping, first, second, mask, out, naming):
         half_hash = np.uint64(indices[p]) * FNV_PRIME
         value = values[p]
         for b in range(a if g == h else group_start[h], group_start[h + 1]):
-            q = members[b]
-            indices[out] = np.int32((half_hash ^ np.uint64(indices[q])) & umask)
-            values[out] = value * values[q]
-            note_cross(naming, out, p, q)
-            out += 1
+            out = _write_pair(indices, values, out, half_hash, value, p, members[b], umask,
+                              naming)
     return out
 
 
@@ -337,20 +334,24 @@ def _pairs(indices, values, mirror, grouping, letter, seed, cursor, first, mask,
     umask = np.uint64(mask)
     if seed == -1.0:   # a letter term: every member
         for c in range(cursor, end):
-            p = members[c]
-            indices[out] = np.int32((half_hash ^ np.uint64(indices[p])) & umask)
-            values[out] = product * values[p]
-            note_cross(naming, out, first_position, p)
-            out += 1
+            out = _write_pair(indices, values, out, half_hash, product, first_position,
+                              members[c], umask, naming)
         return out
     for c in range(cursor, end):
-        p = members[c]
-        if values[mirror - p] == seed:
-            indices[out] = np.int32((half_hash ^ np.uint64(indices[p])) & umask)
-            values[out] = product * values[p]
-            note_cross(naming, out, first_position, p)
-            out += 1
+        if values[mirror - members[c]] == seed:
+            out = _write_pair(indices, values, out, half_hash, product, first_position,
+                              members[c], umask, naming)
     return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _write_pair(indices, values, out, half_hash, value, first, second, umask, naming):
+    """Write at ``out`` the cross of the feature at ``first`` (its hash times FNV_PRIME,
+    ``half_hash``; its value, ``value``) with the one at ``second``; returns out + 1."""
+    indices[out] = np.int32((half_hash ^ np.uint64(indices[second])) & umask)
+    values[out] = value * values[second]
+    note_cross(naming, out, first, second)
+    return out + 1
 
 
 @njit(cache=True, nogil=True, inline="always")
