@@ -2,6 +2,7 @@
 and chunks of in-memory rows, and an independent (pure Python + mmh3) model of VW's feature
 hashing."""
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 VW_CONSTANT = 11650396
+
+# pytest-xdist's workers ignore SIGINT, and a child process inherits an ignored signal: Python
+# then installs no KeyboardInterrupt handler, and the tests that press Ctrl-C on a run would see
+# it go on. The test processes take Ctrl-C as a terminal's process would.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
