@@ -242,9 +242,9 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     start = plan(algo, options, bits, bias, normalize, choice, initial_model, skip_bad,
                  namespaces)
     trainer = Trainer(start, test_only)
+    note = (lambda text: None) if quiet else (lambda text: say(f"streamherd: {text}"))
     with contextlib.ExitStack() as stack:
-        inputs = stack.enter_context(replayable(paths, passes.count, (lambda text: None) if quiet
-                                                else (lambda text: say(f"streamherd: {text}"))))
+        inputs = stack.enter_context(replayable(paths, passes.count, note))
         extras = Extras(predictions_path and stack.enter_context(
             replaced_on_success(predictions_path, what="predictions")), examples, test_only)
 
@@ -258,7 +258,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         progress = ProgressiveValidation(quiet=quiet, total_bytes=total and total * passes.count,
                                          compile_watch=compilation.watch(quiet),
                                          schedule=schedule)
-        used, best, reader = _run_passes(passes, reader, new_reader, trainer, progress,
+        chunks = stack.enter_context(PassChunks(passes, new_reader, reader, note))
+        used, best, reader = _run_passes(passes, chunks, trainer, progress,
                                          lambda: _preamble(final_model, trainer, paths, passes,
                                                            extras),
                                          pass_paths, extras)
@@ -286,13 +287,12 @@ def _check_test_only(test_only, final_model, passes):
                               "same again; drop --passes")
 
 
-def _run_passes(passes, reader, new_reader, trainer, progress, preamble, pass_paths, extras):
-    """The passes over the inputs (``reader`` the first's, ``new_reader()`` each later one's),
-    the preamble printed once, each pass's model saved to ``pass_paths`` (if any), until
-    ``extras.examples`` are read; returns (passes used, the BestPass or None without a holdout
-    set, the last reader)."""
+def _run_passes(passes, chunks, trainer, progress, preamble, pass_paths, extras):
+    """The passes over the inputs (``chunks``: their PassChunks), the preamble printed once,
+    each pass's model saved to ``pass_paths`` (if any), until ``extras.examples`` are read;
+    returns (passes used, the BestPass or None without a holdout set, the last reader)."""
     best = BestPass(passes.early_terminate) if passes.holdout else None
-    chunks = PassChunks(passes, new_reader, reader)
+    reader = chunks.reader
     used = 0
     while used < passes.count and not (best is not None and best.stop):
         progress.start_pass(show_holdout=passes.holdout and used > 0)
