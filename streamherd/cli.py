@@ -227,8 +227,8 @@ def train(
     save_per_pass: bool = _vw_flag(False, "save_per_pass", "Also write each pass's model, "
                                    "STEM.passK.npz beside -f STEM.npz."),
     shuffle: bool = typer.Option(False, "--shuffle", help="Each pass in its own random order: "
-                                 "exact when the input fits --shuffle_memory, else within "
-                                 "windows of that size."),
+                                 "exact when the input fits --shuffle_memory, else "
+                                 "block-wise (blocks and the rows of each window permuted)."),
     random_seed: int = _vw_flag(0, "random_seed", "Seed of --shuffle."),
     shuffle_memory: int = _vw_flag(1024, "shuffle_memory", "MiB of parsed rows --shuffle holds "
                                    "at once."),
@@ -241,6 +241,10 @@ def train(
                                         "the model's test loss in the table); writes no model."),
     examples: Optional[int] = typer.Option(None, "--examples", show_default=False,
                                            help="Stop after N examples (over all passes)."),
+    audit: bool = typer.Option(False, "--audit", help="On standard output, each example's "
+                               "prediction line, then its features as VW's --audit "
+                               "(name:slot:value:weight, the weight before its update; a line "
+                               "per class, class:score first, for a multiclass model)."),
     progress: Optional[str] = typer.Option(None, "-P", "--progress", show_default=False,
                                            help="A table row every N examples (an integer), or "
                                                 "each time the count grows F times (a number "
@@ -259,6 +263,7 @@ def train(
                                     early_terminate, save_per_pass, shuffle, random_seed,
                                     shuffle_memory), progress_every=progress,
                       predictions=predictions, examples=examples, test_only=test_only,
+                      audit=audit,
                       namespaces=dict(quadratic=quadratic, cubic=cubic,
                                       interactions=interactions,
                                       ignore="".join(ignore or ()), keep="".join(keep or ()),

@@ -19,10 +19,19 @@ the task's dropping of rows.
 ``--shuffle`` (seeded by ``--random_seed``): each pass in its own order. The inputs are read
 into windows of at most ``--shuffle_memory`` MiB of parsed rows; when the whole input fits in one
 (the first pass tells), the shuffle is exact (a permutation of all the rows, drawn from numpy's
-default_rng([seed, pass])) and the later passes come from memory; beyond, the rows of each
-window are permuted, the windows in input order (a block-wise shuffle: examples never move
-further than a window). The holdout set is the same examples in every pass: they are counted in
-input order, before the shuffle.
+default_rng([seed, pass])) and the later passes come from memory. Beyond, the shuffle is
+block-wise: the first pass reads the windows in input order and permutes the rows inside each;
+it also writes each parsed block (a chunk of the reader, ``--block-size`` bytes of input) to a
+temporary file (the "spill", under the system temporary folder, said on stderr, removed at the
+end, also on an error or Ctrl-C). Each later pass k permutes the order of the blocks
+(default_rng([seed, k])), reads them back from the spill in that order, a window of at most
+``--shuffle_memory`` MiB of them at a time, and permutes the rows of each window with the same
+generator. Why a spill of parsed blocks rather than seeking into the inputs: it serves every
+input alike (compressed files and the spilled stdin cannot seek), and the later passes skip
+parsing; it costs disk (about the size of the input plus 12 bytes per feature). Memory stays
+about twice the window (the blocks read, then joined), whatever the input's length. The holdout
+set is the same examples in every pass: they are counted in input order in the first pass,
+before the shuffle, and the mark (a negated importance) is spilled with the rows.
 """
 import contextlib
 import dataclasses
@@ -103,25 +112,49 @@ def held_out_rows(importance):
 
 class PassChunks:
     """The chunks of each pass, held-out rows marked (with a holdout set) and shuffled (with
-    --shuffle); ``reader``: the reader of the last pass read from the inputs."""
+    --shuffle); ``reader``: the reader of the last pass read from the inputs. A context manager:
+    the spill of a block-wise shuffle (if any) is removed on the way out."""
 
-    def __init__(self, passes, new_reader, reader):
+    def __init__(self, passes, new_reader, reader, note=lambda text: None):
         self.passes = passes
         self.new_reader = new_reader
         self.reader = reader
+        self.note = note
         self._in_memory = None    # the whole input, when it fits one shuffle window
+        self._spill = None        # the parsed blocks of the first pass, beyond one window
+        self._spilled_bytes_done = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._spill is not None:
+            self._spill.remove()
 
     @property
     def bytes_done(self):
+        if self._spill is not None and self._spill.complete:
+            return self._spilled_bytes_done
         return self.reader.bytes_done
 
     def of_pass(self, k):
         """The chunks of pass k (1-based)."""
-        if k > 1 and self._in_memory is None:
-            self.reader = self.new_reader()
         if not self.passes.shuffle:
+            if k > 1:
+                self.reader = self.new_reader()
             return self._marked(self.reader)
-        return self._shuffled(k)
+        if k == 1:
+            return self._first_shuffled()
+        if self._in_memory is not None:
+            return self._rows_permuted([self._in_memory], self._rng(k))
+        if self._spill is not None:
+            return self._from_spill(k)
+        self.reader = self.new_reader()   # a single pass asked for more: windows again
+        return self._rows_permuted(self._windows(map(Chunk.copy, self._marked(self.reader))),
+                                   self._rng(k))
+
+    def _rng(self, k):
+        return np.random.default_rng([self.passes.random_seed, k])
 
     def _marked(self, chunks):
         """``chunks`` with their held-out rows marked, counted in order from 1."""
@@ -132,13 +165,9 @@ class PassChunks:
             seen += chunk.n_examples
             yield chunk
 
-    def _shuffled(self, k):
-        rng = np.random.default_rng([self.passes.random_seed, k])
-        windows = [self._in_memory] if self._in_memory is not None else \
-            self._marked(self._windows())
-        count = 0
+    def _rows_permuted(self, windows, rng):
+        """The rows of each window in an order drawn from ``rng``, in chunks of SHUFFLED_ROWS."""
         for window in windows:
-            count += 1
             order = rng.permutation(window.n_examples)
             for start in range(0, len(order), SHUFFLED_ROWS):
                 part = window.take(order[start:start + SHUFFLED_ROWS])
@@ -146,23 +175,128 @@ class PassChunks:
                     part = dataclasses.replace(part, bad_lines=0,
                                                bad_line_numbers=np.zeros(0, np.int64))
                 yield part
-            if k == 1 and count == 1:
-                first = window
-        if k == 1 and count == 1 and self.passes.count > 1:
-            self._in_memory = first
 
-    def _windows(self):
-        """The inputs as chunks of at most --shuffle_memory MiB of parsed rows each."""
+    def _first_shuffled(self):
+        """Pass 1: windows in input order, rows permuted inside each. With later passes, an
+        input that fits one window is kept in memory, and a larger one is spilled block by
+        block from the moment the first window fills."""
+        if self.passes.count == 1:
+            windows = self._windows(map(Chunk.copy, self._marked(self.reader)))
+            yield from self._rows_permuted(windows, self._rng(1))
+            return
+        seen = []   # the first window, and whether there are more
+
+        def noted(windows):
+            for window in windows:
+                seen[:] = [window] if not seen else [None, None]
+                yield window
+
+        yield from self._rows_permuted(noted(self._windows(self._spilled(
+            self._marked(self.reader)))), self._rng(1))
+        if len(seen) == 1 and self._spill is None:
+            self._in_memory = seen[0]
+        if self._spill is not None:
+            self._spill.complete = True
+
+    def _spilled(self, chunks):
+        """``chunks`` (copies, of their own), written to the spill once the first window is
+        full (the chunks held until then written first)."""
+        limit = self.passes.shuffle_memory_mib << 20
+        held, size, done = [], 0, 0
+        for chunk in chunks:
+            chunk = chunk.copy()
+            raw_bytes, done = self.reader.bytes_done - done, self.reader.bytes_done
+            if self._spill is None:
+                held.append((chunk, raw_bytes))
+                size += chunk_nbytes(chunk)
+                if size >= limit:
+                    self._spill = BlockSpill(self.note, self.passes.count)
+                    for block, block_raw_bytes in held:
+                        self._spill.write(block, block_raw_bytes)
+                    held = None
+            else:
+                self._spill.write(chunk, raw_bytes)
+            yield chunk
+
+    def _from_spill(self, k):
+        """Pass k (> 1) of a block-wise shuffle: the spilled blocks in a permuted order, read a
+        window at a time, the rows of each window permuted."""
+        rng = self._rng(k)
+        order = rng.permutation(self._spill.n_blocks)
+        self._spilled_bytes_done = 0
+
+        def blocks():
+            for i in order:
+                self._spilled_bytes_done += self._spill.raw_bytes[i]
+                yield self._spill.read(i)
+        return self._rows_permuted(self._windows(blocks()), rng)
+
+    def _windows(self, chunks):
+        """``chunks`` (with arrays of their own) joined into windows of at most
+        --shuffle_memory MiB of parsed rows each."""
         limit = self.passes.shuffle_memory_mib << 20
         held, size = [], 0
-        for chunk in self.reader:
-            held.append(chunk.copy())
-            size += sum(a.nbytes for a in vars(held[-1]).values() if isinstance(a, np.ndarray))
+        for chunk in chunks:
+            held.append(chunk)
+            size += chunk_nbytes(chunk)
             if size >= limit:
-                yield Chunk.concatenate(held)
-                held, size = [], 0
+                window, held, size = Chunk.concatenate(held), [], 0
+                yield window
         if held:
-            yield Chunk.concatenate(held)
+            window, held = Chunk.concatenate(held), []
+            yield window
+
+
+def chunk_nbytes(chunk):
+    """The bytes of a chunk's arrays."""
+    return sum(a.nbytes for a in vars(chunk).values() if isinstance(a, np.ndarray))
+
+
+SPILLED_ARRAYS = ("block", "labels", "importance", "line_numbers", "indptr", "indices", "values",
+                  "tag_start", "tag_end", "label_start", "label_end", "bad_line_numbers")
+
+
+class BlockSpill:
+    """Parsed blocks in a temporary file (np.save of each array, one block after another), read
+    back in any order by the byte offset of each; removed by ``remove``."""
+
+    def __init__(self, note, passes):
+        fd, self.path = tempfile.mkstemp(prefix="streamherd-shuffle-", suffix=".spill")
+        self.file = os.fdopen(fd, "w+b")
+        note(f"the input is larger than --shuffle_memory: its parsed blocks are copied to "
+             f"{self.path} for the block-wise shuffle of the {passes} passes (removed at the end)")
+        self.offsets, self.scalars, self.raw_bytes = [], [], []
+        self.complete = False
+
+    def write(self, chunk, raw_bytes):
+        self.file.seek(0, os.SEEK_END)
+        self.offsets.append(self.file.tell())
+        try:
+            for name in SPILLED_ARRAYS:
+                np.save(self.file, getattr(chunk, name), allow_pickle=False)
+        except OSError as e:
+            raise StreamherdError(f"cannot write the shuffle's copy of the input to {self.path}: "
+                                  f"{e.strerror}; free space in {os.path.dirname(self.path)}, "
+                                  f"set TMPDIR, or raise --shuffle_memory") from None
+        self.scalars.append((chunk.source, chunk.n_lines, chunk.bad_lines, chunk.n_bytes))
+        self.raw_bytes.append(raw_bytes)
+
+    @property
+    def n_blocks(self):
+        return len(self.offsets)
+
+    def read(self, i):
+        """Block ``i`` (in spill order) as a chunk."""
+        self.file.seek(self.offsets[i])
+        arrays = {name: np.load(self.file, allow_pickle=False) for name in SPILLED_ARRAYS}
+        source, n_lines, bad_lines, n_bytes = self.scalars[i]
+        return Chunk(source=source, n_lines=n_lines, bad_lines=bad_lines, n_bytes=n_bytes,
+                     **arrays)
+
+    def remove(self):
+        self.file.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
 
 
 def per_pass_path(final_model, k):

@@ -129,11 +129,13 @@ class Extras:
     """What a training run does besides learning: ``predictions``, a text file for -p's
     progressive predictions (one line per example, as predict writes them); ``examples``:
     --examples, stop after that many examples (over every pass); ``test_only``: -t, predict
-    without updating (the table and the loss as a training run's)."""
+    without updating (the table and the loss as a training run's); ``audit``: --audit, each
+    example's prediction and features on standard output."""
 
     predictions: object = None
     examples: "int | None" = None
     test_only: bool = False
+    audit: object = None     # --audit: a features.names.LearningAudit
 
 
 class Trainer:
@@ -157,8 +159,7 @@ class Trainer:
     def learn(self, chunk):
         """One chunk: its Step. A row of negative importance (passes.mark_held_out) is
         predicted, not learned from."""
-        if self.undecided:
-            self._settle(tasks.detect(chunk, self.task.skip_bad))
+        self.settle(chunk)
         chunk, targets = self.task.targets(chunk, learning=not self.test_only)
         try:
             updates, predictions = (0, self.task.predict(self.learner, chunk)) if self.test_only \
@@ -172,6 +173,11 @@ class Trainer:
         return Step(chunk, task.loss(targets, predictions), updates,
                     lambda i: (chunk.label_token(i) or "unknown",
                                task.prediction_text(predictions, i)), predictions)
+
+    def settle(self, chunk):
+        """The task the labels of ``chunk`` choose, when the first chunk chooses it."""
+        if self.undecided:
+            self._settle(tasks.detect(chunk, self.task.skip_bad))
 
     def finish(self):
         """The task of a stream that brought no chunk to choose it: binary."""
@@ -202,7 +208,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
           initial_model=None, quiet=False, skip_bad=False, block_size=DEFAULT_BLOCK_SIZE,
           normalize=None, multiclass=None, classes=None, loss=None, allow_empty=False,
           passes=Passes(), progress_every=None, namespaces=None, predictions=None,
-          examples=None, test_only=False):
+          examples=None, test_only=False, audit=False):
     """Stream every example through the learner, once per pass; returns the run summary (a
     dict).
 
@@ -218,7 +224,9 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     -P's text, when the table prints its rows (progress.Schedule). ``predictions``: -p, a
     file for the progressive predictions (written whole or not at all, as the model);
     ``examples``: --examples, at most that many examples over all passes; ``test_only``: -t,
-    predict every example with the initial model, learn nothing, write no model. A run that
+    predict every example with the initial model, learn nothing, write no model; ``audit``:
+    --audit, each example's prediction and features with the weights before its update on
+    standard output (features/names.LearningAudit). A run that
     learns from no labeled example fails (exit 2) and writes no model, unless ``allow_empty``:
     then the model (the initial one, or an untrained one) is written. Inputs and the model's
     path are checked before any work; the model is written to a temporary file that replaces
@@ -242,11 +250,12 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     start = plan(algo, options, bits, bias, normalize, choice, initial_model, skip_bad,
                  namespaces)
     trainer = Trainer(start, test_only)
+    note = (lambda text: None) if quiet else (lambda text: say(f"streamherd: {text}"))
     with contextlib.ExitStack() as stack:
-        inputs = stack.enter_context(replayable(paths, passes.count, (lambda text: None) if quiet
-                                                else (lambda text: say(f"streamherd: {text}"))))
+        inputs = stack.enter_context(replayable(paths, passes.count, note))
         extras = Extras(predictions_path and stack.enter_context(
-            replaced_on_success(predictions_path, what="predictions")), examples, test_only)
+            replaced_on_success(predictions_path, what="predictions")), examples, test_only,
+            _learning_audit(start, fmt, skip_bad) if audit else None)
 
         def new_reader():
             return ChunkReader(inputs, fmt=fmt, features=start.space, skip_bad=skip_bad,
@@ -258,7 +267,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         progress = ProgressiveValidation(quiet=quiet, total_bytes=total and total * passes.count,
                                          compile_watch=compilation.watch(quiet),
                                          schedule=schedule)
-        used, best, reader = _run_passes(passes, reader, new_reader, trainer, progress,
+        chunks = stack.enter_context(PassChunks(passes, new_reader, reader, note))
+        used, best, reader = _run_passes(passes, chunks, trainer, progress,
                                          lambda: _preamble(final_model, trainer, paths, passes,
                                                            extras),
                                          pass_paths, extras)
@@ -277,6 +287,13 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     return summary
 
 
+def _learning_audit(start, fmt, skip_bad):
+    """train --audit's printer (standard output, as VW's)."""
+    from streamherd.features.names import LearningAudit
+
+    return LearningAudit(sys.stdout, start.space, fmt, skip_bad)
+
+
 def _check_test_only(test_only, final_model, passes):
     if test_only and final_model is not None:
         raise StreamherdError("-t predicts without learning, so there is no model to write: "
@@ -286,13 +303,12 @@ def _check_test_only(test_only, final_model, passes):
                               "same again; drop --passes")
 
 
-def _run_passes(passes, reader, new_reader, trainer, progress, preamble, pass_paths, extras):
-    """The passes over the inputs (``reader`` the first's, ``new_reader()`` each later one's),
-    the preamble printed once, each pass's model saved to ``pass_paths`` (if any), until
-    ``extras.examples`` are read; returns (passes used, the BestPass or None without a holdout
-    set, the last reader)."""
+def _run_passes(passes, chunks, trainer, progress, preamble, pass_paths, extras):
+    """The passes over the inputs (``chunks``: their PassChunks), the preamble printed once,
+    each pass's model saved to ``pass_paths`` (if any), until ``extras.examples`` are read;
+    returns (passes used, the BestPass or None without a holdout set, the last reader)."""
     best = BestPass(passes.early_terminate) if passes.holdout else None
-    chunks = PassChunks(passes, new_reader, reader)
+    reader = chunks.reader
     used = 0
     while used < passes.count and not (best is not None and best.stop):
         progress.start_pass(show_holdout=passes.holdout and used > 0)
@@ -349,6 +365,8 @@ def _learn_from(chunks, trainer, progress, preamble, holdout=False, bytes_done=N
     rows are marked (passes.mark_held_out); ``bytes_done()``: the input read so far (for the
     progress bar); ``extras``: -p's file, --examples. Returns whether --examples stopped it."""
     announced = preamble is None
+    if extras.audit is not None:
+        chunks = extras.audit.one_by_one(chunks, trainer.settle)
     for chunk in chunks:
         if extras.examples is not None:
             left = extras.examples - progress.examples
@@ -356,11 +374,11 @@ def _learn_from(chunks, trainer, progress, preamble, holdout=False, bytes_done=N
                 return True
             if chunk.n_examples > left:
                 chunk = chunk.take(np.arange(left))
+        if extras.audit is not None:
+            extras.audit.before(trainer.learner, chunk)
         step = trainer.learn(chunk)
-        if extras.predictions is not None and step.chunk.n_examples:
-            progressive = Scored(step.chunk, step.predictions, step.predictions, None, 0)
-            extras.predictions.write("\n".join(_tagged(step.chunk, trainer.task.lines(
-                trainer.learner, progressive, tasks.LABEL))) + "\n")
+        if (extras.predictions or extras.audit) is not None and step.chunk.n_examples:
+            _write_progressive(trainer, step, extras)
         progress.loss_name = trainer.task.loss_name
         if not announced and step.chunk.n_examples:
             announced = True
@@ -373,6 +391,18 @@ def _learn_from(chunks, trainer, progress, preamble, holdout=False, bytes_done=N
                            updates=step.updates, bad_lines=step.chunk.bad_lines,
                            bytes_done=bytes_done and bytes_done(), held_out=held_out)
     return extras.examples is not None and progress.examples >= extras.examples
+
+
+def _write_progressive(trainer, step, extras):
+    """-p's line of each example of ``step`` (the prediction before its update), and with
+    --audit that line and the example's features on standard output."""
+    progressive = Scored(step.chunk, step.predictions, step.predictions, None, 0)
+    lines = _tagged(step.chunk, trainer.task.lines(trainer.learner, progressive, tasks.LABEL))
+    if extras.predictions is not None:
+        extras.predictions.write("\n".join(lines) + "\n")
+    if extras.audit is not None:   # one example at a time
+        task = trainer.task
+        extras.audit.write(lines[0], task.labels.texts if task.kind == "multiclass" else None)
 
 
 def _tagged(chunk, values):
@@ -451,23 +481,23 @@ def _preamble(final_model, trainer, paths, passes=Passes(), extras=Extras()):
 
 
 def _audit_weights(meta, arrays):
-    """predict --audit: the weights the predictions read (a binary or regression model's)."""
+    """predict --audit: the weights the predictions read, one row per class block (one row for
+    a binary or regression model)."""
     from streamherd.inspection import prediction_weights
 
-    if meta.get("task") == "multiclass":
-        raise StreamherdError("--audit lists one weight per feature, of a binary or regression "
-                              "model; for a multiclass model's weights use streamherd inspect "
-                              "MODEL --names DATA")
-    return prediction_weights(arrays)
+    return prediction_weights(arrays).reshape(-1, 1 << meta["bits"])
 
 
-def _audited(values, chunk, reader, weights):
-    """Each prediction line followed by VW's audit line of the example's features
-    (features/names.audit_lines)."""
-    from streamherd.features.names import audit_lines
+def _audited(values, scored, reader, weights, task):
+    """Each prediction line followed by VW's audit of the example's features
+    (features/names.AuditedFeatures.lines), one line per class for a multiclass model."""
+    from streamherd.features.names import AuditedFeatures, class_heads
 
-    audits = audit_lines(chunk, reader.features, weights, reader.fmt, reader.skip_bad)
-    return [f"{value}\n{audit}" for value, audit in zip(values, audits)]
+    features = AuditedFeatures(scored.chunk, reader.features, reader.fmt, reader.skip_bad)
+    if task.kind != "multiclass":
+        return [f"{value}\n{features.lines(row, weights)}" for row, value in enumerate(values)]
+    return [f"{value}\n{features.lines(row, weights, class_heads(task.labels.texts, scores))}"
+            for row, (value, scores) in enumerate(zip(values, scored.scores))]
 
 
 def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, skip_bad=False,
@@ -522,7 +552,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
                 loss += scored.loss
                 values = _tagged(chunk, values)
                 if audit:
-                    values = _audited(values, chunk, reader, weights)
+                    values = _audited(values, scored, reader, weights, task)
                 if skip_bad:
                     skipped += chunk.bad_lines
                     values = _with_skipped_lines(chunk, values)

@@ -180,11 +180,3 @@ def test_predict_audit_is_weights_times_values_of_vws_features(  # noqa: F811
             (n, int(s)) for n, s, _, _ in (i.rsplit(":", 3) for i in theirs.split("\t")[1:]))
         assert all(weight == weights[slot] for _, slot, _, weight in ours)
         assert sum(w * v for _, _, v, w in ours) == pytest.approx(margin, rel=1e-6, abs=1e-9)
-
-
-def test_audit_of_a_multiclass_model_is_a_one_line_error(run_cli, tmp_path):
-    path = tmp_path / "m.svm"
-    path.write_text("red 1:1\ngreen 2:1\nblue 3:1\n")
-    model = tmp_path / "m.npz"
-    assert run_cli("train", "--quiet", path, "-f", model).returncode == 0
-    assert "multiclass" in one_line_error(run_cli("predict", "--audit", "-m", model, path))

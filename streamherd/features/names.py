@@ -15,6 +15,7 @@ A name ends where the lexers end it: at a blank, ':', '|' or the line's end; a V
 is ``namespace^name`` (``name`` in the default namespace), a cross's its members' joined by
 ``*``, the bias's ``Constant``.
 """
+import dataclasses
 import re
 
 import numpy as np
@@ -305,26 +306,110 @@ def _audit_name(raw, ns_start, name_start):
 
 # ------------------------------------------------------------------------- --audit
 
-def audit_lines(chunk, space, weights, fmt="auto", skip_bad=False):
-    """For each example of ``chunk`` (parsed with ``space``), VW's audit line of its features
-    as written (before --normalize): a tab before each ``name:slot:value:weight``, the weight
-    the one the prediction read (``weights``: one block of slots). Its block is parsed once
-    more, in names mode, so predict without --audit pays nothing for it."""
-    from streamherd.features.rows import new_merge_table
+class AuditedFeatures:
+    """The features of each example of a chunk as VW's audit names them: example r's are
+    positions ``indptr[r]:indptr[r + 1]`` of ``names``, ``slots`` and ``values`` (as written,
+    before --normalize). The chunk's block is parsed once more, in names mode, so that a run
+    without --audit pays nothing for it."""
 
-    names = _Names(space, None)
-    buf = np.ascontiguousarray(chunk.block)
-    indptr, slots, values, kind, ids, members = names.parse(
-        buf, len(buf), _format_code(fmt, buf), new_merge_table(), skip_bad)
-    assert len(indptr) == chunk.n_examples + 1, "the audit's parse differs from the reader's"
-    texts = names.position_names(kind, ids, members)
-    items = [None if text is None else f"\t{text}:{slot}:{_number(value)}:{_number(weight)}"
-             for text, slot, value, weight in zip(texts, slots.tolist(), values.tolist(),
-                                                   weights[slots].tolist())]
-    return ["".join(item for item in items[start:end] if item is not None)
-            for start, end in zip(indptr[:-1].tolist(), indptr[1:].tolist())]
+    def __init__(self, chunk, space, fmt="auto", skip_bad=False):
+        from streamherd.features.rows import new_merge_table
+
+        names = _Names(space, None)
+        buf = np.ascontiguousarray(chunk.block)
+        indptr, slots, values, kind, ids, members = names.parse(
+            buf, len(buf), _format_code(fmt, buf), new_merge_table(), skip_bad)
+        assert len(indptr) == chunk.n_examples + 1, "the audit's parse differs from the reader's"
+        texts = names.position_names(kind, ids, members)
+        named = np.array([text is not None for text in texts], bool)
+        self.names = [text for text in texts if text is not None]
+        self.slots, self.values = slots[named], values[named]
+        self.indptr = np.concatenate([[0], np.cumsum(named)])[indptr]
+
+    def of_example(self, row):
+        """(names, slots, values) of example ``row``."""
+        start, end = self.indptr[row], self.indptr[row + 1]
+        return self.names[start:end], self.slots[start:end], self.values[start:end]
+
+    def lines(self, row, class_weights, heads=("",)):
+        """Example ``row``'s audit: for each class (a row of ``class_weights``, the weights at
+        every slot of the model's block; one row for a binary or regression model), a line of
+        its head, then a tab before each feature's ``name:slot:value:weight``."""
+        names, slots, values = self.of_example(row)
+        return "\n".join(audit_line(head, names, slots, values, weights[slots])
+                         for head, weights in zip(heads, class_weights))
+
+
+def audit_line(head, names, slots, values, weights):
+    """``head``, then VW's ``\tname:slot:value:weight`` of each feature."""
+    return head + "".join(f"\t{name}:{slot}:{_number(value)}:{_number(weight)}"
+                          for name, slot, value, weight in zip(
+                              names, slots.tolist(), values.tolist(), weights.tolist()))
+
+
+def class_heads(class_texts, scores):
+    """The head of each class's audit line of a multiclass model: ``class:score``."""
+    return [f"{text}:{score:.6f}" for text, score in zip(class_texts, scores.tolist())]
 
 
 def _number(value):
     """A value or weight as few digits as read back the same (1 for 1.0, as VW prints it)."""
     return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+
+
+class LearningAudit:
+    """train --audit: each example's prediction line, then its audit, the weights those the
+    prediction read (before the example's update). Examples are learned one at a time (a
+    Python loop per example: it prints text per feature anyway); a run without --audit never
+    comes here."""
+
+    def __init__(self, sink, space, fmt="auto", skip_bad=False):
+        self.sink, self.space, self.fmt, self.skip_bad = sink, space, fmt, skip_bad
+        self._example = None    # (names, slots, values) of the example being learned
+        self._before = None     # (weights at its slots, scores) per class, before its update
+
+    def one_by_one(self, chunks, settle):
+        """The chunks' examples, each as a chunk of its own (the chunk's skipped lines counted
+        with its first); ``settle(chunk)``: the task is chosen from the whole chunk first."""
+        for chunk in chunks:
+            settle(chunk)
+            features = AuditedFeatures(chunk, self.space, self.fmt, self.skip_bad)
+            for row in range(chunk.n_examples):
+                example = chunk.take([row])
+                if row:
+                    example = dataclasses.replace(example, bad_lines=0,
+                                                  bad_line_numbers=np.zeros(0, np.int64))
+                self._example = features.of_example(row)
+                yield example
+
+    def before(self, learner, example):
+        """Notes the weights ``learner`` holds for the example (a chunk of one) and each
+        class's score, before it learns from it."""
+        slots = self._example[1]
+        at_row = class_weights_at(learner, self.space.dim, example.indices)
+        self._before = (class_weights_at(learner, self.space.dim, slots),
+                        at_row @ example.values)
+
+    def write(self, prediction_line, class_texts=None):
+        """The example's prediction line and audit; ``class_texts`` (multiclass): every class's
+        (those new with this example weighed 0 before it)."""
+        names, slots, values = self._example
+        weights, scores = self._before
+        if class_texts is None:
+            lines = [audit_line("", names, slots, values, weights[0])]
+        else:
+            new = len(class_texts) - len(weights)
+            weights = np.vstack([weights, np.zeros((new, len(slots)))])
+            scores = np.concatenate([scores, np.zeros(new)])
+            lines = [audit_line(head, names, slots, values, w)
+                     for head, w in zip(class_heads(class_texts, scores), weights)]
+        self.sink.write("\n".join([prediction_line, *lines]) + "\n")
+
+
+def class_weights_at(learner, dim, slots):
+    """The weights (the ``mean`` the updates move) of every class block at ``slots``, one row
+    per class: a one-versus-all stack's per learner, else class k's at k * dim + slot."""
+    if hasattr(learner, "learners"):
+        return np.array([one.mean[slots] for one in learner.learners]).reshape(-1, len(slots))
+    blocks = len(learner.mean) // dim
+    return learner.mean[np.add.outer(np.arange(blocks) * dim, slots)]
