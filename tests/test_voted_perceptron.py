@@ -260,6 +260,27 @@ def test_train_and_predict_raw_end_to_end(tmp_path, run_cli, read_rows):
                                   naive_votes(V, c, X, 9))
 
 
+def test_the_folding_notice_is_silent_with_quiet(tmp_path, run_cli):
+    """--max-support's notice is a remark on the run: --quiet drops it, the model stays the
+    same."""
+    path = tmp_path / "d.svm"
+    rng = np.random.default_rng(3)
+    path.write_text("".join(f"{rng.choice([-1, 1])} 1:{rng.normal():.3f} 2:{rng.normal():.3f}\n"
+                            for _ in range(60)))
+    models = {}
+    for quiet in (False, True):
+        models[quiet] = tmp_path / f"m{quiet}.npz"
+        trained = run_cli("train", path, "--algo", "voted-perceptron", "--max-support", "3",
+                          "-f", models[quiet], *(["--quiet"] if quiet else []))
+        assert trained.returncode == 0, trained.stderr
+        assert ("fold into one collective vote" in trained.stderr) is not quiet
+        if quiet:
+            assert trained.stderr == ""
+    with np.load(models[False]) as loud, np.load(models[True]) as silent:
+        for name in loud.files:
+            np.testing.assert_array_equal(loud[name], silent[name])
+
+
 def test_a_damaged_update_list_is_a_one_line_error(tmp_path, run_cli):
     import json
     import zipfile

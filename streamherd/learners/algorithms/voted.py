@@ -25,7 +25,7 @@ would make training quadratic in the updates.
 import numpy as np
 from numba import njit
 
-from streamherd.errors import StreamherdError, say
+from streamherd.errors import StreamherdError, notice
 from streamherd.learners.base import Learner
 from streamherd.learners.kernels.multiclass import (best_class, class_scores, joint_prepare,
                                                     scores_finite, visible_classes)
@@ -353,10 +353,11 @@ class VotedPerceptron(Learner):
         self._stored_before = int(self.bounds[_FIRST])
 
     def _after_learning(self):
-        """Say once, on stderr, when a run starts folding updates (K > 0)."""
+        """Say once, on stderr, when a run starts folding updates (K > 0); nothing with
+        --quiet."""
         if self.limit > 0 and self.bounds[_FIRST] > self._stored_before and not _folding_said:
             _folding_said.append(True)
-            say(f"streamherd: {self.name}: more than --max-support {self.limit} updates: the "
+            notice(f"streamherd: {self.name}: more than --max-support {self.limit} updates: the "
                 f"oldest now fold into one collective vote (their averaged weights)")
 
     def learn(self, y, importance, indptr, indices, values, margins_out):
