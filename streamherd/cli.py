@@ -426,6 +426,8 @@ def herd(
     _import_numba()
     from streamherd.herding_command import run_herd
 
+    _end_start_up()
+
     run_herd(train_file, test=test, predictions=predictions, final_model=final_model,
              hidden=hidden, batch=batch, ratio=ratio, validation=validation, burn_in=burn_in,
              max_epochs=max_epochs, snapshots=snapshots, mode=multiclass, seed=seed,
