@@ -188,6 +188,7 @@ def _voted_joint(cls, importance, indptr, indices, values, w, u, base, folded, s
 ROWS_PER_BLOCK = 64
 TILE = 2048            # updates per tile: a test row's overlaps with them (16 KiB) stay in L1
 DENSE_SHARE = 0.25     # a slot in at least this share of the stored rows is kept as a dense column
+LANES = 4              # rows whose votes are summed side by side (independent chains)
 DENSE_BYTES = 64 << 20  # at most this much for those dense columns (the issue's bound on G)
 
 
@@ -239,7 +240,7 @@ def _vote_margins(indptr, indices, values, base, prefix_average, prefix_count, s
     with v_j . x = base . x + sum_{i<j} a_i G[i], summed in j order tile after tile."""
     n = len(indptr) - 1
     rows_per_block, tile = blocking
-    G = np.empty(tile)
+    G = np.empty((LANES, tile))
     margin = np.empty(rows_per_block)
     cursor = _cursors(indices, stored[0])
     for first in range(0, n, rows_per_block):
@@ -252,16 +253,37 @@ def _vote_margins(indptr, indices, values, base, prefix_average, prefix_count, s
             margin[r - first] = dot(base, indices, values, start, end)
         for j0 in range(0, len(coefficients), tile):
             j1 = min(j0 + tile, len(coefficients))
-            for r in range(first, last):
-                _tile_overlaps(stored, indices, values, indptr[r], indptr[r + 1], cursor, j0,
-                               j1, G)
-                m = margin[r - first]
-                vote = out[r]
-                for t in range(j1 - j0):
-                    m += coefficients[j0 + t] * G[t]
-                    vote += counts[j0 + t] * _sign(m)
-                margin[r - first] = m
-                out[r] = vote
+            for r in range(first, last, LANES):
+                lanes = min(LANES, last - r)
+                for q in range(lanes):
+                    _tile_overlaps(stored, indices, values, indptr[r + q], indptr[r + q + 1],
+                                   cursor, j0, j1, G[q])
+                _add_votes(G, lanes, coefficients, counts, j0, j1, margin[r - first:],
+                           out[r:])
+
+
+@njit(cache=True, inline="always")
+def _add_votes(G, lanes, coefficients, counts, j0, j1, margin, vote):
+    """The snapshots j0 <= j < j1 vote on ``lanes`` rows at once (G[q]: row q's overlaps): each
+    row's margin and vote summed in j order, the rows' independent sums interleaved so the CPU
+    overlaps them."""
+    if lanes == LANES:
+        m = margin[:LANES].copy()
+        v = vote[:LANES].copy()
+        for t in range(j1 - j0):
+            a, c = coefficients[j0 + t], counts[j0 + t]
+            for q in range(LANES):
+                m[q] += a * G[q, t]
+                v[q] += c * _sign(m[q])
+        margin[:LANES] = m
+        vote[:LANES] = v
+        return
+    for q in range(lanes):
+        m, v = margin[q], vote[q]
+        for t in range(j1 - j0):
+            m += coefficients[j0 + t] * G[q, t]
+            v += counts[j0 + t] * _sign(m)
+        margin[q], vote[q] = m, v
 
 
 @njit(cache=True, nogil=True)
