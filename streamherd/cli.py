@@ -431,6 +431,8 @@ def herd(
     _import_numba()
     from streamherd.herding_command import run_herd
 
+    _end_start_up()
+
     run_herd(train_file, test=test, predictions=predictions, final_model=final_model,
              hidden=hidden, batch=batch, ratio=ratio, validation=validation, burn_in=burn_in,
              max_epochs=max_epochs, snapshots=snapshots, mode=multiclass, seed=seed,
@@ -445,7 +447,10 @@ def experiment(
         None, show_default=False, metavar="DATASETS...",
         help="Each FILE (split into --folds) or TRAIN,TEST (a pair of files)."),
     algos: str = typer.Option("nherd-p,nherd-e,nherd-d,arow-p,arow-d,cw,pa2,perceptron",
-                              "--algos", help="Comma-separated learners (registry names)."),
+                              "--algos", help="Comma-separated learners (registry names), and "
+                              "herd: conditional herding (streamherd herd's defaults, its "
+                              "--ratio searched by the grid, learned in one go in the file's "
+                              "order)."),
     grid: Optional[List[str]] = typer.Option(
         None, "--grid", show_default=False,
         help=f"NAME=VALUES for the tuned hyperparameter NAME ({_TUNED}); VALUES 'a,b,c', "
@@ -465,6 +470,10 @@ def experiment(
     all_pairs: bool = typer.Option(False, "--all-pairs", help="Turn each multiclass dataset "
                                    "into its K(K-1)/2 binary tasks (without it: one multiclass "
                                    "task)."),
+    multiclass: str = typer.Option("joint", "--multiclass", help="How the online learners "
+                                   "learn a multiclass task, as train's --multiclass: joint, "
+                                   "ova or mira (pa, pa1, pa2 only). herd is always its joint "
+                                   "herder."),
     seed: int = typer.Option(0, "--seed", help="Fixes every random choice."),
     processes: int = typer.Option(1, "-j", "--jobs", help="Worker processes."),
     out: Path = typer.Option(Path("experiment"), "--out", help="Folder for runs.csv, "
@@ -489,7 +498,7 @@ def experiment(
 
     run_experiment(datasets or [], algos=algos, grid=grid, noise=noise, folds=folds,
                    max_passes=max_passes, validation=validation, max_train=max_train,
-                   all_pairs=all_pairs, seed=seed, processes=processes, out=str(out), bits=bits,
+                   all_pairs=all_pairs, multiclass=multiclass, seed=seed, processes=processes, out=str(out), bits=bits,
                    normalize=normalize, fmt=fmt, curve_task=curve_task, scatter=scatter,
                    plots=not no_plots, plot_format=plot_format, quiet=quiet,
                    argv=sys.argv[sys.argv.index("experiment") + 1:]

@@ -1,5 +1,6 @@
 """Errors a user can cause, and interruptions. The CLI prints their message as one line and
 exits with their code."""
+import contextlib
 import sys
 
 
@@ -35,3 +36,25 @@ def say(text):
         print(text, file=sys.stderr, flush=True)
     except (OSError, ValueError, AttributeError):   # AttributeError: sys.stderr is None
         pass
+
+
+_silenced = []   # depth of notices_silenced: a run with --quiet
+
+
+def notice(text):
+    """A learner's remark on the run (e.g. that it started folding): a line on stderr, unless
+    the run is quiet (``notices_silenced``)."""
+    if not _silenced:
+        say(text)
+
+
+@contextlib.contextmanager
+def notices_silenced(silent=True):
+    """While inside, ``notice`` says nothing (when ``silent``): the run's --quiet."""
+    if silent:
+        _silenced.append(True)
+    try:
+        yield
+    finally:
+        if silent:
+            _silenced.pop()

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from streamherd import herding
+from streamherd import compilation, herding
 from streamherd.errors import StreamherdError, say
 from streamherd.outputs import check_inputs, replaced_on_success, resolve_output
 
@@ -40,6 +40,7 @@ def run_herd(train_file, test=None, predictions=None, final_model=None, ratio="1
              validation=0.2, input_scale=1.0, fmt="auto", quiet=False, **option_values):
     """The command: see cli.herd."""
     tell = (lambda line: None) if quiet else say
+    compilation.watch(quiet)   # a first run that compiles the kernels says so, as train does
     ratios = parse_ratios(ratio)
     if len(ratios) > 1 and not 0 < validation < 1:
         raise StreamherdError(f"--validation must be in (0, 1), got {validation}")

@@ -19,7 +19,9 @@ numba, compiles on first use, as without this.
 
 Default: the README's commands (``train`` and ``predict`` on svmlight and on VW input, about
 10 s each on two cores, the parser of the format most of it) and every binary learner but the
-``-full`` ones (a second or less each): 25-40 s in all. ``--all`` adds the ``-full`` learners,
+``-full`` ones (a second or less each), multiclass ``--multiclass mira``, the voted
+perceptron's joint multiclass and ``herd`` (both modes) with ``predict`` of their models: 30-50 s
+in all. ``--all`` adds the ``-full`` learners,
 regression, joint and one-versus-all multiclass, ``--normalize`` and the other ``predict``
 outputs (``--raw``, ``--proba``, ``--scores``): about 70 s in all.
 
@@ -69,6 +71,12 @@ def jobs(everything=False):
     for name in names:
         out.append((f"train and predict --algo {name}",
                     _binary("svmlight", name, ("binary",), bits=bits[name])))
+    # the multiclass learners of issue 19, whose kernels no other run here compiles
+    out.append(("train and predict --algo pa2 --multiclass mira",
+                _binary("svmlight", "pa2", ("multiclass",), multiclass="mira")))
+    out.append(("train and predict --algo voted-perceptron --multiclass joint",
+                _binary("svmlight", "voted-perceptron", ("multiclass",), multiclass="joint")))
+    out.append(("herd (joint and ova) and predict", _herd("svmlight")))
     if everything:
         for name in names:
             out.append((f"train --algo {name} --normalize",
@@ -102,6 +110,24 @@ def _binary(fmt, algo, tasks, **train_options):
                             **output)
                 except _refused():   # --proba of a model without probabilities, --scores of a
                     pass             # binary model...: expected, these are tried on every model
+    return run
+
+
+def _herd(fmt):
+    """``streamherd herd`` in both modes, transductive (--test, -p) and saving a model, which
+    predict then reads; the smallest sizes (the kernels' argument types do not depend on them)."""
+    def run(folder, everything, refusals):
+        from streamherd.herding import MODES
+        from streamherd.herding_command import run_herd
+        from streamherd.training import predict
+
+        data = _data(folder, fmt, "multiclass")
+        model = os.path.join(folder, "herd.npz")
+        for mode in MODES:
+            run_herd(data, test=data, predictions=os.path.join(folder, "herd-predictions"),
+                     final_model=model, ratio="1,3", hidden=4, batch=2, burn_in=2,
+                     max_epochs=3, snapshots=2, mode=mode, quiet=True)
+            predict(model, [data], output=os.path.join(folder, "predictions"))
     return run
 
 

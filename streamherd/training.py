@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from streamherd import compilation, learners, tasks
-from streamherd.errors import Interrupted, StreamherdError, say
+from streamherd.errors import Interrupted, StreamherdError, notices_silenced, say
 from streamherd.features import normalize as normalization
 from streamherd.features.space import DEFAULT_BITS, FeatureSpace
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
@@ -252,6 +252,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     trainer = Trainer(start, test_only)
     note = (lambda text: None) if quiet else (lambda text: say(f"streamherd: {text}"))
     with contextlib.ExitStack() as stack:
+        stack.enter_context(notices_silenced(quiet))
         inputs = stack.enter_context(replayable(paths, passes.count, note))
         extras = Extras(predictions_path and stack.enter_context(
             replaced_on_success(predictions_path, what="predictions")), examples, test_only,

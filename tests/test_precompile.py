@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from conftest import COMPILE_NOTICE, REPO
@@ -52,6 +53,36 @@ def test_predict_compiles_nothing_after_it(precompiled, tmp_path):
     for output in (["-p", tmp_path / "predictions.txt"], []):
         proc = _run(env, "predict", "-m", tmp_path / "m.npz", "samples/sample.svm", *output)
         assert COMPILE_NOTICE not in proc.stderr
+
+
+def _cache_files(cache):
+    return {path for path in cache.rglob("*") if path.is_file()}
+
+
+@pytest.mark.parametrize("commands", [
+    [["train", "--algo", "pa2", "--multiclass", "mira", "{data}", "-f", "{tmp}/m.npz"],
+     ["predict", "-m", "{tmp}/m.npz", "{data}", "-p", "{tmp}/p.txt"]],
+    [["train", "--algo", "voted-perceptron", "{data}", "-f", "{tmp}/m.npz"],
+     ["predict", "-m", "{tmp}/m.npz", "{data}", "--raw", "-p", "{tmp}/p.txt"]],
+    [["herd", "{data}", "-f", "{tmp}/m.npz", "--test", "{data}", "-p", "{tmp}/t.txt",
+      "--hidden", "10", "--burn-in", "5", "--max-epochs", "20"],
+     ["herd", "{data}", "-f", "{tmp}/o.npz", "--multiclass", "ova", "--burn-in", "5",
+      "--max-epochs", "20", "--ratio", "1"],
+     ["predict", "-m", "{tmp}/m.npz", "{data}", "-p", "{tmp}/p.txt"]],
+], ids=["mira", "voted-multiclass", "herd"])
+def test_the_multiclass_learners_compile_nothing_after_it(precompiled, tmp_path, commands):
+    """Issue 19's learners: a fresh install's first run of each loads every kernel from the
+    cache (no notice, and no cache file added)."""
+    env, cache = precompiled[0], precompiled[1]
+    data = tmp_path / "classes.svm"
+    rng = np.random.default_rng(0)
+    data.write_text("".join(f"{rng.integers(1, 4)} 1:{rng.normal():.3f} 4:{rng.normal():.3f} "
+                            f"9:{rng.random():.3f}\n" for _ in range(40)))
+    before = _cache_files(cache)
+    for command in commands:
+        proc = _run(env, *(word.format(tmp=tmp_path, data=data) for word in command))
+        assert COMPILE_NOTICE not in proc.stderr, command
+    assert _cache_files(cache) == before
 
 
 def test_it_writes_numba_cache_files_and_nothing_else(precompiled):

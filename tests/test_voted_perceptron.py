@@ -172,6 +172,52 @@ def test_joint_votes_equal_the_naive_ones(limit):
                                   naive_votes(V, c, data["X"], limit))
 
 
+def integer_rows(seed, classes=2):
+    """make_rows with small whole values, none 0 (every dot product exact: margins tie at
+    exactly 0) and, in every third row, its first slot given a second entry of the same sign (a
+    slot twice in one row)."""
+    data = make_rows(seed, classes)
+    values = np.sign(data["values"]) * np.maximum(1.0, np.round(np.abs(data["values"]) * 1.5))
+    indptr, indices, out_values, X = [0], [], [], np.zeros((N, D))
+    for i in range(N):
+        lo, hi = data["indptr"][i], data["indptr"][i + 1]
+        row, row_values = data["indices"][lo:hi].tolist(), values[lo:hi].tolist()
+        if i % 3 == 0 and row:
+            row.append(row[0])
+            row_values.append(np.sign(row_values[0]))
+        for j, v in zip(row, row_values):
+            X[i, j] += v
+        indices += row
+        out_values += row_values
+        indptr.append(len(indices))
+    return dict(data, X=X, indptr=np.array(indptr, np.int64),
+                indices=np.array(indices, np.int32), values=np.array(out_values))
+
+
+@pytest.mark.parametrize("blocking,dense_share", [((3, 5), 0.0), ((1, 1), 0.3), ((7, 64), 2.0),
+                                                  ((64, 2048), 0.25)])
+@pytest.mark.parametrize("classes", [None, 4], ids=["binary", "joint"])
+def test_blocks_tiles_and_dense_columns_give_the_same_votes_ties_included(blocking, dense_share,
+                                                                          classes):
+    """Prediction's blocking of test rows, tiling of the update list and dense columns (every
+    slot, some, none) change no vote: equal to the naive ones on whole-valued data where many
+    snapshot margins are exactly 0 (sign 0: no vote), and with --max-support folding."""
+    data = integer_rows(6, classes or 2)
+    _, V, c = naive_train(data, classes)
+    margins = np.stack([data["X"] @ v.T for v in V])
+    if classes is None:
+        assert np.sum(margins[1:] == 0.0) > 100   # ties: a snapshot with margin exactly 0
+    else:   # ties between the top classes
+        top = np.sort(margins, axis=2)
+        assert np.sum(top[1:, np.abs(data["X"]).sum(1) > 0, -1] ==
+                      top[1:, np.abs(data["X"]).sum(1) > 0, -2]) > 100
+    for limit in (100000, 5):
+        learner, _ = run_learner(data, classes=classes, limit=limit)
+        learner.blocking, learner.dense_share = blocking, dense_share
+        np.testing.assert_array_equal(votes_of(learner, data, classes),
+                                      naive_votes(V, c, data["X"], limit))
+
+
 def test_the_vote_is_not_the_averaged_prediction():
     """The data of the tests above tells the vote from the averaged perceptron's sign (else the
     naive comparison could not fail on a learner that averaged)."""
@@ -258,6 +304,27 @@ def test_train_and_predict_raw_end_to_end(tmp_path, run_cli, read_rows):
     _, V, c = naive_train(parsed)
     np.testing.assert_array_equal(np.array(raw.read_text().split(), float),
                                   naive_votes(V, c, X, 9))
+
+
+def test_the_folding_notice_is_silent_with_quiet(tmp_path, run_cli):
+    """--max-support's notice is a remark on the run: --quiet drops it, the model stays the
+    same."""
+    path = tmp_path / "d.svm"
+    rng = np.random.default_rng(3)
+    path.write_text("".join(f"{rng.choice([-1, 1])} 1:{rng.normal():.3f} 2:{rng.normal():.3f}\n"
+                            for _ in range(60)))
+    models = {}
+    for quiet in (False, True):
+        models[quiet] = tmp_path / f"m{quiet}.npz"
+        trained = run_cli("train", path, "--algo", "voted-perceptron", "--max-support", "3",
+                          "-f", models[quiet], *(["--quiet"] if quiet else []))
+        assert trained.returncode == 0, trained.stderr
+        assert ("fold into one collective vote" in trained.stderr) is not quiet
+        if quiet:
+            assert trained.stderr == ""
+    with np.load(models[False]) as loud, np.load(models[True]) as silent:
+        for name in loud.files:
+            np.testing.assert_array_equal(loud[name], silent[name])
 
 
 def test_a_damaged_update_list_is_a_one_line_error(tmp_path, run_cli):

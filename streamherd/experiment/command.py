@@ -126,7 +126,8 @@ def prepare_out(folder):
 
 
 def run_experiment(datasets, algos=DEFAULT_ALGOS, grid=None, noise=DEFAULT_NOISE, folds=10,
-                   max_passes=10, validation=0.2, max_train=None, all_pairs=False, seed=0,
+                   max_passes=10, validation=0.2, max_train=None, all_pairs=False,
+                   multiclass="joint", seed=0,
                    processes=1, out="experiment", bits=DEFAULT_BITS_CAP, normalize="l2",
                    fmt="auto", curve_task=None, scatter=None, plots=True, plot_format="png",
                    quiet=False, argv=None):
@@ -139,13 +140,14 @@ def run_experiment(datasets, algos=DEFAULT_ALGOS, grid=None, noise=DEFAULT_NOISE
         raise StreamherdError(f"--plot-format {plot_format}: use one of {', '.join(PLOT_FORMATS)}")
     check_settings(folds, max_passes, validation, max_train, processes, bits)
     algo_list = parse_algos(algos)
+    adapter.check_multiclass(multiclass, algo_list)
     settings = Settings(parse_grids(algo_list, grid), parse_noise(noise), folds, max_passes,
                         validation, max_train, seed)
     scatter_pair = _scatter_pair(scatter, algo_list)
     prepare_out(out)
     load_options = {"fmt": fmt, "bits_cap": bits, "normalize": normalize}
     loaded = load_datasets(datasets, **load_options)
-    tasks = [task for dataset in loaded.values() for task in tasks_of(dataset, all_pairs)]
+    tasks = [task for dataset in loaded.values() for task in tasks_of(dataset, all_pairs, multiclass)]
     _check_full_covariance(loaded, tasks, algo_list)
     curve_task = _curve_task(curve_task, tasks)
     jobs = make_jobs(loaded, tasks, settings)
@@ -154,7 +156,8 @@ def run_experiment(datasets, algos=DEFAULT_ALGOS, grid=None, noise=DEFAULT_NOISE
     seconds = time.perf_counter() - started
     summary = (f"{len(tasks)} tasks from {len(loaded)} datasets; {len(algo_list)} algorithms; "
                f"noise {', '.join(f'{n:g}' for n in settings.noise)}; {folds} folds for datasets "
-               f"without a test file; up to {max_passes} passes; validation fraction "
+               f"without a test file; up to {max_passes} passes; multiclass {multiclass}; "
+               f"validation fraction "
                f"{validation:g}; " + (f"at most {max_train} training examples per run; "
                                       if max_train else "")
                + f"seed {seed}. {len(results)} runs "

@@ -18,6 +18,7 @@ from streamherd.errors import StreamherdError
 from streamherd.features import normalize as normalization
 from streamherd.features.space import FeatureSpace
 from streamherd.io.csr import Chunk
+from streamherd.labels import ClassLabels
 from streamherd.tasks import BinaryTask, MulticlassTask
 
 LOAD_BITS = 30
@@ -154,18 +155,19 @@ def load_dataset(spec, fmt="auto", bits_cap=DEFAULT_BITS_CAP, normalize="l2"):
     return Dataset(name, paths, parts[0], parts[1] if len(parts) > 1 else None, classes, bits)
 
 
-def tasks_of(dataset, all_pairs=False):
+def tasks_of(dataset, all_pairs=False, multiclass="joint"):
     """The tasks of a dataset: itself when it has two classes (binary; the larger label is the
     positive class, as ``streamherd train`` reads 1/0 and +1/-1); a multiclass dataset is one
-    multiclass task, or with ``all_pairs`` one binary task per pair of classes (the smaller class
-    positive)."""
+    multiclass task, learned as ``train --multiclass`` ``multiclass`` (joint, ova or mira), or
+    with ``all_pairs`` one binary task per pair of classes (the smaller class positive)."""
     if not dataset.multiclass:
         negative, positive = dataset.classes
         return [Task(dataset.name, dataset.name,
                      BinaryTask.of_values(float(positive), float(negative)))]
     classes = [float(c) for c in dataset.classes]
     if not all_pairs:
-        return [Task(dataset.name, dataset.name, MulticlassTask.of_values(classes))]
+        return [Task(dataset.name, dataset.name,
+                     MulticlassTask(ClassLabels.of_values(classes), mode=multiclass))]
     return [Task(f"{dataset.name}:{_label_text(a)}v{_label_text(b)}", dataset.name,
                  BinaryTask.of_values(a, b))
             for i, a in enumerate(classes) for b in classes[i + 1:]]

@@ -115,14 +115,20 @@ class Prepared:
             cache[number] = (targets[order], rows.take(order), clean[order])
         return cache[number]
 
-    def fit_pass(self, number):
-        """(noisy targets, rows) of pass ``number`` over the fit rows."""
+    def fit_pass(self, number, shuffled=True):
+        """(noisy targets, rows) of pass ``number`` over the fit rows (in their order when not
+        ``shuffled``)."""
+        if not shuffled:
+            return self.fit_targets, self.fit
         targets, rows, _ = self._pass(self._fit_passes, splits.FIT_ORDER, self.fit,
                                       self.fit_targets, self.fit_targets, number)
         return targets, rows
 
-    def train_pass(self, number):
-        """(noisy targets, rows, clean targets) of pass ``number`` over all training rows."""
+    def train_pass(self, number, shuffled=True):
+        """(noisy targets, rows, clean targets) of pass ``number`` over all training rows (in
+        their order when not ``shuffled``)."""
+        if not shuffled:
+            return self.targets, self.train, self.clean_targets
         return self._pass(self._train_passes, splits.TRAIN_ORDER, self.train, self.targets,
                           self.clean_targets, number)
 
@@ -172,10 +178,11 @@ class Worker:
         data = self.prepared(job)
         errors = np.full((len(grid.values), settings.max_passes), np.nan)
         for v, value in enumerate(grid.values):
-            model = adapter.new_model(problem, job.algo, bits, grid.hyperparameter, value)
+            model = adapter.new_model(problem, job.algo, bits, grid.hyperparameter, value,
+                                      settings.seed)
             try:
-                for p in range(settings.max_passes):
-                    targets, rows = data.fit_pass(p)
+                for p in range(adapter.passes(job.algo, settings.max_passes)):
+                    targets, rows = data.fit_pass(p, adapter.shuffled(job.algo))
                     adapter.learn_pass(problem, model, targets, rows)
                     errors[v, p] = np.mean(problem.loss(
                         data.validation_targets, problem.predict(model, data.validation))) \
@@ -208,11 +215,11 @@ class Worker:
         grid = self.grids[job.algo]
         problem = job.task.problem
         model = adapter.new_model(problem, job.algo, self.datasets[job.task.dataset].bits,
-                                  grid.hyperparameter, value)
+                                  grid.hyperparameter, value, self.settings.seed)
         updates = 0
         try:
             for p in range(passes):
-                targets, rows, clean = data.train_pass(p)
+                targets, rows, clean = data.train_pass(p, adapter.shuffled(job.algo))
                 count, progressive = adapter.learn_pass(problem, model, targets, rows)
                 updates += count
                 if p == 0:   # mistakes against the clean labels

@@ -8,8 +8,9 @@ prints it. Joint multiclass: an update on (x, y) with the best wrong class y' ad
 and -s x to block y'; snapshot i gives its c_i votes to its argmax class (ties: the earliest).
 
 The update list, not k vectors: v_i . x = base . x + sum_{j<i} a_j (x_j . x), so a test row's
-margins are one cumulative sum over the stored updates (G = S x over the stored rows S, one
-sparse-sparse product per test row through S's columns: G is one row's, |S| entries).
+margins are one cumulative sum over the stored updates (G = S x over the stored rows S, a
+sparse-sparse product through S's columns, the slots most stored rows have kept dense; blocks of
+test rows against tiles of S, so a tile is read from cache by the whole block).
 
 --max-support K keeps the K most recent updates, each snapshot they made voting on its own;
 the older snapshots (all of them with K = 0) fold into one collective vote: their average
@@ -25,7 +26,7 @@ would make training quadratic in the updates.
 import numpy as np
 from numba import njit
 
-from streamherd.errors import StreamherdError, say
+from streamherd.errors import StreamherdError, notice
 from streamherd.learners.base import Learner
 from streamherd.learners.kernels.multiclass import (best_class, class_scores, joint_prepare,
                                                     scores_finite, visible_classes)
@@ -181,68 +182,175 @@ def _voted_joint(cls, importance, indptr, indices, values, w, u, base, folded, s
     return updates, -1, known
 
 
+# Prediction works on blocks of test rows against tiles of the update list, so that a tile's
+# stored rows are read from cache by every row of the block (row by row over the whole list,
+# each test row streamed the list's columns from memory: ~7 entries per update on a9a).
+ROWS_PER_BLOCK = 64
+TILE = 2048            # updates per tile: a test row's overlaps with them (16 KiB) stay in L1
+DENSE_SHARE = 0.25     # a slot in at least this share of the stored rows is kept as a dense column
+LANES = 4              # rows whose votes are summed side by side (independent chains)
+DENSE_BYTES = 64 << 20  # at most this much for those dense columns (the issue's bound on G)
+
+
+@njit(cache=True)
+def _add_scaled(G, column, x):
+    """G += x column (a call of its own: LLVM vectorises it there, not inlined)."""
+    for t in range(len(column)):
+        G[t] += column[t] * x
+
+
 @njit(cache=True, inline="always")
-def _overlaps(columns, indices, values, start, end, G):
-    """G[j] = x_j . x for the stored rows x_j (``columns``: their CSC) and the row x."""
-    column_indptr, column_rows, column_values = columns
-    G[:] = 0.0
+def _tile_overlaps(stored, indices, values, start, end, cursor, j0, j1, G):
+    """G[t] = x_{j0+t} . x for the stored rows j0 <= j < j1 and the row x (entries start..end).
+    Each G[t] is summed in the row's entry order whatever the tiling, so it is the same number
+    bit for bit (a dense column adds exact zeros where a stored row lacks the slot: a zero's
+    sign is all that can change, and sign(0) = 0 either way). cursor[k]: where the column of
+    entry k continues (its stored rows before j0 are done)."""
+    column_indptr, column_rows, column_values, dense_of, dense = stored
+    for t in range(j1 - j0):
+        G[t] = 0.0
     for k in range(start, end):
         f = indices[k]
         x = values[k]
-        for p in range(column_indptr[f], column_indptr[f + 1]):
-            G[column_rows[p]] += column_values[p] * x
+        d = dense_of[f]
+        if d >= 0:
+            _add_scaled(G, dense[d, j0:j1], x)
+        else:
+            p = cursor[k]
+            stop = column_indptr[f + 1]
+            while p < stop and column_rows[p] < j1:
+                G[column_rows[p] - j0] += column_values[p] * x
+                p += 1
+            cursor[k] = p
+
+
+@njit(cache=True, inline="always")
+def _cursors(indices, column_indptr):
+    """Each entry's column start (_tile_overlaps' cursor before the first tile)."""
+    cursor = np.empty(len(indices), np.int64)
+    for k in range(len(indices)):
+        cursor[k] = column_indptr[indices[k]]
+    return cursor
 
 
 @njit(cache=True, nogil=True)
-def _vote_margins(indptr, indices, values, base, prefix_average, prefix_count, columns,
-                  coefficients, counts, out):
-    """out[r] = the vote sum of row r: C_f sign(prefix average . x) + sum_j c_j sign(v_j . x)."""
-    G = np.zeros(len(coefficients))
-    for r in range(len(indptr) - 1):
-        start, end = indptr[r], indptr[r + 1]
-        vote = 0.0
-        if prefix_count > 0.0:
-            vote = prefix_count * _sign(dot(prefix_average, indices, values, start, end))
-        _overlaps(columns, indices, values, start, end, G)
-        m = dot(base, indices, values, start, end)
-        for j in range(len(coefficients)):
-            m += coefficients[j] * G[j]
-            vote += counts[j] * _sign(m)
-        out[r] = vote
+def _vote_margins(indptr, indices, values, base, prefix_average, prefix_count, stored,
+                  coefficients, counts, blocking, out):
+    """out[r] = the vote sum of row r: C_f sign(prefix average . x) + sum_j c_j sign(v_j . x),
+    with v_j . x = base . x + sum_{i<j} a_i G[i], summed in j order tile after tile."""
+    n = len(indptr) - 1
+    rows_per_block, tile = blocking
+    G = np.empty((LANES, tile))
+    margin = np.empty(rows_per_block)
+    cursor = _cursors(indices, stored[0])
+    for first in range(0, n, rows_per_block):
+        last = min(first + rows_per_block, n)
+        for r in range(first, last):
+            start, end = indptr[r], indptr[r + 1]
+            out[r] = 0.0
+            if prefix_count > 0.0:
+                out[r] = prefix_count * _sign(dot(prefix_average, indices, values, start, end))
+            margin[r - first] = dot(base, indices, values, start, end)
+        for j0 in range(0, len(coefficients), tile):
+            j1 = min(j0 + tile, len(coefficients))
+            for r in range(first, last, LANES):
+                lanes = min(LANES, last - r)
+                for q in range(lanes):
+                    _tile_overlaps(stored, indices, values, indptr[r + q], indptr[r + q + 1],
+                                   cursor, j0, j1, G[q])
+                _add_votes(G, lanes, coefficients, counts, j0, j1, margin[r - first:],
+                           out[r:])
+
+
+@njit(cache=True, inline="always")
+def _add_votes(G, lanes, coefficients, counts, j0, j1, margin, vote):
+    """The snapshots j0 <= j < j1 vote on ``lanes`` rows at once (G[q]: row q's overlaps): each
+    row's margin and vote summed in j order, the rows' independent sums interleaved so the CPU
+    overlaps them."""
+    if lanes == LANES:
+        m = margin[:LANES].copy()
+        v = vote[:LANES].copy()
+        for t in range(j1 - j0):
+            a, c = coefficients[j0 + t], counts[j0 + t]
+            for q in range(LANES):
+                m[q] += a * G[q, t]
+                v[q] += c * _sign(m[q])
+        margin[:LANES] = m
+        vote[:LANES] = v
+        return
+    for q in range(lanes):
+        m, v = margin[q], vote[q]
+        for t in range(j1 - j0):
+            m += coefficients[j0 + t] * G[q, t]
+            v += counts[j0 + t] * _sign(m)
+        margin[q], vote[q] = m, v
 
 
 @njit(cache=True, nogil=True)
-def _vote_classes(indptr, indices, values, base, prefix_average, prefix_count, D, K, columns,
-                  coefficients, counts, labels, rivals, out):
+def _vote_classes(indptr, indices, values, base, prefix_average, prefix_count, D, K, stored,
+                  coefficients, counts, labels, rivals, blocking, out):
     """out[r, z] = the votes class z gets for row r: the collective vote's C_f and each stored
-    snapshot's c_j, each to the argmax of its class scores."""
-    G = np.zeros(len(coefficients))
-    scores = np.zeros(max(K, 1))
-    for r in range(len(indptr) - 1):
-        start, end = indptr[r], indptr[r + 1]
-        out[r, :] = 0.0
-        if prefix_count > 0.0:
-            class_scores(prefix_average, D, K, indices, values, start, end, scores)
-            out[r, best_class(scores, K, -1)] += prefix_count
-        _overlaps(columns, indices, values, start, end, G)
-        class_scores(base, D, K, indices, values, start, end, scores)
-        for j in range(len(coefficients)):
-            g = coefficients[j] * G[j]
-            scores[labels[j]] += g
-            scores[rivals[j]] -= g
-            out[r, best_class(scores, K, -1)] += counts[j]
+    snapshot's c_j, each to the argmax of its class scores (tiled as _vote_margins)."""
+    n = len(indptr) - 1
+    rows_per_block, tile = blocking
+    G = np.empty(tile)
+    scores = np.zeros((rows_per_block, max(K, 1)))
+    cursor = _cursors(indices, stored[0])
+    for first in range(0, n, rows_per_block):
+        last = min(first + rows_per_block, n)
+        for r in range(first, last):
+            start, end = indptr[r], indptr[r + 1]
+            out[r, :] = 0.0
+            row_scores = scores[r - first]
+            if prefix_count > 0.0:
+                class_scores(prefix_average, D, K, indices, values, start, end, row_scores)
+                out[r, best_class(row_scores, K, -1)] += prefix_count
+            class_scores(base, D, K, indices, values, start, end, row_scores)
+        for j0 in range(0, len(coefficients), tile):
+            j1 = min(j0 + tile, len(coefficients))
+            for r in range(first, last):
+                _tile_overlaps(stored, indices, values, indptr[r], indptr[r + 1], cursor, j0,
+                               j1, G)
+                row_scores = scores[r - first]
+                for t in range(j1 - j0):
+                    j = j0 + t
+                    g = coefficients[j] * G[t]
+                    row_scores[labels[j]] += g
+                    row_scores[rivals[j]] -= g
+                    out[r, best_class(row_scores, K, -1)] += counts[j]
 
 
-def _columns(indptr, indices, values, dim):
-    """The CSC (column indptr, row of each entry, value) of the CSR rows, over ``dim`` columns."""
-    rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
-    order = np.argsort(indices, kind="stable")
+def _stored_columns(indptr, indices, values, dim, dense_share=DENSE_SHARE):
+    """The stored rows by column, as _tile_overlaps reads them: (column indptr, row of each
+    entry, value) of the slots few stored rows have, ``dense_of`` (each slot's row in ``dense``,
+    else -1) and ``dense``, the slots in at least DENSE_SHARE of the stored rows (the bias: all)
+    as full columns (``dense_share``: DENSE_SHARE), added in one contiguous run instead of entry by entry. A slot twice in one
+    stored row stays sparse (its two entries are added one after the other)."""
+    n = len(indptr) - 1
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    frequency = np.bincount(indices, minlength=dim)
+    keys, times = np.unique(rows * dim + indices, return_counts=True)
+    frequency[keys[times > 1] % dim] = 0
+    room = DENSE_BYTES // (8 * n) if n else 0
+    wide = np.flatnonzero(frequency >= max(dense_share * n, 1))
+    wide = wide[np.argsort(-frequency[wide], kind="stable")][:room]
+    dense_of = np.full(dim, -1, np.int32)
+    dense_of[wide] = np.arange(len(wide))
+    in_dense = dense_of[indices] >= 0
+    dense = np.zeros((len(wide), n))
+    dense[dense_of[indices[in_dense]], rows[in_dense]] = values[in_dense]
+    sparse = ~in_dense
+    order = np.argsort(indices[sparse], kind="stable")
     column_indptr = np.zeros(dim + 1, np.int64)
-    np.cumsum(np.bincount(indices, minlength=dim), out=column_indptr[1:])
-    return column_indptr, rows[order], values[order]
+    np.cumsum(np.bincount(indices[sparse], minlength=dim), out=column_indptr[1:])
+    return (column_indptr, rows[sparse][order], values[sparse][order], dense_of, dense)
 
 
 class VotedPerceptron(Learner):
+    # prediction's (test rows per block, updates per tile) and dense share; tests make them
+    # small, to check that blocks, tiles and dense columns give the same votes
+    blocking = (ROWS_PER_BLOCK, TILE)
+    dense_share = DENSE_SHARE
     state_arrays = ("weighted_updates", "base", "folded_updates")
     live_arrays = ("mean", "weighted_updates", "base", "folded_updates")
     interleaved = ("mean", "weighted_updates")
@@ -353,10 +461,11 @@ class VotedPerceptron(Learner):
         self._stored_before = int(self.bounds[_FIRST])
 
     def _after_learning(self):
-        """Say once, on stderr, when a run starts folding updates (K > 0)."""
+        """Say once, on stderr, when a run starts folding updates (K > 0); nothing with
+        --quiet."""
         if self.limit > 0 and self.bounds[_FIRST] > self._stored_before and not _folding_said:
             _folding_said.append(True)
-            say(f"streamherd: {self.name}: more than --max-support {self.limit} updates: the "
+            notice(f"streamherd: {self.name}: more than --max-support {self.limit} updates: the "
                 f"oldest now fold into one collective vote (their averaged weights)")
 
     def learn(self, y, importance, indptr, indices, values, margins_out):
@@ -384,8 +493,8 @@ class VotedPerceptron(Learner):
     # ------------------------------------------------------------ prediction
 
     def _prepared(self):
-        """(prefix average, the stored rows' CSC, their coefficients, counts, labels, rivals),
-        kept until the next update."""
+        """(prefix average, the stored rows by column (_stored_columns), their coefficients,
+        counts, labels, rivals), kept until the next update."""
         cached = self._prediction
         if cached is not None and len(cached[0]) == self.size:
             return cached
@@ -394,8 +503,8 @@ class VotedPerceptron(Learner):
         low, high = int(indptr[0]), int(indptr[-1])
         folded = self.tallies[_FOLDED]
         average = self.base - self.folded_updates / folded if folded > 0 else self.base.copy()
-        columns = _columns(indptr - low, self.support[1][low:high], self.support[2][low:high],
-                           self.dim)
+        columns = _stored_columns(indptr - low, self.support[1][low:high],
+                                  self.support[2][low:high], self.dim, self.dense_share)
         self._prediction = (average, columns,
                             *(np.ascontiguousarray(array[first:end])
                               for array in self.support[3:]))
@@ -404,12 +513,13 @@ class VotedPerceptron(Learner):
     def predict_margins(self, indptr, indices, values, out):
         average, columns, coefficients, counts, _, _ = self._prepared()
         _vote_margins(indptr, indices, values, self.base, average, self.tallies[_FOLDED],
-                      columns, coefficients, counts, out)
+                      columns, coefficients, counts, np.array(self.blocking, np.int64), out)
 
     def class_scores(self, indptr, indices, values, out):
         average, columns, coefficients, counts, labels, rivals = self._prepared()
         _vote_classes(indptr, indices, values, self.base, average, self.tallies[_FOLDED],
-                      self.dim, self.blocks, columns, coefficients, counts, labels, rivals, out)
+                      self.dim, self.blocks, columns, coefficients, counts, labels, rivals,
+                      np.array(self.blocking, np.int64), out)
 
 
 def _list_fault(arrays, dim, classes):
