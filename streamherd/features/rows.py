@@ -10,10 +10,17 @@ _MERGE_TABLE_MASK = MERGE_TABLE_SIZE - 1
 _FIBONACCI = 2654435769
 
 
+# The bit set of the slots seen in a crossed row (features/interactions.repeats_a_slot): one bit
+# per slot of 2^20, as many as the default --bits (a wider mask shares bits: a shared bit
+# only sends a row to merge_row), 128 KiB.
+SEEN_SLOTS_WORDS = 1 << 14
+
+
 def new_merge_table():
-    """Scratch for merge_row: slot keys, owning-row stamps, positions."""
+    """Scratch for merge_row: slot keys, owning-row stamps, positions; and the bit set of
+    slots seen (all clear between rows)."""
     return (np.zeros(MERGE_TABLE_SIZE, np.int64), np.full(MERGE_TABLE_SIZE, -1, np.int64),
-            np.zeros(MERGE_TABLE_SIZE, np.int64))
+            np.zeros(MERGE_TABLE_SIZE, np.int64), np.zeros(SEEN_SLOTS_WORDS, np.uint64))
 
 
 @njit(cache=True)

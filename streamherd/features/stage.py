@@ -11,7 +11,7 @@ What a lexer holds of the stage is opaque to it:
 - the row being written, from ``new_row``, passed to ``add`` for each feature (with where its
   name starts, which only a space that names features keeps: names.py) and returned by
   it, then to ``finish_row`` at the line's end (io/block.py, which then merges repeated slots
-  if the row may have any: rows.merge_row);
+  if the row may have any: merge_repeats);
 - ``space``, the numbers of the FeatureSpace (space.py: ``kernel_params``), and the chunk's
   ``indices`` and ``values`` arrays (apart, not in a tuple: numba counts references to the
   arrays of a tuple unpacked in an inlined function, on every feature).
@@ -30,8 +30,9 @@ from numba import njit
 from numba.extending import overload
 
 from streamherd.features.hashing import hashstring, murmur3_32
-from streamherd.features.interactions import cross_row
+from streamherd.features.interactions import cross_row, repeats_a_slot
 from streamherd.features.names import note_bias, note_feature
+from streamherd.features.rows import merge_row
 
 _NO_SEED = np.uint64(0)
 _DEFAULT_LETTER = np.uint64(ord(" "))
@@ -155,7 +156,7 @@ def _add_feature_of_space(space, indices, values, row, namespace, key, value):
 
     def noted(space, indices, values, row, namespace, key, value):
         seed, letter = namespace[0], namespace[1]
-        mirror = len(indices) - 1 - row[1]
+        mirror = len(indices) - 1 - (row[1] - row[0])   # the row's k-th at len - 1 - k
         indices[mirror] = np.int32(letter)
         values[mirror] = np.float64(seed)
         read = np.int64((space[3][0][letter >> _SIX] >> (letter & _LOW_6_BITS)) & _ONE)
@@ -223,3 +224,30 @@ def _finish_of_space(space, indices, values, row):
         note_bias(space[5], end)
         return end + space[1], unmerged
     return crossed
+
+
+def merge_repeats(space, indices, values, start, end, merge_table, stamp):
+    raise TypeError("merge_repeats is compiled into the parse kernels (features/stage.py)")
+
+
+@overload(merge_repeats, inline="always")
+def _merge_repeats_of_space(space, indices, values, start, end, merge_table, stamp):
+    """Sum the repeated slots of a row that may hold some (finish_row): rows.merge_row, which
+    returns the new end (or -1, see there). A crossed row is first checked for repeats
+    (interactions.repeats_a_slot): most have none."""
+    if not _crosses_namespaces(space):
+        def merged(space, indices, values, start, end, merge_table, stamp):
+            return _merge_row(indices, values, start, end, merge_table, stamp)
+        return merged
+
+    def checked(space, indices, values, start, end, merge_table, stamp):
+        if not repeats_a_slot(indices, start, end, merge_table[3]):
+            return end
+        return _merge_row(indices, values, start, end, merge_table, stamp)
+    return checked
+
+
+@njit(cache=True, inline="always")
+def _merge_row(indices, values, start, end, merge_table, stamp):
+    keys, stamps, positions, _ = merge_table
+    return merge_row(indices, values, start, end, keys, stamps, positions, stamp)

@@ -4,8 +4,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from streamherd.features.rows import merge_row
-from streamherd.features.stage import finish_row, new_row
+from streamherd.features.stage import finish_row, merge_repeats, new_row
 from streamherd.io import linecodes as codes
 from streamherd.io.lexing import CR, HASH, LF, find_byte, skip_blanks
 from streamherd.io.svmlight import (NOT_A_ROW, ROW, USE_GENERAL, parse_svmlight_line,
@@ -53,8 +52,7 @@ def _block_parser(fmt):
         """
         (labels, importance, line_numbers, indptr, indices, values, tag_start, tag_end,
          label_start, label_end, bad_line_numbers) = outputs
-        merge_keys, merge_stamps, merge_positions = merge_table
-        merge_stamps[:] = -1
+        merge_table[1][:] = -1
         # np.int64(0), not 0: with a literal 0, numba types the loop's first round with
         # Literal[int](0) and compiles every parser the loop calls once more for that type
         p = np.int64(0)
@@ -117,8 +115,8 @@ def _block_parser(fmt):
                 new_nnz, distinct = finish_row(space, indices, values, row_features)
                 if not distinct:   # (the usual line has nothing to merge)
                     # stamped with the line, not the row: a row dropped here leaves its stamps
-                    new_nnz = merge_row(indices, values, nnz, new_nnz, merge_keys, merge_stamps,
-                                        merge_positions, line)
+                    new_nnz = merge_repeats(space, indices, values, nnz, new_nnz, merge_table,
+                                            line)
                 if new_nnz < 0:  # repeated features summed to infinity: a bad line
                     if not skip_bad:
                         q = skip_blanks(buf, p, n)

@@ -462,7 +462,9 @@ class _Slot:
                 or crossed > self.crossed_capacity):
             # Room for a quarter more lines than asked: blocks of a file hold about as many
             # lines each, and growing by one line at a time would reallocate block after block.
-            self.bytes_capacity = max(n_bytes, self.bytes_capacity)
+            # As many bytes as the read buffer holds, for the same reason (a block's bytes
+            # vary with its carried line): each new allocation's pages fault in anew.
+            self.bytes_capacity = max(n_bytes, len(self.buf), self.bytes_capacity)
             self.newlines_capacity = max(newlines + newlines // 4, self.newlines_capacity)
             self.crossed_capacity = max(crossed + crossed // 4, self.crossed_capacity)
             self.outputs = allocate_outputs(self.bytes_capacity, self.newlines_capacity,
