@@ -39,11 +39,16 @@ __all__ = ["load_svmlight", "load_vw"]
 _UNLABELED = np.float64(np.nan).view(np.uint64)
 
 
-def load_svmlight(path_or_paths, bits=None):
+def load_svmlight(path_or_paths, bits=None, n_features=None):
     """(X, y) of svmlight (LIBSVM) files, one after the other: see the module's docstring for
     the columns and the labels. ``path_or_paths``: a path, ``"-"`` (standard input), or a list
-    of them; gzip, bzip2 and xz files are decompressed."""
-    return _load(path_or_paths, "svmlight", bits)
+    of them; gzip, bzip2 and xz files are decompressed. ``n_features`` (without ``bits``): X's
+    columns, e.g. a training set's for its test set (a larger index is an error); default: the
+    largest index."""
+    if n_features is not None and bits is not None:
+        raise StreamherdError("give load_svmlight bits (2^bits hashed columns) or n_features, "
+                              "not both")
+    return _load(path_or_paths, "svmlight", bits, n_features)
 
 
 def load_vw(path_or_paths, bits=DEFAULT_BITS):
@@ -65,7 +70,7 @@ def _paths(path_or_paths):
     return paths
 
 
-def _load(path_or_paths, fmt, bits):
+def _load(path_or_paths, fmt, bits, n_features=None):
     from scipy.sparse import csr_matrix
 
     from streamherd.io.reader import ChunkReader
@@ -77,12 +82,13 @@ def _load(path_or_paths, fmt, bits):
     parts = _Parts()
     for chunk in ChunkReader(paths, fmt=fmt, features=space):
         if bits is None:
-            _check_no_index_zero(chunk)
+            _check_indices(chunk, n_features)
         parts.add(chunk)
     indptr, slots, values = parts.rows()
     if bits is None:
         columns = slots - 1   # index 0 was refused above
-        n_columns = int(slots.max()) if len(slots) else 0
+        n_columns = n_features if n_features is not None else \
+            int(slots.max()) if len(slots) else 0
     else:
         columns = (slots - 1) & np.int32(space.mask)
         n_columns = space.dim
@@ -91,16 +97,25 @@ def _load(path_or_paths, fmt, bits):
     return X, parts.targets()
 
 
-def _check_no_index_zero(chunk):
-    """svmlight without bits: an index 0 has no column (column j is index j + 1)."""
+def _check_indices(chunk, n_features):
+    """svmlight without bits: an index 0 has no column (column j is index j + 1), nor has an
+    index above ``n_features`` (when given)."""
     entries = chunk.indices[:chunk.indptr[-1]]
-    zero = np.flatnonzero(entries == 0)
-    if len(zero):
-        row = int(np.searchsorted(chunk.indptr, zero[0], side="right")) - 1
+    outside = (entries == 0) if n_features is None else \
+        (entries == 0) | (entries > n_features)
+    found = np.flatnonzero(outside)
+    if not len(found):
+        return
+    index = int(entries[found[0]])
+    row = int(np.searchsorted(chunk.indptr, found[0], side="right")) - 1
+    where = f"{chunk.source}:{int(chunk.line_numbers[row])}: feature index {index}"
+    if index == 0:
         raise StreamherdError(
-            f"{chunk.source}:{int(chunk.line_numbers[row])}: feature index 0; load_svmlight "
-            f"puts index j+1 in column j (LIBSVM's indices start at 1): renumber the features "
-            f"from 1, or pass bits=B to read index 0 as slot 0 (the last of 2^B columns)")
+            f"{where}; load_svmlight puts index j+1 in column j (LIBSVM's indices start at 1): "
+            f"renumber the features from 1, or pass bits=B to read index 0 as slot 0 (the last "
+            f"of 2^B columns)")
+    raise StreamherdError(f"{where} is above n_features={n_features}; pass a larger n_features "
+                          f"(or none: the largest index)")
 
 
 class _Parts:

@@ -136,3 +136,13 @@ def test_errors_are_one_line(tmp_path, content, loader, words):
         loader(path)
     message = str(caught.value)
     assert words in message and "\n" not in message
+
+
+def test_n_features_sets_the_columns(tmp_path):
+    path = tmp_path / "d.svm"
+    path.write_text("1 2:3\n-1 4:1\n")
+    X, _ = load_svmlight(path, n_features=10)
+    X_ref, _ = _sklearn_reference(path, n_features=10)
+    assert X.shape == (2, 10) and (X != X_ref).nnz == 0
+    with pytest.raises(StreamherdError, match="d.svm:2: feature index 4 is above n_features=3"):
+        load_svmlight(path, n_features=3)
