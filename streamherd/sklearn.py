@@ -115,11 +115,13 @@ class _OnlineEstimator(BaseEstimator):
 
     # ------------------------------------------------------------ data
 
-    def _validated(self, X, y=None, reset=False):
-        """X as float64 CSR (y too when given), checked by validate_data."""
-        if y is None:
-            return _as_csr(validate_data(self, X, accept_sparse=_SPARSE, dtype=np.float64,
-                                         reset=reset))
+    def _validated(self, X, reset=False):
+        """X as float64 CSR, checked by validate_data."""
+        return _as_csr(validate_data(self, X, accept_sparse=_SPARSE, dtype=np.float64,
+                                     reset=reset))
+
+    def _validated_pair(self, X, y, reset):
+        """(X as float64 CSR, y), checked by validate_data (y None: its error)."""
         X, y = validate_data(self, X, y, accept_sparse=_SPARSE, dtype=np.float64, reset=reset,
                              y_numeric=isinstance(self, RegressorMixin))
         return _as_csr(X), y
@@ -128,8 +130,7 @@ class _OnlineEstimator(BaseEstimator):
         """sample_weight as the rows' importance weights (VW's: they scale the step)."""
         if sample_weight is None:
             return None
-        return _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True,
-                                    allow_all_zero_weights=True)
+        return _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
 
     def _pass(self, X, targets, weights, order=None):
         """One online pass over rows ``order`` of X (all, in order, by default)."""
@@ -309,7 +310,7 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
 
     def fit(self, X, y, sample_weight=None):
         """``max_iter`` online passes over (X, y) from a fresh model."""
-        X, y = self._validated(X, y, reset=True)
+        X, y = self._validated_pair(X, y, reset=True)
         weights = self._weights(sample_weight, X)
         self._begin(X, y)
         self._fit_passes(X, lambda order: self._targets(y, order), weights)
@@ -319,7 +320,7 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
         """One online pass over (X, y) in order, continuing the model; ``classes`` (every class
         the stream will hold) is required on the first call, as SGDClassifier's."""
         first = not hasattr(self, "classes_")
-        X, y = self._validated(X, y, reset=first)
+        X, y = self._validated_pair(X, y, reset=first)
         weights = self._weights(sample_weight, X)
         if first:
             if classes is None:
@@ -470,7 +471,7 @@ class OnlineRegressor(RegressorMixin, _OnlineEstimator):
 
     def fit(self, X, y, sample_weight=None):
         """``max_iter`` online passes over (X, y) from a fresh model."""
-        X, y = self._validated(X, y, reset=True)
+        X, y = self._validated_pair(X, y, reset=True)
         weights = self._weights(sample_weight, X)
         self._begin(X)
         y = np.asarray(y, np.float64)
@@ -480,7 +481,7 @@ class OnlineRegressor(RegressorMixin, _OnlineEstimator):
     def partial_fit(self, X, y, sample_weight=None):
         """One online pass over (X, y) in order, continuing the model."""
         first = not hasattr(self, "n_features_in_")
-        X, y = self._validated(X, y, reset=first)
+        X, y = self._validated_pair(X, y, reset=first)
         weights = self._weights(sample_weight, X)
         if first:
             self._begin(X)
