@@ -5,7 +5,7 @@ Column j is slot j + 1 (modulo 2^bits), as load_svmlight/load_vw read files (svm
 is column j), so a matrix row and the file line it came from make the same Chunk row. One numba
 kernel fills reused buffers: the rows in any order (a shuffled epoch), each slot masked (the
 learner kernels do no bounds checks), the bias appended as the parser appends it, a row's
-repeated slots summed when columns can collide; no Python work per row.
+repeated slots summed in the rows that may hold one; no Python work per row.
 """
 import numpy as np
 from numba import njit
@@ -19,28 +19,42 @@ CHUNK_ROWS = 4096
 
 
 @njit(cache=True, nogil=True)
-def fill_rows(src_indptr, src_indices, src_values, order, mask, add_bias, bias_slot, merge,
-              table, stamp, indptr, indices, values):
+def fill_rows(src_indptr, src_indices, src_values, order, mask, add_bias, bias_slot, table,
+              stamp, indptr, indices, values):
     """Rows ``order`` of the CSR matrix (src_*) into indptr/indices/values: column j at slot
-    (j + 1) & mask, the bias (slot ``bias_slot``, value 1) last when ``add_bias``; with
-    ``merge``, repeated slots of a row summed (features/rows.merge_row, with ``table`` and the
-    row stamps ``stamp``, ``stamp + 1``, ...). Returns the entries written, or -1 - i when the
-    sum of row i's repeated slots overflowed."""
+    (j + 1) & mask, the bias (slot ``bias_slot``, value 1) last when ``add_bias``. A row that
+    may hold a slot twice has its repeated slots summed (features/rows.merge_row, with
+    ``table`` and the row stamps ``stamp``, ``stamp + 1``, ...). Returns the entries written,
+    or -1 - i when the sum of row i's repeated slots overflowed.
+
+    A row needs no merge, as the parser's feature stage tells (features/stage._append), when
+    its slots rise strictly, or rise, wrap around the mask once and rise to a last slot below
+    the first, and the bias slot is not among them: a canonical matrix's rows whose columns
+    fit the slots, the usual case, are copied and never merged."""
     keys, stamps, positions = table
     nnz = 0
     indptr[0] = 0
     for i in range(len(order)):
         row = order[i]
         start = nnz
+        last = -1
+        falls = 0
+        bias_seen = False
         for k in range(src_indptr[row], src_indptr[row + 1]):
-            indices[nnz] = (src_indices[k] + 1) & mask
+            slot = (src_indices[k] + 1) & mask
+            indices[nnz] = slot
             values[nnz] = src_values[k]
             nnz += 1
+            falls += slot <= last
+            last = slot
+            bias_seen |= slot == bias_slot
+        distinct = (falls == 0) or (falls == 1 and last < indices[start])
         if add_bias:
+            distinct = distinct and not bias_seen
             indices[nnz] = bias_slot
             values[nnz] = 1.0
             nnz += 1
-        if merge:
+        if not distinct:
             nnz = merge_row(indices, values, start, nnz, keys, stamps, positions, stamp + i)
             if nnz < 0:
                 return -1 - i
@@ -50,7 +64,7 @@ def fill_rows(src_indptr, src_indices, src_values, order, mask, add_bias, bias_s
 
 def injective(n_columns, space):
     """Whether the ``n_columns`` columns and the bias have slots of their own at ``space``'s
-    bits (then a canonical matrix's rows need no merge)."""
+    bits."""
     if n_columns > space.dim:
         return False
     bias_column = (space.bias_slot - 1) & space.mask
@@ -92,15 +106,14 @@ class MatrixRows:
         order = np.arange(n, dtype=np.int64) if order is None else np.asarray(order, np.int64)
         targets = np.zeros(n) if targets is None else np.asarray(targets, np.float64)
         importance = np.ones(n) if importance is None else np.asarray(importance, np.float64)
-        merge = not (X.has_canonical_format and injective(X.shape[1], self.space))
         lengths = np.diff(X.indptr)
         self._reserve(lengths, order)
         space = self.space
         for first in range(0, len(order), self.chunk_rows):
             rows = order[first:first + self.chunk_rows]
             written = fill_rows(X.indptr, X.indices, X.data, rows, space.mask, space.bias,
-                                space.bias_slot, merge, self.table, self.stamp,
-                                self.indptr, self.indices, self.values)
+                                space.bias_slot, self.table, self.stamp, self.indptr,
+                                self.indices, self.values)
             self.stamp += len(rows)
             if written < 0:
                 from streamherd.errors import StreamherdError
