@@ -260,3 +260,34 @@ def test_predict_proba_only_for_gaussian_learners():
     assert hasattr(OnlineClassifier("arow-p"), "predict_proba")
     assert not hasattr(OnlineClassifier("pa2"), "predict_proba")
     assert not hasattr(OnlineClassifier("arow-p", multiclass="mira"), "predict_proba")
+
+
+def test_columns_sharing_a_slot_are_summed(files):
+    from scipy.sparse import csr_matrix
+
+    X, y = load_svmlight(files["binary"])
+    # 3 bits: column j at slot (j + 1) mod 8; the same model as the columns summed by hand
+    # into 8 columns (column c holds slot c + 1 mod 8), learned at bits that fold nothing
+    folded = np.zeros((X.shape[0], 8))
+    np.add.at(folded, (np.repeat(np.arange(X.shape[0]), np.diff(X.indptr)), X.indices % 8),
+              X.data)
+    small = OnlineClassifier("arow-p", bits=3, fit_intercept=False, max_iter=2,
+                             random_state=0).fit(X, y)
+    by_hand = OnlineClassifier("arow-p", bits=4, fit_intercept=False, max_iter=2,
+                               random_state=0).fit(folded, y)
+    slots = (np.arange(8) + 1) % 8
+    # (the sums' order differs: the merge adds in row order, np.add.at as it goes)
+    np.testing.assert_allclose(small.coef_[0, :8], by_hand.coef_[0, (slots - 1) % 8],
+                               rtol=1e-9)
+    # a row that names a column twice (a non-canonical CSR) is the row with the two summed
+    first = X.indptr[1]   # row 1's first entry, given again (value 0.5) before it
+    twice = csr_matrix((np.insert(X.data, first, 0.5), np.insert(X.indices, first,
+                                                                 X.indices[first]),
+                        np.r_[X.indptr[:2], X.indptr[2:] + 1]), shape=X.shape)
+    assert not twice.has_canonical_format
+    summed = twice.copy()
+    summed.sum_duplicates()
+    assert summed.nnz == X.nnz
+    np.testing.assert_allclose(
+        OnlineClassifier("cw", random_state=0).fit(twice, y).coef_,
+        OnlineClassifier("cw", random_state=0).fit(summed, y).coef_, rtol=1e-9)
