@@ -100,7 +100,9 @@ class _OnlineEstimator(BaseEstimator):
                             normalization.L2 if self.normalize else normalization.NONE)
 
     def _start(self, X, task):
-        """A fresh model of ``task`` over X's columns."""
+        """A fresh model of ``task`` over X's columns (none while it fails: partial_fit then
+        starts anew)."""
+        self._learner = None
         self._check_common()
         algo = self._algo()
         self._space = self._new_space(X.shape[1])
@@ -319,7 +321,7 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One online pass over (X, y) in order, continuing the model; ``classes`` (every class
         the stream will hold) is required on the first call, as SGDClassifier's."""
-        first = not hasattr(self, "classes_")
+        first = getattr(self, "_learner", None) is None
         X, y = self._validated_pair(X, y, reset=first)
         weights = self._weights(sample_weight, X)
         if first:
@@ -480,7 +482,7 @@ class OnlineRegressor(RegressorMixin, _OnlineEstimator):
 
     def partial_fit(self, X, y, sample_weight=None):
         """One online pass over (X, y) in order, continuing the model."""
-        first = not hasattr(self, "n_features_in_")
+        first = getattr(self, "_learner", None) is None
         X, y = self._validated_pair(X, y, reset=first)
         weights = self._weights(sample_weight, X)
         if first:

@@ -291,3 +291,14 @@ def test_columns_sharing_a_slot_are_summed(files):
     np.testing.assert_allclose(
         OnlineClassifier("cw", random_state=0).fit(twice, y).coef_,
         OnlineClassifier("cw", random_state=0).fit(summed, y).coef_, rtol=1e-9)
+
+
+def test_partial_fit_after_a_refused_first_call_starts_anew(files):
+    X, y = load_svmlight(files["regression"])
+    model = OnlineRegressor("arow-p", r=-1.0)
+    with pytest.raises(InvalidParameter):
+        model.partial_fit(X, y)
+    model.set_params(r=2.0)
+    model.partial_fit(X, y)
+    np.testing.assert_array_equal(
+        model.coef_, OnlineRegressor("arow-p", r=2.0, max_iter=1, shuffle=False).fit(X, y).coef_)
