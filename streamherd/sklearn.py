@@ -1,0 +1,678 @@
+"""scikit-learn estimators over streamherd's learners: ``OnlineClassifier`` and ``OnlineRegressor``
+(one class each, the learner chosen by ``algo``, so one GridSearchCV compares learners), thin
+named subclasses per family (``AROWClassifier``, ``NHERDClassifier``, ...), and ``load_model``.
+
+They are the command line's learners, tasks and model files driven from memory: X (dense, or
+scipy CSR/CSC/COO) becomes Chunks of slots by one numba kernel (io/matrix.py: column j is slot
+j + 1, the bias appended, as ``streamherd train`` reads svmlight index j + 1), which the learner
+kernels learn from in order (each row predicted, then learned from). So with ``max_iter=1,
+shuffle=False`` a model fitted on ``load_svmlight(f)`` is the model ``streamherd train f``
+writes, and ``save_model``/``load_model`` exchange models with ``streamherd predict`` and
+``train -i``.
+
+Hyperparameters (C, r, eta, a, b, max_support, epsilon) are the registry's
+(learners/__init__.py): None means the learner's default; a learner uses those it takes and
+ignores the others (so a grid over ``algo`` and ``C`` runs AROW with its own r); a value out of
+range is a ValueError with the command line's one-line message.
+
+``bits`` None: the fewest bits at which every column and the bias have a slot of their own
+(io/matrix.fitting_bits); give ``bits`` to match a CLI model's (``-b``, 18 by default): with
+fewer slots than columns, columns share slots as hashed features do.
+"""
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from streamherd import learners, tasks
+from streamherd.errors import StreamherdError
+from streamherd.features import normalize as normalization
+from streamherd.features.space import MAX_BITS, FeatureSpace
+from streamherd.io.matrix import MatrixRows, fitting_bits
+from streamherd.labels import BinaryLabels, ClassLabels, label_text
+from streamherd.learners.base import UnstableUpdate
+
+__all__ = ["OnlineClassifier", "OnlineRegressor", "PerceptronClassifier", "PAClassifier",
+           "NHERDClassifier", "AROWClassifier", "NAROWClassifier", "CWClassifier",
+           "SCWClassifier", "SOPClassifier", "PARegressor", "NHERDRegressor", "AROWRegressor",
+           "load_model", "InvalidParameter"]
+
+_SPARSE = ("csr", "csc", "coo")
+
+
+class InvalidParameter(StreamherdError, ValueError):
+    """A parameter out of range: the command line's one-line message, as the ValueError
+    scikit-learn expects."""
+
+
+def _invalid(error):
+    return InvalidParameter(str(error))
+
+
+class _OnlineEstimator(BaseEstimator):
+    """What the classifier and the regressor share: the parameters' checks, the passes over X,
+    the scores, the model's arrays as coef_/intercept_/sigma_, pickling and the model files.
+
+    State (after fit): _space (the FeatureSpace), _task (tasks/), _learner, _rows (the buffers
+    of io/matrix.MatrixRows, not pickled), examples_ (rows learned from)."""
+
+    _families = ()   # the registry modules a named subclass takes its algo from (all: ())
+
+    # ------------------------------------------------------------ parameters
+
+    def _algo(self):
+        """The canonical algo name, checked (InvalidParameter)."""
+        try:
+            name = learners.canonical_name(self.algo)
+        except StreamherdError as e:
+            raise _invalid(e) from None
+        if self._families and learners.spec(name).module not in self._families:
+            family = [n for n, s in learners.REGISTRY.items() if s.module in self._families]
+            raise InvalidParameter(f"{type(self).__name__} takes algo {', '.join(family)}; got "
+                                   f"{self.algo!r} (OnlineClassifier/OnlineRegressor take any)")
+        return name
+
+    def _options(self, algo, kind):
+        """The hyperparameters ``algo`` takes for the task ``kind``, each set one checked
+        against the registry's range, the others at their defaults."""
+        variant = learners.spec(algo)
+        given = {h.name: getattr(self, h.name, None) for h in variant.accepted(kind)}
+        try:
+            return variant.options(given, kind)
+        except StreamherdError as e:
+            raise _invalid(e) from None
+
+    def _check_common(self):
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) \
+                or self.max_iter < 1:
+            raise InvalidParameter(f"max_iter must be a whole number >= 1 (passes over X), got "
+                                   f"{self.max_iter!r}")
+        if self.bits is not None and (isinstance(self.bits, bool) or not isinstance(
+                self.bits, (int, np.integer)) or not 1 <= self.bits <= MAX_BITS):
+            raise InvalidParameter(f"bits must be None or a whole number from 1 to {MAX_BITS} "
+                                   f"(2^bits weight slots), got {self.bits!r}")
+
+    def _new_space(self, n_features):
+        bits = fitting_bits(n_features, self.fit_intercept) if self.bits is None else self.bits
+        return FeatureSpace(int(bits), bool(self.fit_intercept),
+                            normalization.L2 if self.normalize else normalization.NONE)
+
+    def _start(self, X, task):
+        """A fresh model of ``task`` over X's columns (none while it fails: partial_fit then
+        starts anew)."""
+        self._learner = None
+        self._check_common()
+        algo = self._algo()
+        self._space = self._new_space(X.shape[1])
+        self._task = task
+        try:
+            self._learner = task.new_learner(algo, self._space.dim,
+                                             self._options(algo, task.kind))
+        except StreamherdError as e:   # a full matrix that does not fit, mira's family
+            raise _invalid(e) from None
+        self._rows = MatrixRows(self._space)
+        self.examples_ = 0
+
+    # ------------------------------------------------------------ data
+
+    def _validated(self, X, reset=False):
+        """X as float64 CSR, checked by validate_data."""
+        return _as_csr(validate_data(self, X, accept_sparse=_SPARSE, dtype=np.float64,
+                                     reset=reset))
+
+    def _validated_pair(self, X, y, reset):
+        """(X as float64 CSR, y), checked by validate_data (y None: its error)."""
+        X, y = validate_data(self, X, y, accept_sparse=_SPARSE, dtype=np.float64, reset=reset,
+                             y_numeric=isinstance(self, RegressorMixin))
+        return _as_csr(X), y
+
+    def _weights(self, sample_weight, X):
+        """sample_weight as the rows' importance weights (VW's: they scale the step)."""
+        if sample_weight is None:
+            return None
+        return _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+
+    def _pass(self, X, targets, weights, order=None):
+        """One online pass over rows ``order`` of X (all, in order, by default)."""
+        task, learner = self._task, self._learner
+        for chunk in self._buffers().chunks(X, order, targets, weights):
+            try:
+                task.learn(learner, chunk.labels, chunk)
+            except UnstableUpdate as e:
+                raise StreamherdError(
+                    f"row {int(chunk.line_numbers[e.index])} of X: {e.what}; scale the "
+                    f"features (normalize=True, or a scaler) or use a gentler setting "
+                    f"(lower C, raise r)") from None
+            except StreamherdError as e:   # new class blocks that do not fit (bits)
+                raise _invalid(e) from None
+            self.examples_ += chunk.n_examples
+
+    def _buffers(self):
+        if getattr(self, "_rows", None) is None:   # after unpickling
+            self._rows = MatrixRows(self._space)
+        return self._rows
+
+    def _per_chunk(self, X, compute):
+        """``compute(chunk)`` of every chunk of X's rows, in order, stacked."""
+        return np.concatenate([compute(chunk) for chunk in self._buffers().chunks(X)])
+
+    def _raw_scores(self, X):
+        """The task's scores of X's rows: margins, or every class block's score."""
+        check_is_fitted(self)
+        X = self._validated(X)
+        return self._per_chunk(X, lambda chunk: self._task.scores(self._learner, chunk))
+
+    def _fit_passes(self, X, targets_of, weights):
+        """max_iter passes over X, each in a fresh random order when ``shuffle``;
+        ``targets_of(order)``: the targets (the classifier assigns new classes their blocks in
+        the order they come)."""
+        rng = check_random_state(self.random_state)
+        for _ in range(self.max_iter):
+            order = rng.permutation(X.shape[0]) if self.shuffle else None
+            self._pass(X, targets_of(order), weights, order)
+        self.n_iter_ = self.max_iter
+
+    # ------------------------------------------------------------ the model's arrays
+
+    def _slots(self):
+        """The slot of each column."""
+        return (np.arange(self.n_features_in_, dtype=np.int64) + 1) & self._space.mask
+
+    def _by_column(self, array):
+        """A per-slot state array as (blocks, n_features_in_) by column, and its bias slot's."""
+        blocks = array.reshape(-1, self._space.dim)
+        bias = blocks[:, self._space.bias_slot] if self._space.bias else np.zeros(len(blocks))
+        return blocks[:, self._slots()], bias
+
+    @property
+    def coef_(self):
+        check_is_fitted(self)
+        return self._shaped(self._by_column(self._learner.state()["mean"])[0])
+
+    @property
+    def intercept_(self):
+        check_is_fitted(self)
+        return self._shaped_intercept(self._by_column(self._learner.state()["mean"])[1])
+
+    @property
+    def sigma_(self):
+        """The Gaussian learners' variances of the weights (the diagonal of Sigma), shaped as
+        coef_: this library's distinctive output, how sure the model is of each weight."""
+        check_is_fitted(self)
+        state = self._learner.state()
+        if "variance" in state:
+            variances = state["variance"]
+        elif "covariance" in state:
+            variances = _block_diagonals(state["covariance"], self._space.dim)
+        else:
+            raise AttributeError(f"sigma_: {self._learner.name} is not a Gaussian learner (nherd, "
+                                 f"arow, narow, cw and scw have variances)")
+        return self._shaped(self._by_column(variances)[0])
+
+    # ------------------------------------------------------------ pickling
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())   # a copy: the estimator keeps its own
+        state.pop("_rows", None)
+        learner = state.pop("_learner", None)
+        if learner is not None:   # the arrays, rebuilt by the task as a model file is
+            state["_saved"] = ({k: np.array(v) for k, v in learner.state().items()},
+                               learner.meta(), learner.options)
+        return state
+
+    def __setstate__(self, state):
+        saved = state.pop("_saved", None)
+        super().__setstate__(state)
+        if saved is not None:
+            arrays, meta, options = saved
+            self._learner = self._task.new_learner(learners.canonical_name(self.algo),
+                                                   self._space.dim, options, arrays, meta)
+
+    # ------------------------------------------------------------ model files
+
+    def save_model(self, path):
+        """Write the model as ``streamherd train -f path`` does (model.py's npz, written to a
+        temporary file and renamed): ``streamherd predict -i``/``train -i`` take it, reading
+        svmlight index j + 1 as column j."""
+        from streamherd import model
+
+        check_is_fitted(self)
+        meta = {"algo": self._learner.name, "hyperparameters": self._learner.options,
+                **self._space.to_meta(), **self._task_meta(), "examples": int(self.examples_),
+                "progressive_loss": None, "learner": self._learner.meta(),
+                "n_features_in": int(self.n_features_in_)}
+        model.save_model(path, meta, self._learner.state())
+
+    def _task_meta(self):
+        return self._task.meta()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _sparse(X):
+    return hasattr(X, "tocsr")
+
+
+def _as_csr(X):
+    from scipy.sparse import csr_matrix
+
+    return X.tocsr() if _sparse(X) else csr_matrix(X)
+
+
+def _block_diagonals(matrix, dim):
+    """The diagonal of each dim x dim block on the diagonal of a full (joint: square) matrix,
+    or of each stacked block (one-versus-all: (K dim) x dim), as one vector."""
+    if matrix.shape[0] == matrix.shape[1]:
+        return np.diagonal(matrix).copy()
+    return matrix.reshape(-1, dim, dim).diagonal(axis1=1, axis2=2).ravel()
+
+
+def _class_text(value):
+    """A class's name in a model file: a number as the command line prints it, else its str."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        return label_text(float(value))
+    return str(value)
+
+
+def _is_gaussian(algo):
+    try:
+        return hasattr(learners.learner_class(learners.canonical_name(algo)), "probabilities")
+    except StreamherdError:
+        return False
+
+
+# ---------------------------------------------------------------- classification
+
+class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
+    """A linear classifier learned online by any streamherd learner (``algo``: the registry's
+    names, as ``streamherd train --algo``).
+
+    Two classes: a binary learner, classes_[1] the positive class (+1; as the command line's
+    labels > 0 with 1/0 or +1/-1). More: ``multiclass`` "joint" (one weight block per class,
+    blocks in the order the classes first come, as ``streamherd train``), "ova" (one binary
+    learner per class) or "mira" (the PA family's joint update on every violated constraint).
+
+    ``max_iter`` passes over X in ``fit`` (each in a new random order when ``shuffle``, from
+    ``random_state``); ``partial_fit`` makes one pass in order. ``sample_weight`` is each row's
+    importance weight (VW's: it scales the step, 0 skips the row). ``normalize``: each row to
+    unit L2 norm, the bias kept at 1 (``--normalize``). ``fit_intercept``: VW's constant feature.
+    """
+
+    def __init__(self, algo="arow-p", *, C=None, r=None, eta=None, a=None, b=None,
+                 max_support=None, multiclass="joint", max_iter=5, shuffle=True,
+                 random_state=None, bits=None, normalize=False, fit_intercept=True):
+        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+
+    # ------------------------------------------------------------ learning
+
+    def fit(self, X, y, sample_weight=None):
+        """``max_iter`` online passes over (X, y) from a fresh model."""
+        X, y = self._validated_pair(X, y, reset=True)
+        weights = self._weights(sample_weight, X)
+        self._begin(X, y)
+        self._fit_passes(X, lambda order: self._targets(y, order), weights)
+        return self
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One online pass over (X, y) in order, continuing the model; ``classes`` (every class
+        the stream will hold) is required on the first call, as SGDClassifier's."""
+        first = getattr(self, "_learner", None) is None
+        X, y = self._validated_pair(X, y, reset=first)
+        weights = self._weights(sample_weight, X)
+        if first:
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit "
+                                 "(every class the stream will hold)")
+            self._begin(X, y, classes)
+        elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+            raise ValueError(f"classes {np.unique(classes)!r} are not the classes of the first "
+                             f"call to partial_fit, {self.classes_!r}")
+        self._pass(X, self._targets(y), weights)
+        self.n_iter_ = 1
+        return self
+
+    def _begin(self, X, y, classes=None):
+        check_classification_targets(y)
+        if self.multiclass not in tasks.MULTICLASS_MODES:
+            raise InvalidParameter(f"multiclass must be one of {', '.join(tasks.MULTICLASS_MODES)}, "
+                                   f"got {self.multiclass!r}")
+        self.classes_ = np.unique(y if classes is None else classes)
+        if classes is not None and not np.isin(y, self.classes_).all():
+            raise ValueError(f"y holds labels that are not in classes {self.classes_!r}")
+        if len(self.classes_) < 2:
+            raise ValueError(f"a classifier needs at least two classes in y; got 1 class "
+                             f"({self.classes_[0]!r})")
+        if len(self.classes_) == 2:
+            task = tasks.BinaryTask(self._binary_labels())
+        else:
+            task = tasks.MulticlassTask(ClassLabels(), self.multiclass)
+            self._block_of_class = np.full(len(self.classes_), -1, np.int64)
+            self._block_classes = self.classes_[:0]
+        self._start(X, task)
+
+    def _binary_labels(self):
+        """The two classes as a binary model file names them (a value <= 0 and one > 0), or
+        unnamed labels when they are not such numbers (save_model then refuses the model)."""
+        negative, positive = self.classes_
+        if np.issubdtype(self.classes_.dtype, np.number) and negative <= 0 < positive:
+            return BinaryLabels(float(negative), float(positive))
+        return BinaryLabels()
+
+    @property
+    def _binary(self):
+        return len(self.classes_) == 2
+
+    def _targets(self, y, order=None):
+        """Binary: +1 for classes_[1], else -1; multiclass: each row's class block, a class
+        new to the model taking the next block where it first comes in ``order``."""
+        if self._binary:
+            return np.where(y == self.classes_[1], 1.0, -1.0)
+        positions = np.searchsorted(self.classes_, y)
+        self._add_blocks(positions if order is None else positions[order])
+        return self._block_of_class[positions].astype(np.float64)
+
+    def _add_blocks(self, positions):
+        """Blocks for the classes (positions in classes_) not yet in the model, in order of
+        first appearance; the task's ClassLabels follow (its learner grows to them)."""
+        new = positions[self._block_of_class[positions] < 0]
+        if not len(new):
+            return
+        distinct, first = np.unique(new, return_index=True)
+        for position in distinct[np.argsort(first)].tolist():
+            self._block_of_class[position] = len(self._block_classes)
+            self._block_classes = np.append(self._block_classes, self.classes_[position:position + 1])
+        self._task.labels = ClassLabels([_class_text(c) for c in self._block_classes.tolist()])
+
+    # ------------------------------------------------------------ predicting
+
+    def decision_function(self, X):
+        """Binary: each row's margin w.x + b (> 0: classes_[1]); multiclass: every class's
+        score, columns in classes_ order (-inf for a class partial_fit has not seen yet)."""
+        scores = self._raw_scores(X)
+        return scores if self._binary else self._in_class_order(scores, -np.inf)
+
+    def predict(self, X):
+        scores = self._raw_scores(X)
+        if self._binary:
+            return self.classes_[(scores > 0).astype(np.intp)]
+        # the block of largest score, the earliest on ties (as streamherd predict)
+        return self._block_classes[self._task.predictions(scores)]
+
+    def _in_class_order(self, by_block, fill):
+        out = np.full((len(by_block), len(self.classes_)), fill)
+        seen = self._block_of_class >= 0
+        out[:, seen] = by_block[:, self._block_of_class[seen]]
+        return out
+
+    def _has_probabilities(self):
+        return _is_gaussian(self.algo) and self.multiclass != "mira"
+
+    @available_if(_has_probabilities)
+    def predict_proba(self, X):
+        """The Gaussian learners' probabilities, as ``streamherd predict --proba`` today:
+        binary, P(w.x > 0) = Phi(mu.x / sqrt(x' Sigma x)) under the learner's Gaussian over
+        weight vectors, and multiclass, each class's probability of having the largest score
+        under it. They measure the weights' uncertainty, not calibrated class frequencies (a
+        confident wrong model says 0.99); the probabilities issue will calibrate them."""
+        check_is_fitted(self)
+        X = self._validated(X)
+        learner = self._learner
+        if self._binary:
+            p = self._per_chunk(X, lambda c: learner.probabilities(c.indptr, c.indices, c.values))
+            return np.column_stack([1.0 - p, p])
+        by_block = self._per_chunk(X, lambda c: learner.class_probabilities(
+            c.indptr, c.indices, c.values))
+        return self._in_class_order(by_block, 0.0)
+
+    @available_if(_has_probabilities)
+    def predict_log_proba(self, X):
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    # ------------------------------------------------------------ the model's arrays
+
+    def _shaped(self, by_block):
+        """(n_classes or 1, n_features) in classes_ order."""
+        if self._binary:
+            return by_block
+        return self._in_class_order(by_block.T, 0.0).T
+
+    def _shaped_intercept(self, by_block):
+        return by_block if self._binary else self._in_class_order(by_block[None, :], 0.0)[0]
+
+    def _task_meta(self):
+        if self._binary:
+            labels = self._task.labels
+            if labels.positive is None:
+                raise StreamherdError(
+                    f"a binary model file names its classes by a number <= 0 and one > 0; "
+                    f"classes {self.classes_.tolist()} are not: fit with y as -1/+1 or 0/1 to "
+                    f"save the model")
+            return self._task.meta()
+        blank = [t for t in self._task.labels.texts if not t or any(c.isspace() for c in t)]
+        if blank:
+            raise StreamherdError(f"class {blank[0]!r}: a model file's class names have no "
+                                  f"blanks; rename the class to save the model")
+        return self._task.meta()
+
+
+class OnlineRegressor(RegressorMixin, _OnlineEstimator):
+    """A linear regressor learned online by a streamherd learner with a squared-loss form
+    (``streamherd train --loss squared``: pa, pa1, pa2, nherd, arow); see OnlineClassifier for
+    the other parameters."""
+
+    def __init__(self, algo="arow-p", *, C=None, r=None, a=None, epsilon=None, max_iter=5,
+                 shuffle=True, random_state=None, bits=None, normalize=False,
+                 fit_intercept=True):
+        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+
+    def fit(self, X, y, sample_weight=None):
+        """``max_iter`` online passes over (X, y) from a fresh model."""
+        X, y = self._validated_pair(X, y, reset=True)
+        weights = self._weights(sample_weight, X)
+        self._begin(X)
+        y = np.asarray(y, np.float64)
+        self._fit_passes(X, lambda order: y, weights)
+        return self
+
+    def partial_fit(self, X, y, sample_weight=None):
+        """One online pass over (X, y) in order, continuing the model."""
+        first = getattr(self, "_learner", None) is None
+        X, y = self._validated_pair(X, y, reset=first)
+        weights = self._weights(sample_weight, X)
+        if first:
+            self._begin(X)
+        self._pass(X, np.asarray(y, np.float64), weights)
+        self.n_iter_ = 1
+        return self
+
+    def _begin(self, X):
+        algo = self._algo()
+        if learners.spec(algo).regression is None:
+            takers = ", ".join(n for n, s in learners.REGISTRY.items() if s.regression is not None)
+            raise InvalidParameter(f"{algo} has no squared-loss form; OnlineRegressor takes "
+                                   f"{takers}")
+        self._start(X, tasks.RegressionTask())
+
+    def predict(self, X):
+        return self._raw_scores(X)
+
+    def _shaped(self, by_block):
+        return by_block[0]
+
+    def _shaped_intercept(self, by_block):
+        return float(by_block[0])
+
+
+# ---------------------------------------------------------------- named learners
+
+class PerceptronClassifier(OnlineClassifier):
+    """Rosenblatt's perceptron, its averaged and its voted forms (Freund & Schapire)."""
+
+    _families = ("algorithms.perceptron", "algorithms.voted")
+
+    def __init__(self, algo="perceptron", *, max_support=None, multiclass="joint", max_iter=5,
+                 shuffle=True, random_state=None, bits=None, normalize=False,
+                 fit_intercept=True):
+        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+
+
+class PAClassifier(OnlineClassifier):
+    """Passive-Aggressive (Crammer et al. 2006): pa, pa1 (C caps the step), pa2 (C softens it)."""
+
+    _families = ("algorithms.pa",)
+
+    def __init__(self, algo="pa2", *, C=None, multiclass="joint", max_iter=5, shuffle=True,
+                 random_state=None, bits=None, normalize=False, fit_intercept=True):
+        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+
+
+class NHERDClassifier(OnlineClassifier):
+    """Normal Herd (Crammer & Lee 2010): nherd-e, nherd-p, nherd-d (diagonal rules), nherd-full."""
+
+    _families = ("algorithms.nherd",)
+
+    def __init__(self, algo="nherd-p", *, C=None, a=None, multiclass="joint", max_iter=5,
+                 shuffle=True, random_state=None, bits=None, normalize=False,
+                 fit_intercept=True):
+        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+
+
+class AROWClassifier(OnlineClassifier):
+    """AROW (Crammer, Kulesza & Dredze 2009): arow-p, arow-d (diagonal), arow-full."""
+
+    _families = ("algorithms.arow",)
+
+    def __init__(self, algo="arow-p", *, r=None, a=None, multiclass="joint", max_iter=5,
+                 shuffle=True, random_state=None, bits=None, normalize=False,
+                 fit_intercept=True):
+        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+
+
+class NAROWClassifier(OnlineClassifier):
+    """NAROW (Orabona & Crammer 2010): AROW that skips examples it is sure of (b)."""
+
+    _families = ("algorithms.narow",)
+
+    def __init__(self, algo="narow-p", *, b=None, a=None, multiclass="joint", max_iter=5,
+                 shuffle=True, random_state=None, bits=None, normalize=False,
+                 fit_intercept=True):
+        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+
+
+class CWClassifier(OnlineClassifier):
+    """Confidence-Weighted learning (Dredze, Crammer & Pereira 2008): cw, cw-full."""
+
+    _families = ("algorithms.cw",)
+
+    def __init__(self, algo="cw", *, eta=None, a=None, multiclass="joint", max_iter=5,
+                 shuffle=True, random_state=None, bits=None, normalize=False,
+                 fit_intercept=True):
+        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+
+
+class SCWClassifier(OnlineClassifier):
+    """Soft Confidence-Weighted learning (Wang, Zhao & Hoi 2012): scw1, scw2 and their -full."""
+
+    _families = ("algorithms.scw",)
+
+    def __init__(self, algo="scw1", *, C=None, eta=None, a=None, multiclass="joint", max_iter=5,
+                 shuffle=True, random_state=None, bits=None, normalize=False,
+                 fit_intercept=True):
+        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+
+
+class SOPClassifier(OnlineClassifier):
+    """The second-order perceptron (Cesa-Bianchi, Conconi & Gentile 2005): sop, sop-full."""
+
+    _families = ("algorithms.sop",)
+
+    def __init__(self, algo="sop", *, a=None, multiclass="joint", max_iter=5, shuffle=True,
+                 random_state=None, bits=None, normalize=False, fit_intercept=True):
+        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+
+
+class PARegressor(OnlineRegressor):
+    """Passive-Aggressive regression (epsilon-insensitive): pa, pa1, pa2."""
+
+    _families = ("algorithms.pa",)
+
+    def __init__(self, algo="pa2", *, C=None, epsilon=None, max_iter=5, shuffle=True,
+                 random_state=None, bits=None, normalize=False, fit_intercept=True):
+        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+
+
+class NHERDRegressor(OnlineRegressor):
+    """Normal Herd's squared-loss form."""
+
+    _families = ("algorithms.nherd",)
+
+    def __init__(self, algo="nherd-p", *, C=None, a=None, max_iter=5, shuffle=True,
+                 random_state=None, bits=None, normalize=False, fit_intercept=True):
+        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+
+
+class AROWRegressor(OnlineRegressor):
+    """AROW's squared-loss form (Vaits & Crammer's recursive least squares with r)."""
+
+    _families = ("algorithms.arow",)
+
+    def __init__(self, algo="arow-p", *, r=None, a=None, max_iter=5, shuffle=True,
+                 random_state=None, bits=None, normalize=False, fit_intercept=True):
+        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+
+
+# ---------------------------------------------------------------- model files
+
+def load_model(path):
+    """The fitted estimator of a model file (``streamherd train -f`` or ``save_model``): an
+    OnlineClassifier or OnlineRegressor that predicts as ``streamherd predict`` does. Its
+    n_features_in_ is the model's own (save_model's), or 2^bits for a command line model:
+    read the data with ``load_svmlight(f, bits=bits)`` (or load_vw) for it."""
+    from streamherd import model
+
+    meta, arrays = model.load_model(path)
+    space = FeatureSpace.from_meta(meta)
+    crossed = [k for k in ("quadratic", "cubic", "interactions", "ignore", "keep",
+                           "ignore_linear") if meta.get(k)]
+    if crossed:
+        raise StreamherdError(f"{path} was trained with --{crossed[0]}; the estimators take "
+                              f"columns, not namespaces: use streamherd predict for it")
+    task = tasks.of_model(meta)
+    settings = dict(algo=meta["algo"], **meta["hyperparameters"], bits=meta["bits"],
+                    normalize=space.normalize != normalization.NONE, fit_intercept=meta["bias"])
+    if task.kind == "regression":
+        estimator = OnlineRegressor(**settings)
+    else:
+        estimator = OnlineClassifier(**settings, multiclass=meta.get("multiclass", "joint"))
+    estimator._space, estimator._task, estimator._rows = space, task, None
+    estimator._learner = task.new_learner(meta["algo"], space.dim, meta["hyperparameters"],
+                                          arrays, meta.get("learner", {}))
+    estimator.n_features_in_ = int(meta.get("n_features_in", space.dim))
+    estimator.examples_ = int(meta.get("examples", 0))
+    estimator.n_iter_ = 0
+    if task.kind == "binary":
+        labels = task.labels
+        estimator.classes_ = np.array([-1.0 if labels.negative is None else labels.negative,
+                                       1.0 if labels.positive is None else labels.positive])
+    elif task.kind == "multiclass":
+        _set_classes(estimator, task.labels.texts)
+    return estimator
+
+
+def _set_classes(estimator, texts):
+    """classes_ of a multiclass model's class names (numbers when every name is one), block k
+    the class named texts[k]."""
+    try:
+        blocks = np.array([float(t) for t in texts])
+    except ValueError:
+        blocks = np.array(texts, dtype=object)
+    estimator._block_classes = blocks
+    estimator.classes_ = np.unique(blocks)
+    estimator._block_of_class = np.full(len(estimator.classes_), -1, np.int64)
+    estimator._block_of_class[np.searchsorted(estimator.classes_, blocks)] = np.arange(len(blocks))
