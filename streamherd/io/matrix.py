@@ -31,7 +31,7 @@ def fill_rows(src_indptr, src_indices, src_values, order, mask, add_bias, bias_s
     its slots rise strictly, or rise, wrap around the mask once and rise to a last slot below
     the first, and the bias slot is not among them: a canonical matrix's rows whose columns
     fit the slots, the usual case, are copied and never merged."""
-    keys, stamps, positions = table
+    keys, stamps, positions = table[0], table[1], table[2]   # (its slot bit set unused here)
     nnz = 0
     indptr[0] = 0
     for i in range(len(order)):
