@@ -200,7 +200,7 @@ def vw_multiclass(train_lines, test_lines, folder, classes):
     test = write(folder / "test.vw", [as_vw(x, ids) for x in test_lines])
     vw("-d", train, "--oaa", len(classes), "--probabilities", "--loss_function", "logistic",
        "-f", folder / "vw.m")
-    vw("-d", test, "-t", "-i", folder / "vw.m", "-p", folder / "vw.p")
+    vw("-d", test, "-t", "-i", folder / "vw.m", "-p", folder / "vw.p", "--probabilities")
     P = np.zeros((len(test_lines), len(classes)))
     for i, row in enumerate((folder / "vw.p").read_text().splitlines()):
         for cell in row.split():

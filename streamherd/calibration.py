@@ -284,6 +284,8 @@ def fit_softmax(scores, classes, penalty=1e-3):
     small ridge on b (which makes it unique)."""
     from scipy.optimize import minimize
 
+    own = ~np.isnan(scores[np.arange(len(classes)), classes])
+    scores, classes = scores[own], classes[own]   # a row whose class was not known yet: none
     n, K = scores.shape
     known = ~np.isnan(scores)
     s = np.where(known, scores, 0.0)
@@ -302,6 +304,8 @@ def fit_softmax(scores, classes, penalty=1e-3):
         grad = np.concatenate([[np.sum(residual * s)], residual.sum(axis=0) + penalty * b])
         return value + 0.5 * penalty * float(b @ b), grad
 
+    if n == 0:
+        return 1.0, np.zeros(K)
     spread = float(np.nanstd(scores)) or 1.0
     result = minimize(nll, np.concatenate([[1.0 / spread], np.zeros(K)]), jac=True,
                       method="L-BFGS-B")

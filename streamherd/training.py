@@ -66,7 +66,8 @@ def plan(algo=None, options=None, bits=None, bias=None, normalize=None, choice=t
     space = FeatureSpace(DEFAULT_BITS if bits is None else bits, True if bias is None else bias,
                          normalization.L2 if normalize else normalization.NONE, **namespaces)
     options = _hyperparameters(algo, options, choice.kind)
-    method = calibration or calibrations.DEFAULT_METHOD
+    method = calibration or ("none" if choice.kind == "regression"
+                             else calibrations.DEFAULT_METHOD)
     calibrations.check_method(method, algo, choice.kind, _gaussian(algo))
     return Start(algo, options, space, choice.new_task(skip_bad), choice.kind is None,
                  calibration=method)

@@ -90,11 +90,12 @@ class Task:
             raise StreamherdError(f"--scores prints every class's score of a multiclass model; "
                                   f"{model_path} is a {self.kind} model: use --raw for its margin")
         if output == PROBA and self.calibration is None and not self.has_probabilities(learner):
+            retrain = "" if self.kind == "regression" else \
+                "retrain it with train --calibration isotonic (the default), or "
             raise StreamherdError(
-                f"--proba needs a calibrated model (train --calibration platt, isotonic or "
-                f"probit, the default) or a Gaussian one (nherd, arow, cw, scw); {model_path} is "
-                f"a {algo} {self.kind} model without calibration: retrain it, or use "
-                f"--raw{' or --scores' if self.has_class_scores else ''}")
+                f"--proba needs a calibrated model or a Gaussian one (nherd, arow, cw, scw); "
+                f"{model_path} is a {algo} {self.kind} model, which has no class probabilities: "
+                f"{retrain}use --raw{' or --scores' if self.has_class_scores else ''}")
 
     def has_probabilities(self, learner):
         return False
