@@ -427,17 +427,59 @@ def of_meta(meta, method=None):
     return BinaryCalibration.from_meta(saved, method)
 
 
+def _reals(value, length=None):
+    """Whether ``value`` is a list of finite numbers (of ``length`` if given)."""
+    return isinstance(value, list) and (length is None or len(value) == length) and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+        for x in value)
+
+
+def _params_ok(method, params, cells):
+    if not isinstance(params, dict):
+        return False
+    if not params:
+        return True
+    keys = {"platt": ("a", "b"), "probit": ("a", "s2"), "isotonic": ("a", "b", "x", "p"),
+            "softmax": ("beta", "biases")}[method]
+    if set(params) != set(keys):
+        return False
+    scalars = [params[k] for k in keys if k not in ("x", "p", "biases")]
+    if not _reals(scalars) or (method == "probit" and params["s2"] < 0):
+        return False
+    if method == "isotonic":
+        return _reals(params["x"]) and _reals(params["p"], len(params["x"])) and \
+            0 < len(params["x"]) <= cells
+    return method != "softmax" or _reals(params["biases"])
+
+
 def meta_ok(saved):
-    """Whether a model's "calibration" meta is well formed (model.py's check)."""
+    """Whether a model's "calibration" meta is well formed (model.py's check): every list of the
+    length and kind its method says, every number finite, the map's parameters those of the
+    method."""
+    if not isinstance(saved, dict) or saved.get("method") not in ("platt", "isotonic", "probit",
+                                                                  "softmax"):
+        return False
     try:
-        calibration = of_meta({"calibration": saved})
-        if isinstance(calibration, BinaryCalibration):
-            cells = np.asarray(saved["cells"])
-            ok = len(cells) == len(saved["positive"]) == len(saved["negative"]) \
-                and (not len(cells) or (cells.min() >= 0 and cells.max() < len(
-                    calibration.positive)))
-            return bool(ok) and isinstance(saved["params"], dict)
-        return isinstance(saved["params"], dict) and \
-            len(calibration.kept) == len(calibration.kept_classes)
-    except (KeyError, TypeError, ValueError, IndexError, StreamherdError):
+        if saved["method"] == "softmax":
+            rows, classes = saved["scores"], saved["classes"]
+            width = len(rows[0]) if isinstance(rows, list) and rows else 0
+            return isinstance(saved["seen"], int) and not isinstance(saved["seen"], bool) and \
+                saved["seen"] >= len(rows) and isinstance(classes, list) and \
+                len(classes) == len(rows) and \
+                all(isinstance(z, int) and not isinstance(z, bool) and 0 <= z < width
+                    for z in classes) and \
+                all(isinstance(row, list) and len(row) == width and
+                    _reals([x for x in row if x is not None]) for row in rows) and \
+                _params_ok("softmax", saved["params"], 0)
+        probit = saved["method"] == "probit"
+        size = PROBIT_MARGIN_BINS * PROBIT_SPREAD_BINS if probit else BINS
+        cells = saved["cells"]
+        names = ("positive", "negative", "margin_sums") + (("confidence_sums",) if probit else ())
+        return isinstance(cells, list) and all(
+            isinstance(c, int) and not isinstance(c, bool) and 0 <= c < size for c in cells) \
+            and len(set(cells)) == len(cells) and \
+            all(_reals(saved[name], len(cells)) for name in names) and \
+            all(x >= 0 for name in ("positive", "negative") for x in saved[name]) and \
+            _params_ok(saved["method"], saved["params"], len(cells))
+    except (KeyError, TypeError):
         return False
