@@ -239,6 +239,15 @@ def train(
     test_only: bool = typer.Option(False, "-t", "--testonly",
                                    help="Predict every example without learning (with -i: "
                                         "the model's test loss in the table); writes no model."),
+    calibration: Optional[str] = typer.Option(
+        None, "--calibration", show_default=False,
+        help="How predict --proba maps a score to P(y|x), learned from the progressive "
+             "predictions of the first pass: isotonic (default), platt, probit (Gaussian "
+             "learners: Phi(a m / sqrt(x'Sigma x + s^2))) or none (no map: a Gaussian model's "
+             "--proba is then Phi(mu.x / sqrt(x'Sigma x)), the probability that a weight vector "
+             "drawn from the posterior says +1, which is not P(y=+1|x); other models have no "
+             "--proba). Multiclass: softmax(beta s + b) over the class scores (any but none). "
+             "With -i: the model's own."),
     examples: Optional[int] = typer.Option(None, "--examples", show_default=False,
                                            help="Stop after N examples (over all passes)."),
     audit: bool = typer.Option(False, "--audit", help="On standard output, each example's "
@@ -263,7 +272,7 @@ def train(
                                     early_terminate, save_per_pass, shuffle, random_seed,
                                     shuffle_memory), progress_every=progress,
                       predictions=predictions, examples=examples, test_only=test_only,
-                      audit=audit,
+                      audit=audit, calibration=calibration,
                       namespaces=dict(quadratic=quadratic, cubic=cubic,
                                       interactions=interactions,
                                       ignore="".join(ignore or ()), keep="".join(keep or ()),
@@ -288,9 +297,11 @@ def predict(
                                                help="Write predictions here instead of stdout."),
     raw: bool = typer.Option(False, "--raw", help="Print the margin w.x instead of the label "
                              "(multiclass: every class's score, as --scores)."),
-    proba: bool = typer.Option(False, "--proba", help="Print P(y=+1|x) = Phi(mu.x / sqrt(x'Sigma x)) "
-                               "instead of the label (Gaussian models: nherd, arow, cw, scw); "
-                               "multiclass: class:P(class has the top score) for every class."),
+    proba: bool = typer.Option(False, "--proba", help="Print P(y=+1|x) instead of the label, by "
+                               "the model's calibration map (train --calibration); multiclass: "
+                               "class:P(class|x) for every class, classes sorted. A model "
+                               "without a map (--calibration none, or older): Gaussian models "
+                               "only, Phi(mu.x / sqrt(x'Sigma x))."),
     scores: bool = typer.Option(False, "--scores", help="Multiclass: print class:score for "
                                 "every class instead of the label."),
     fmt: str = Format,
@@ -516,7 +527,7 @@ _NO_SGD = "streamherd has no SGD or quasi-Newton learner: choose a learner with 
 VW_SPELLINGS = {
     "--oaa": "--multiclass ova (one binary learner per class; the classes come from the data, "
              "or fix them with --classes)",
-    "--link": "streamherd predict --proba (P(y=+1|x) of a Gaussian model: nherd, arow, cw, scw)",
+    "--link": "streamherd predict --proba (P(y=+1|x), calibrated during train: --calibration)",
     "--loss_function": "--loss squared (regression) or --loss hinge (classification)",
     "-c": _NO_CACHE, "--cache": _NO_CACHE, "--cache_file": _NO_CACHE, "-k": _NO_CACHE,
     "--kill_cache": _NO_CACHE,

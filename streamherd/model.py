@@ -316,6 +316,8 @@ def _check_meta(path, meta):
     m.get("examples", lambda v: _is_int(v) and v >= 0, "a count of examples", required=False)
     m.get("progressive_loss", lambda v: v is None or _is_real(v), "a number or null",
           required=False)
+    m.get("calibration", _calibration_ok, "the statistics and map of --calibration",
+          required=False)
 
     classes, mode = 1, None
     if task == "multiclass":
@@ -347,6 +349,12 @@ def _check_meta(path, meta):
         model += f", {classes} classes, {_MODE_NAMES[mode]}"
     fills = _check_fills(m, shapes) if meta["format_version"] >= SPARSE_SINCE else None
     return shapes, (name, model), fills
+
+
+def _calibration_ok(value):
+    from streamherd.calibration import meta_ok
+
+    return meta_ok(value)
 
 
 def _check_fills(m, shapes):

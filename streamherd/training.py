@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from streamherd import calibration as calibrations
 from streamherd import compilation, learners, tasks
 from streamherd.errors import Interrupted, StreamherdError, notices_silenced, say
 from streamherd.features import normalize as normalization
@@ -46,22 +47,36 @@ class Start:
     state: "dict | None" = None
     learner_meta: dict = field(default_factory=dict)
     examples: int = 0          # the examples the initial model learned from
+    # --calibration (calibration.py): the method, and the initial model's statistics (its meta)
+    calibration: str = calibrations.DEFAULT_METHOD
+    calibration_meta: "dict | None" = None
 
 
 def plan(algo=None, options=None, bits=None, bias=None, normalize=None, choice=tasks.Choice(),
-         initial_model=None, skip_bad=False, namespaces=None):
+         initial_model=None, skip_bad=False, namespaces=None, calibration=None):
     """The Start of a new model, or of ``initial_model`` continued (see train's parameters)."""
     options = {k: v for k, v in (options or {}).items() if v is not None}
     namespaces = {k: v for k, v in (namespaces or {}).items() if v}
     if initial_model is not None:
-        start = _continued(initial_model, algo, options, bits, bias, normalize, choice, skip_bad)
+        start = _continued(initial_model, algo, options, bits, bias, normalize, choice, skip_bad,
+                           calibration)
         _check_namespaces(initial_model, start.space, namespaces)
         return start
     algo = learners.canonical_name(algo or learners.DEFAULT_ALGO)
     space = FeatureSpace(DEFAULT_BITS if bits is None else bits, True if bias is None else bias,
                          normalization.L2 if normalize else normalization.NONE, **namespaces)
     options = _hyperparameters(algo, options, choice.kind)
-    return Start(algo, options, space, choice.new_task(skip_bad), choice.kind is None)
+    method = calibration or ("none" if choice.kind == "regression"
+                             else calibrations.DEFAULT_METHOD)
+    calibrations.check_method(method, algo, choice.kind, _gaussian(algo))
+    return Start(algo, options, space, choice.new_task(skip_bad), choice.kind is None,
+                 calibration=method)
+
+
+def _gaussian(algo):
+    from streamherd.learners.gaussian import GaussianLearner
+
+    return issubclass(learners.learner_class(algo), GaussianLearner)
 
 
 def _check_namespaces(path, space, namespaces):
@@ -74,8 +89,10 @@ def _check_namespaces(path, space, namespaces):
                               f"--ignore/--keep/--ignore_linear to continue it with its own")
 
 
-def _continued(path, algo, options, bits, bias, normalize, choice, skip_bad):
-    """-i: the model, read whole, and every flag given checked against it."""
+def _continued(path, algo, options, bits, bias, normalize, choice, skip_bad, calibration=None):
+    """-i: the model, read whole, and every flag given checked against it; its calibration
+    statistics continue (a model saved without any continues without, unless
+    ``calibration`` names a method)."""
     meta, state = load_model(path)
     if algo is not None and learners.canonical_name(algo) != meta["algo"]:
         raise StreamherdError(f"{path} was trained with --algo {meta['algo']}, not {algo}; "
@@ -95,8 +112,12 @@ def _continued(path, algo, options, bits, bias, normalize, choice, skip_bad):
     choice.check_continues(meta, path)
     task = tasks.of_model(meta, skip_bad)
     options = _hyperparameters(meta["algo"], {**meta["hyperparameters"], **options}, task.kind)
+    saved = meta.get("calibration")
+    method = calibration or (saved["method"] if saved else "none")
+    if method != "softmax":
+        calibrations.check_method(method, meta["algo"], task.kind, _gaussian(meta["algo"]))
     return Start(meta["algo"], options, space, task, False, state, meta.get("learner", {}),
-                 meta.get("examples", 0))
+                 meta.get("examples", 0), method, saved)
 
 
 def _hyperparameters(algo, options, kind):
@@ -138,10 +159,27 @@ class Extras:
     audit: object = None     # --audit: a features.names.LearningAudit
 
 
+# rows learned at a time when the calibration needs what the kernels do not write out (class
+# scores, x' Sigma x): each piece is scored first, so its scores are those of the model at most
+# PIECE - 1 rows before the row's own prediction
+PIECE = 256
+
+
+class _Piece(NamedTuple):
+    """Rows a..b of a chunk, as the tasks' learn and scores read them."""
+
+    importance: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    values: np.ndarray
+    n_examples: int
+
+
 class Trainer:
     """Learns from chunks, in order: the task's targets of each, then one online pass of the
-    learner over it (a prediction for each row, then its update). The learner is made at once,
-    so that a hyperparameter it refuses fails before any input."""
+    learner over it (a prediction for each row, then its update), the progressive predictions
+    into the calibration's statistics. The learner is made at once, so that a hyperparameter it
+    refuses fails before any input."""
 
     def __init__(self, start, test_only=False):
         """``test_only``: -t, every chunk predicted, none learned from."""
@@ -150,6 +188,14 @@ class Trainer:
         self.task = start.task
         self.learner = self._new_learner(start.state, start.learner_meta)
         self.undecided = start.chosen_from_labels
+        self.calibration = self._new_calibration(start.calibration_meta)
+        self.calibrating = not test_only   # the first pass's predictions only are progressive
+
+    def _new_calibration(self, saved=None):
+        if saved is not None or self.start.calibration == "none":
+            return calibrations.of_meta({"calibration": saved, "task": self.task.kind},
+                                        self.start.calibration)
+        return calibrations.new(self.start.calibration, self.task.kind)
 
     def _new_learner(self, state=None, learner_meta=None):
         start = self.start
@@ -163,7 +209,8 @@ class Trainer:
         chunk, targets = self.task.targets(chunk, learning=not self.test_only)
         try:
             updates, predictions = (0, self.task.predict(self.learner, chunk)) if self.test_only \
-                else self.task.learn(self.learner, targets, chunk)
+                else self._learn_calibrating(targets, chunk) if self.calibrating and \
+                self.calibration is not None else self.task.learn(self.learner, targets, chunk)
         except UnstableUpdate as e:   # e.index: a row of the chunk the learner saw
             raise StreamherdError(
                 f"{chunk.source}:{int(chunk.line_numbers[e.index])}: {e.what}; scale the "
@@ -179,6 +226,45 @@ class Trainer:
         if self.undecided:
             self._settle(tasks.detect(chunk, self.task.skip_bad))
 
+    def _learn_calibrating(self, targets, chunk):
+        """task.learn, the progressive predictions added to the calibration's statistics: a
+        binary model's margins as the kernels write them, else piece by piece (PIECE), each
+        scored before it is learned."""
+        task, learner, calibration = self.task, self.learner, self.calibration
+        if task.kind == "binary" and not calibration.needs_confidences:
+            updates, predictions = task.learn(learner, targets, chunk)
+            calibration.observe(predictions, targets, chunk.importance)
+            return updates, predictions
+        updates, predictions = 0, []
+        for a in range(0, chunk.n_examples, PIECE):
+            b = min(chunk.n_examples, a + PIECE)
+            piece = _Piece(chunk.importance[a:b], chunk.indptr[a:b + 1], chunk.indices,
+                           chunk.values, b - a)
+            seen = self._progressive_scores(piece)
+            try:
+                done, predicted = task.learn(learner, targets[a:b], piece)
+            except UnstableUpdate as e:
+                raise UnstableUpdate(e.index + a, e.what) from None
+            updates += done
+            predictions.append(predicted)
+            if task.kind == "binary":
+                calibration.observe(predicted, targets[a:b], piece.importance, seen)
+            else:
+                calibration.observe(seen, targets[a:b], piece.importance)
+        return updates, np.concatenate(predictions) if predictions else np.empty(0)
+
+    def _progressive_scores(self, piece):
+        """What the calibration reads of ``piece`` before it is learned: a binary model's
+        x' Sigma x, or every class's score (NaN: a class the learner does not know yet)."""
+        if self.task.kind == "binary":
+            confidences = np.empty(piece.n_examples)
+            self.learner.confidences(piece.indptr, piece.indices, piece.values, confidences)
+            return confidences
+        self.learner.grow(len(self.task.labels))
+        scores = self.task.scores(self.learner, piece)
+        scores[:, self.task.known:] = np.nan
+        return scores
+
     def finish(self):
         """The task of a stream that brought no chunk to choose it: binary."""
         if self.undecided:
@@ -191,13 +277,15 @@ class Trainer:
         if task.kind != self.task.kind:
             self.task = task
             self.learner = self._new_learner()
+            self.calibration = self._new_calibration()
 
     def model_meta(self, examples, progressive_loss):
         """The model's meta, after ``examples`` labeled examples more than the initial model."""
         return {"algo": self.start.algo, "hyperparameters": self.learner.options,
                 **self.start.space.to_meta(), **self.task.meta(),
                 "examples": self.start.examples + examples, "progressive_loss": progressive_loss,
-                "learner": self.learner.meta()}
+                "learner": self.learner.meta(),
+                **({"calibration": self.calibration.to_meta()} if self.calibration else {})}
 
     def state(self):
         """The learner's arrays, as a model holds them."""
@@ -208,7 +296,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
           initial_model=None, quiet=False, skip_bad=False, block_size=DEFAULT_BLOCK_SIZE,
           normalize=None, multiclass=None, classes=None, loss=None, allow_empty=False,
           passes=Passes(), progress_every=None, namespaces=None, predictions=None,
-          examples=None, test_only=False, audit=False):
+          examples=None, test_only=False, audit=False, calibration=None):
     """Stream every example through the learner, once per pass; returns the run summary (a
     dict).
 
@@ -226,7 +314,9 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     ``examples``: --examples, at most that many examples over all passes; ``test_only``: -t,
     predict every example with the initial model, learn nothing, write no model; ``audit``:
     --audit, each example's prediction and features with the weights before its update on
-    standard output (features/names.LearningAudit). A run that
+    standard output (features/names.LearningAudit); ``calibration``: --calibration, the map
+    from the progressive predictions to predict --proba's probabilities (calibration.py; None:
+    the default, or an initial model's own). A run that
     learns from no labeled example fails (exit 2) and writes no model, unless ``allow_empty``:
     then the model (the initial one, or an untrained one) is written. Inputs and the model's
     path are checked before any work; the model is written to a temporary file that replaces
@@ -248,7 +338,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     predictions_path = resolve_output(predictions, [*paths, *filter(None, [initial_model])],
                                       "predictions") if predictions is not None else None
     start = plan(algo, options, bits, bias, normalize, choice, initial_model, skip_bad,
-                 namespaces)
+                 namespaces, calibration)
     trainer = Trainer(start, test_only)
     note = (lambda text: None) if quiet else (lambda text: say(f"streamherd: {text}"))
     with contextlib.ExitStack() as stack:
@@ -317,6 +407,7 @@ def _run_passes(passes, chunks, trainer, progress, preamble, pass_paths, extras)
                               None if used else preamble, passes.holdout,
                               lambda: (reader.total_bytes or 0) * used + chunks.bytes_done, extras)
         trainer.finish()
+        trainer.calibrating = False
         used += 1
         if pass_paths is not None:
             save_model(pass_paths[used - 1], *_model_now(trainer, progress))
@@ -527,6 +618,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
     meta, arrays = load_model(model_path)
     algo = learners.canonical_name(meta["algo"])
     task = tasks.of_model(meta, skip_bad)
+    task.calibration = calibrations.of_meta(meta)
     learner = task.new_learner(algo, 1 << meta["bits"], meta["hyperparameters"], arrays,
                                meta.get("learner", {}))
     if sum([proba, raw, scores]) > 1:

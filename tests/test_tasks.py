@@ -276,7 +276,9 @@ def test_outputs_a_model_has_not_are_refused():
                                               "multiclass model; m.npz is a binary model"):
         tasks.BinaryTask().check_output(tasks.SCORES, pa2, "m.npz", "pa2")
     with pytest.raises(StreamherdError, match="m.npz is a pa2 binary model, which has no class "
-                                              "probabilities: use --raw$"):
+                                              "probabilities: retrain it with train "
+                                              "--calibration isotonic \\(the default\\), or "
+                                              "use --raw$"):
         tasks.BinaryTask().check_output(tasks.PROBA, pa2, "m.npz", "pa2")
     task = tasks.MulticlassTask(ClassLabels(["a", "b"]))
     with pytest.raises(StreamherdError, match="use --raw or --scores$"):

@@ -40,6 +40,7 @@ class Task:
     kind = ""
     loss_name = "0/1 loss"
     blocks = 1                 # class blocks of its learner
+    calibration = None         # a loaded model's --proba map (calibration.py), if it has one
     has_class_scores = False   # predict --scores
 
     def __init__(self, skip_bad=False):
@@ -88,11 +89,13 @@ class Task:
         if output == SCORES and not self.has_class_scores:
             raise StreamherdError(f"--scores prints every class's score of a multiclass model; "
                                   f"{model_path} is a {self.kind} model: use --raw for its margin")
-        if output == PROBA and not self.has_probabilities(learner):
+        if output == PROBA and self.calibration is None and not self.has_probabilities(learner):
+            retrain = "" if self.kind == "regression" else \
+                "retrain it with train --calibration isotonic (the default), or "
             raise StreamherdError(
-                f"--proba needs a Gaussian classification model (nherd, arow, cw, scw); "
+                f"--proba needs a calibrated model or a Gaussian one (nherd, arow, cw, scw); "
                 f"{model_path} is a {algo} {self.kind} model, which has no class probabilities: "
-                f"use --raw{' or --scores' if self.has_class_scores else ''}")
+                f"{retrain}use --raw{' or --scores' if self.has_class_scores else ''}")
 
     def has_probabilities(self, learner):
         return False

@@ -1,5 +1,6 @@
 """The binary task: two label values (+1/-1, 1/0, or any two given ones), the learners' binary
-kernels, progressive 0/1 loss, predict's label, margin (--raw) or P(y = +1 | x) (--proba)."""
+kernels, progressive 0/1 loss, predict's label, margin (--raw) or P(y = +1 | x) (--proba, the
+model's calibration map)."""
 import numpy as np
 from numba import njit
 
@@ -72,11 +73,22 @@ class BinaryTask(Classification):
     def lines(self, learner, scored, output):
         rows, margins = scored.chunk, scored.scores
         if output == PROBA:
-            return format_numbers(learner.probabilities(rows.indptr, rows.indices, rows.values))
+            return format_numbers(self.probabilities(learner, rows, margins))
         if output == RAW:
             return format_numbers(margins)
         texts = np.array([self.labels.text(False), self.labels.text(True)], dtype=object)
         return texts[(margins > 0).astype(np.intp)].tolist()
+
+    def probabilities(self, learner, rows, margins):
+        """P(y = +1 | x): the model's calibration map (calibration.py) of each margin, or
+        without one a Gaussian model's Phi(mu.x / sqrt(x' Sigma x))."""
+        if self.calibration is None:
+            return learner.probabilities(rows.indptr, rows.indices, rows.values)
+        confidences = None
+        if self.calibration.needs_confidences:
+            confidences = np.empty(rows.n_examples)
+            learner.confidences(rows.indptr, rows.indices, rows.values, confidences)
+        return self.calibration.probabilities(margins, confidences)
 
     # ------------------------------------------------------------ the model
 

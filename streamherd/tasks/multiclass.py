@@ -113,11 +113,30 @@ class MulticlassTask(Classification):
     def lines(self, learner, scored, output):
         rows = scored.chunk
         if output == PROBA:
-            return format_pairs(self.labels.texts, learner.class_probabilities(
-                rows.indptr, rows.indices, rows.values))
+            order = self.sorted_classes()
+            return format_pairs(np.asarray(self.labels.texts)[order],
+                                self.probabilities(learner, scored)[:, order])
         if output in (RAW, SCORES):   # a multiclass model's raw output is its classes' scores
             return format_pairs(self.labels.texts, scored.scores)
         return self.labels.text_array()[scored.predictions + 1].tolist()
+
+    def probabilities(self, learner, scored):
+        """Every class's probability, in class id order: the model's softmax calibration
+        (calibration.py), or without one a Gaussian model's P(the class has the top score)."""
+        if self.calibration is not None:
+            return self.calibration.probabilities(scored.scores)
+        rows = scored.chunk
+        return learner.class_probabilities(rows.indptr, rows.indices, rows.values)
+
+    def sorted_classes(self):
+        """The class ids in the order --proba prints them: by number when every class is one,
+        else by text (the order of the first appearance would change with the data)."""
+        texts = self.labels.texts
+        try:
+            keys = [(float(text), text) for text in texts]
+        except ValueError:
+            keys = [(0.0, text) for text in texts]
+        return np.array(sorted(range(len(texts)), key=keys.__getitem__), dtype=np.intp)
 
     # ------------------------------------------------------------ the model
 

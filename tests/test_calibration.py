@@ -1,0 +1,329 @@
+"""--calibration and predict --proba (issue 20, section 1): the fitted maps against independent
+fits (sklearn, scipy on the unbinned pairs), the statistics' round trip through the model, -i
+continuing them as one run would, and the CLI end to end on real data."""
+import json
+import math
+import zipfile
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import log_ndtr, ndtr
+
+from streamherd import calibration
+from streamherd.model import load_model
+from tests.conftest import one_line_error
+
+
+def _pairs(n=20000, seed=0, scale=1.7, shift=-0.4):
+    """Margins and labels drawn from a logistic model P(y = +1 | m) = sigma(scale m + shift)."""
+    rng = np.random.default_rng(seed)
+    m = rng.normal(0.0, 1.5, n)
+    y = np.where(rng.random(n) < 1.0 / (1.0 + np.exp(-(scale * m + shift))), 1.0, -1.0)
+    return m, y
+
+
+def _observed(method, m, y, v=None):
+    fitted = calibration.BinaryCalibration(method)
+    fitted.observe(m, y, np.ones(len(y)), v)
+    return fitted
+
+
+# ---------------------------------------------------------------- the fits
+
+def test_platt_on_unbinned_points_equals_sklearn_logistic_regression():
+    from sklearn.linear_model import LogisticRegression
+
+    m, y = _pairs(3000)
+    a, b = calibration.fit_platt(m, (y > 0) * 1.0, (y < 0) * 1.0, prior=False)
+    reference = LogisticRegression(C=1e12, tol=1e-12, max_iter=10000).fit(m[:, None], y > 0)
+    assert a == pytest.approx(reference.coef_[0, 0], rel=1e-5)
+    assert b == pytest.approx(reference.intercept_[0], rel=1e-5, abs=1e-6)
+
+
+def test_binned_platt_is_within_binning_and_prior_of_the_unbinned_fit():
+    from sklearn.linear_model import LogisticRegression
+
+    m, y = _pairs()
+    params = _observed("platt", m, y).fit()
+    reference = LogisticRegression(C=1e12, tol=1e-12, max_iter=10000).fit(m[:, None], y > 0)
+    # bins 2.5% of the margin wide read at their centroids; Platt's targets move 1/N
+    assert params["a"] == pytest.approx(reference.coef_[0, 0], rel=5e-3)
+    assert params["b"] == pytest.approx(reference.intercept_[0], abs=5e-3)
+
+
+def test_isotonic_pav_equals_sklearn_on_unbinned_points():
+    from sklearn.isotonic import IsotonicRegression
+
+    m, y = _pairs(500, seed=3)
+    order = np.argsort(m)
+    positive = (y[order] > 0) * 1.0
+    starts, block_pos, block_tot = calibration.fit_isotonic(positive, 1.0 - positive)
+    ours = np.repeat(block_pos / block_tot, np.diff(np.append(starts, len(m))))
+    reference = IsotonicRegression().fit(m[order], positive).predict(m[order])
+    np.testing.assert_allclose(ours, reference, atol=1e-12)
+
+
+def test_binned_isotonic_map_is_close_to_sklearns_on_unbinned_points():
+    from sklearn.isotonic import IsotonicRegression
+
+    m, y = _pairs()
+    fitted = _observed("isotonic", m, y)
+    grid = np.linspace(-3, 3, 601)
+    reference = IsotonicRegression(out_of_bounds="clip").fit(m, y > 0).predict(grid)
+    ours = fitted.probabilities(grid)
+    assert np.all(np.diff(ours) > 0) and 0 < ours.min() and ours.max() < 1   # no ties
+    assert np.mean(np.abs(ours - reference)) < 0.01
+
+
+def test_binned_probit_is_close_to_scipys_maximum_likelihood_on_unbinned_points():
+    rng = np.random.default_rng(5)
+    n = 20000
+    m = rng.normal(0, 2, n)
+    v = rng.uniform(0.1, 3.0, n)
+    truth_a, truth_s2 = 1.3, 0.8
+    y = np.where(rng.random(n) < ndtr(truth_a * m / np.sqrt(v + truth_s2)), 1.0, -1.0)
+
+    def nll(theta):
+        z = math.exp(theta[0]) * m / np.sqrt(v + math.exp(theta[1]))
+        return -np.sum(np.where(y > 0, log_ndtr(z), log_ndtr(-z)))
+
+    best = minimize(nll, np.zeros(2), method="BFGS").x
+    params = _observed("probit", m, y, v).fit()
+    assert params["a"] == pytest.approx(math.exp(best[0]), rel=0.03)
+    assert params["s2"] == pytest.approx(math.exp(best[1]), rel=0.08)
+
+
+def test_softmax_fit_equals_a_direct_minimisation_of_the_likelihood():
+    rng = np.random.default_rng(7)
+    n, K = 3000, 4
+    scores = rng.normal(0, 2, (n, K))
+    scores[:200, 3] = np.nan      # the fourth class was not known yet
+    true_logits = np.where(np.isnan(scores), -np.inf, 0.7 * np.nan_to_num(scores) +
+                           np.array([0.0, 0.5, -0.5, 1.0]))
+    p = np.exp(true_logits - true_logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    classes = np.array([rng.choice(K, p=row) for row in p])
+
+    def nll(theta):
+        total = 0.5 * 1e-3 * np.sum(theta[1:] ** 2)
+        for row, z in zip(scores, classes):
+            known = ~np.isnan(row)
+            logits = theta[0] * row[known] + theta[1:][known]
+            total -= theta[0] * row[z] + theta[1 + z] - np.logaddexp.reduce(logits)
+        return total
+
+    reference = minimize(nll, np.concatenate([[1.0], np.zeros(K)]), method="Nelder-Mead",
+                         options={"xatol": 1e-7, "fatol": 1e-9, "maxiter": 20000,
+                                  "maxfev": 20000}).x
+    beta, biases = calibration.fit_softmax(scores, classes)
+    assert beta == pytest.approx(reference[0], abs=2e-3)
+    # the likelihood is flat along a common shift of the biases (the ridge of 1e-3 makes the
+    # minimum unique, but the simplex search stops anywhere along it): compare them centred
+    np.testing.assert_allclose(biases - biases.mean(), reference[1:] - reference[1:].mean(),
+                               atol=5e-3)
+
+
+def test_the_reservoir_continued_keeps_the_sample_of_one_run():
+    rng = np.random.default_rng(1)
+    scores, classes = rng.normal(size=(30000, 3)), rng.integers(0, 3, 30000)
+    weights = np.ones(30000)
+    whole = calibration.MulticlassCalibration()
+    whole.observe(scores, classes, weights)
+    first = calibration.MulticlassCalibration()
+    first.observe(scores[:12345], classes[:12345], weights[:12345])
+    continued = calibration.MulticlassCalibration.from_meta(json.loads(json.dumps(
+        first.to_meta())))
+    continued.observe(scores[12345:], classes[12345:], weights[12345:])
+    np.testing.assert_array_equal(continued.kept, whole.kept)
+    np.testing.assert_array_equal(continued.kept_classes, whole.kept_classes)
+    # a uniform sample: about as many rows of each half of the stream as of the other
+    kept_rows = {tuple(row) for row in whole.kept}
+    early = sum(tuple(row) in kept_rows for row in scores[:15000])
+    assert abs(early - len(whole.kept) / 2) < 4 * math.sqrt(len(whole.kept))
+
+
+# ---------------------------------------------------------------- the CLI
+
+def _read_proba(text):
+    return np.array(text.split(), float)
+
+
+def _binary_metrics(p, positive):
+    q = np.clip(p, 1e-15, 1 - 1e-15)
+    log_loss = -np.mean(np.where(positive, np.log(q), np.log1p(-q)))
+    which = np.minimum((p * 10).astype(int), 9)
+    ece = sum((which == b).mean() * abs(positive[which == b].mean() - p[which == b].mean())
+              for b in range(10) if (which == b).any())
+    return log_loss, ece
+
+
+def _labels(path):
+    import gzip
+
+    with gzip.open(path, "rt") as f:
+        return np.array([float(line.split()[0]) > 0 for line in f])
+
+
+def test_proba_on_a9a_is_calibrated_for_every_method_and_learner(run_cli, data_dir, tmp_path):
+    train, test = data_dir / "a9a.svm.gz", data_dir / "a9a.t.svm.gz"
+    positive = _labels(test)
+    losses = {}
+    for algo, method in (("nherd", "none"), ("nherd", "isotonic"), ("nherd", "platt"),
+                         ("nherd", "probit"), ("avg-perceptron", "isotonic")):
+        model = tmp_path / f"{algo}-{method}.npz"
+        assert run_cli("train", train, "--algo", algo, "--calibration", method, "-f", model,
+                       "--quiet").returncode == 0
+        proc = run_cli("predict", test, "-m", model, "--proba", "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        p = _read_proba(proc.stdout)
+        assert len(p) == len(positive) and np.all((p >= 0) & (p <= 1))
+        losses[algo, method], ece = _binary_metrics(p, positive)
+        if method != "none":
+            assert ece < 0.03, (algo, method, ece)
+    uncalibrated = losses.pop(("nherd", "none"))
+    assert uncalibrated > 1.0     # Phi(m / sqrt v) saturates (issue 20)
+    for key, loss in losses.items():
+        assert loss < 0.36, (key, loss)   # VW's logistic one pass: 0.325
+
+
+def test_calibration_changes_no_weight(run_cli, tmp_path, data_dir):
+    """The statistics are read from the progressive predictions; learning piece by piece
+    (multiclass, probit) makes the same model as one chunk at a time."""
+    cases = [("nherd", "binary", "probit"), ("arow", "binary", "isotonic"),
+             ("voted-perceptron", "joint", "platt"), ("pa1", "ova", "platt"),
+             ("pa2", "mira", "platt"), ("arow", "joint", "platt")]
+    for algo, mode, method in cases:
+        data = data_dir / ("a9a.t.svm.gz" if mode == "binary" else "dna.scale.svm")
+        states = []
+        for calibrated in (method, "none"):
+            model = tmp_path / f"{calibrated}.npz"
+            extra = [] if mode == "binary" else ["--multiclass", mode]
+            proc = run_cli("train", data, "--algo", algo, "--calibration", calibrated,
+                           "-f", model, "--quiet", "-b", "12", *extra)
+            assert proc.returncode == 0, proc.stderr
+            meta, arrays = load_model(model)
+            assert ("calibration" in meta) == (calibrated != "none")
+            states.append(arrays)
+        assert states[0].keys() == states[1].keys()
+        for name in states[0]:
+            np.testing.assert_array_equal(states[0][name], states[1][name], err_msg=(algo, mode))
+
+
+def test_continuing_a_model_continues_its_statistics_as_one_run(run_cli, tmp_path, data_dir):
+    import gzip
+
+    with gzip.open(data_dir / "a9a.t.svm.gz", "rt") as f:
+        lines = f.read().splitlines(keepends=True)
+    first, second, whole = tmp_path / "a.svm", tmp_path / "b.svm", tmp_path / "ab.svm"
+    first.write_text("".join(lines[:512]))   # a whole number of pieces (training.PIECE)
+    second.write_text("".join(lines[512:3000]))
+    whole.write_text("".join(lines[:3000]))
+    for method in ("isotonic", "probit"):
+        one, two = tmp_path / f"one-{method}.npz", tmp_path / f"two-{method}.npz"
+        assert run_cli("train", whole, "-f", one, "--algo", "nherd", "--calibration", method,
+                       "--quiet").returncode == 0
+        assert run_cli("train", first, "-f", two, "--algo", "nherd", "--calibration", method,
+                       "--quiet").returncode == 0
+        assert run_cli("train", second, "-i", two, "-f", two, "--quiet").returncode == 0
+        assert load_model(one)[0]["calibration"] == load_model(two)[0]["calibration"]
+        p_one = run_cli("predict", whole, "-m", one, "--proba", "--quiet").stdout
+        assert p_one == run_cli("predict", whole, "-m", two, "--proba", "--quiet").stdout
+
+
+def test_the_map_round_trips_through_the_model(run_cli, tmp_path, data_dir):
+    model = tmp_path / "m.npz"
+    test = data_dir / "spambase.test.svm"
+    assert run_cli("train", data_dir / "spambase.train.svm", "--algo", "pa1", "--calibration",
+                   "platt", "-f", model, "--quiet").returncode == 0
+    meta, _ = load_model(model)
+    refit = calibration.of_meta(meta)   # the statistics read back, fitted again
+    refit.params = None
+    assert refit.fit() == pytest.approx(meta["calibration"]["params"], rel=1e-12)
+    raw = _read_proba(run_cli("predict", test, "-m", model, "--raw", "--quiet").stdout)
+    proba = _read_proba(run_cli("predict", test, "-m", model, "--proba", "--quiet").stdout)
+    a, b = meta["calibration"]["params"]["a"], meta["calibration"]["params"]["b"]
+    np.testing.assert_allclose(proba, 1 / (1 + np.exp(-(a * raw + b))), rtol=1e-7, atol=1e-9)
+
+
+def test_multiclass_proba_columns_are_sorted_and_sum_to_one(run_cli, tmp_path):
+    rng = np.random.default_rng(0)
+    labels = ["10", "2", "1"]   # first seen in this order
+    data = tmp_path / "d.svm"
+    rows = []
+    for i in range(600):
+        z = i % 3
+        x = rng.normal(size=3) + 3 * np.eye(3)[z]
+        rows.append(f"{labels[z]} " + " ".join(f"{k + 1}:{x[k]:.4f}" for k in range(3)))
+    data.write_text("\n".join(rows) + "\n")
+    model = tmp_path / "m.npz"
+    assert run_cli("train", data, "--algo", "pa1", "-f", model, "--quiet").returncode == 0
+    out = run_cli("predict", data, "-m", model, "--proba", "--quiet").stdout.splitlines()
+    assert all([cell.split(":")[0] for cell in line.split()] == ["1", "2", "10"] for line in out)
+    P = np.array([[float(cell.split(":")[1]) for cell in line.split()] for line in out])
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-9)
+    truth = np.array([[2, 1, 0][i % 3] for i in range(600)])   # 10 -> column 2, 2 -> 1, 1 -> 0
+    assert np.mean(P.argmax(axis=1) == truth) > 0.9
+    assert -np.mean(np.log(P[np.arange(600), truth])) < 0.3
+
+
+def _without_calibration(model, path):
+    """The model as streamherd wrote it before calibration existed: no "calibration" meta."""
+    with zipfile.ZipFile(model) as source, zipfile.ZipFile(path, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "meta.npy":
+                meta = json.loads(str(np.load(model)["meta"]))
+                meta.pop("calibration")
+                buffer = __import__("io").BytesIO()
+                np.save(buffer, np.array(json.dumps(meta, sort_keys=True)))
+                data = buffer.getvalue()
+            target.writestr(item, data)
+
+
+def test_a_model_without_a_map_behaves_as_none(run_cli, tmp_path, data_dir):
+    train, test = data_dir / "spambase.train.svm", data_dir / "spambase.test.svm"
+    for algo in ("arow", "pa1"):
+        calibrated, none, old = (tmp_path / f"{algo}-{k}.npz" for k in ("cal", "none", "old"))
+        assert run_cli("train", train, "--algo", algo, "-f", calibrated, "--quiet").returncode == 0
+        assert run_cli("train", train, "--algo", algo, "--calibration", "none", "-f", none,
+                       "--quiet").returncode == 0
+        _without_calibration(calibrated, old)
+        outputs = [run_cli("predict", test, "-m", m, "--proba", "--quiet") for m in (none, old)]
+        if algo == "pa1":   # no map and no Gaussian: --proba refused, in one line
+            for proc in outputs:
+                assert "--calibration" in one_line_error(proc)
+        else:
+            assert outputs[0].returncode == 0 and outputs[0].stdout == outputs[1].stdout
+        # continuing the old model without --calibration keeps it without
+        again = tmp_path / "again.npz"
+        assert run_cli("train", test, "-i", old, "-f", again, "--quiet").returncode == 0
+        assert "calibration" not in load_model(again)[0]
+
+
+def test_bad_calibration_flags_are_one_line_errors(run_cli, tmp_path, data_dir):
+    train = data_dir / "spambase.train.svm"
+    model = tmp_path / "m.npz"
+    assert "--calibration" in one_line_error(run_cli("train", train, "--calibration", "sigmoid",
+                                                     "-f", model))
+    assert "probit" in one_line_error(run_cli("train", train, "--algo", "pa1",
+                                              "--calibration", "probit", "-f", model))
+    assert not model.exists()
+    assert run_cli("train", train, "--algo", "nherd", "-f", model,
+                   "--quiet").returncode == 0   # isotonic's statistics
+    assert "drop --calibration" in one_line_error(run_cli("train", train, "-i", model,
+                                                          "--calibration", "probit", "-f", model))
+
+
+def test_a_damaged_map_is_a_one_line_error(run_cli, tmp_path, data_dir):
+    model, damaged = tmp_path / "m.npz", tmp_path / "d.npz"
+    assert run_cli("train", data_dir / "spambase.train.svm", "-f", model,
+                   "--quiet").returncode == 0
+    meta, arrays = load_model(model)
+    meta["calibration"]["cells"] = [10 ** 9] * len(meta["calibration"]["cells"])
+    from streamherd.model import save_model
+
+    save_model(damaged, {k: v for k, v in meta.items() if k not in (
+        "format", "format_version", "streamherd_version", "fill")}, arrays)
+    assert "calibration" in one_line_error(run_cli("predict", data_dir / "spambase.test.svm",
+                                                   "-m", damaged, "--proba"))
