@@ -25,7 +25,7 @@ def test_python_section_runs(tmp_path, monkeypatch, run_cli):
         assert proc.returncode == 0, proc.stderr
     namespace = {}
     blocks = _blocks("python")
-    assert len(blocks) == 4
+    assert len(blocks) == 5   # the fifth: streamherd.river's loop
     for block in blocks:
         exec(compile(block, "README.md", "exec"), namespace)
     assert namespace["model"].score(namespace["X_test"], namespace["y_test"]) > 0.6
@@ -35,3 +35,4 @@ def test_python_section_runs(tmp_path, monkeypatch, run_cli):
     assert proc.returncode == 0, proc.stderr
     predicted = namespace["stream"].predict(namespace["X"])
     assert [float(v) for v in proc.stdout.split()] == predicted.tolist()
+    assert namespace["river_model"].predict_one({"cheap": 1.0}) is True

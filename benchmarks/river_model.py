@@ -1,0 +1,81 @@
+"""streamherd.river's learn_one against river's own PAClassifier on the same stream of dicts
+(sms_spam's messages as {word: count}, bool labels): microseconds per learn_one, best of
+``--repeats`` passes over the stream by fresh models (the first pass of each includes the
+hashing of the names; numba's cache warmed first). Writes its own section of
+benchmarks/README.md with ``--write-readme``.
+
+    python benchmarks/river_model.py --write-readme
+"""
+import argparse
+import datetime
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parent))   # this checkout's streamherd
+
+from throughput import replace_section  # noqa: E402
+
+DATA = HERE.parent.parent / "shared" / "data" / "sms_spam.vw"
+START, END = "<!-- river_model: start -->", "<!-- river_model: end -->"
+
+
+def sms_stream(path):
+    stream = []
+    for line in Path(path).read_text().splitlines():
+        label, features = line.split("|", 1)
+        x = {}
+        for token in features.split()[1:]:
+            name, _, value = token.rpartition(":") if ":" in token else (token, "", "1")
+            x[name] = x.get(name, 0.0) + float(value)
+        stream.append((x, float(label) > 0))
+    return stream
+
+
+def per_learn_one(make, stream, repeats):
+    """Best microseconds per learn_one over ``repeats`` fresh models."""
+    best = float("inf")
+    for _ in range(repeats):
+        model = make()
+        start = time.perf_counter()
+        for x, y in stream:
+            model.learn_one(x, y)
+        best = min(best, (time.perf_counter() - start) / len(stream) * 1e6)
+    return best
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=str(DATA))
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--write-readme", action="store_true")
+    args = parser.parse_args()
+    from river import linear_model
+
+    from streamherd.river import OnlineClassifier
+
+    stream = sms_stream(args.data)
+    OnlineClassifier("pa1").learn_one(*stream[0])   # numba's cache loaded
+    river_us = per_learn_one(lambda: linear_model.PAClassifier(C=1.0, mode=1), stream,
+                             args.repeats)
+    rows = [f"| river PAClassifier (PA-I, C=1) | {river_us:.2f} | 1.00x |"]
+    for algo in ("pa1", "arow-p", "scw1"):
+        us = per_learn_one(lambda: OnlineClassifier(algo), stream, args.repeats)
+        rows.append(f"| streamherd.river OnlineClassifier({algo!r}) | {us:.2f} | "
+                    f"{river_us / us:.2f}x |")
+    block = "\n".join([
+        START, "## river models: learn_one", "",
+        f"`python benchmarks/river_model.py --write-readme` ({datetime.date.today()}): "
+        f"{len(stream)} sms_spam messages as dicts, microseconds per learn_one (best of "
+        f"{args.repeats} fresh models, each pass hashing its names anew); the ratio is river's "
+        f"PAClassifier time over the model's (higher is faster).", "",
+        "| model | us / learn_one | vs river PA |", "|---|---:|---:|", *rows, END])
+    print(block)
+    if args.write_readme:
+        replace_section(START, END, block)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,473 @@
+"""river models over streamherd's learners: ``OnlineClassifier`` (a river MiniBatchClassifier)
+and ``OnlineRegressor`` (a MiniBatchRegressor), the learner chosen by ``algo`` with the
+hyperparameters of streamherd.sklearn's estimators.
+
+A river example is a dict {name: value}. Its names are VW feature names in the default
+namespace: ``learn_one({"a": 1.0, "7": 2.0}, y)`` learns what ``streamherd train`` learns from
+the VW line ``y | a:1 7:2`` (features/hashing.hashstring, seed 0; the bias appended; names whose
+slots collide summed), so ``river.evaluate.progressive_val_score`` gives the command line's
+progressive loss on the same stream. Each name's slot is hashed once and kept in a dict.
+
+Per example, ``learn_one`` and ``predict_one`` make no numpy array: the row is packed into
+buffers kept from call to call (struct.pack_into) and given to the learner's kernel as a
+one-row chunk. ``learn_many``/``predict_many`` (pandas DataFrames) take the block path of
+streamherd.sklearn (io/matrix.MatrixRows: the columns' slots, one numba kernel per chunk).
+
+Classes: bool labels make a binary model (True the positive class, as river's binary
+classifiers); any other labels a multiclass one (``multiclass``: "joint", "ova" or "mira"),
+each new label a new class where it first appears in the stream, as river expects.
+
+``predict_proba_one``: the Gaussian learners (nherd, arow, narow, cw, scw) give their own
+probabilities, as ``streamherd predict --proba`` does for a model trained with
+``--calibration none``: binary, P(w.x > 0) = Phi(mu.x / sqrt(x' Sigma x)) under the learner's
+Gaussian over weights; multiclass, each class's probability of the top score. The command
+line's calibration maps are fitted on a whole pass's progressive predictions, which a stream
+that never ends does not have, so they are not used here. The other learners (perceptron, pa,
+sop, ...) raise NotImplementedError, river's pattern for a classifier without probabilities
+(their predict_one still answers). With ``multiclass="mira"``, likewise.
+"""
+import struct
+
+import numpy as np
+import pandas as pd
+from river import base
+
+from streamherd import learners, tasks
+from streamherd.errors import StreamherdError
+from streamherd.features import normalize as normalization
+from streamherd.features.hashing import hashstring
+from streamherd.features.space import FeatureSpace
+from streamherd.io.csr import Chunk
+from streamherd.io.matrix import MatrixRows
+from streamherd.labels import ClassLabels
+from streamherd.learners.base import Learner, UnstableUpdate
+from streamherd.sklearn import InvalidParameter, _class_text, _invalid, _is_gaussian
+
+__all__ = ["OnlineClassifier", "OnlineRegressor"]
+
+# The one-row buffers' first size (entries); a longer example grows them.
+_ROW_CAPACITY = 1024
+
+
+class _RowBuffers:
+    """One example's row as a one-row Chunk over buffers reused from call to call."""
+
+    def __init__(self, capacity):
+        self.capacity = capacity
+        self.indices = np.zeros(capacity, np.int32)
+        self.values = np.zeros(capacity)
+        self.indptr = np.zeros(2, np.int64)
+        self.target = np.zeros(1)
+        self.out = np.zeros(1)
+        ones, absent = np.ones(1), np.full(1, -1, np.int64)
+        self.chunk = Chunk("x", np.zeros(0, np.uint8), self.target, ones, np.zeros(1, np.int64),
+                           self.indptr, self.indices, self.values, absent, absent, absent, absent,
+                           1, 0, 0)
+
+
+class _RiverModel:
+    """What the classifier and the regressor share: the parameters, the name -> slot cache,
+    the one-row path, the block path and pickling."""
+
+    def _setup(self):
+        self._space = FeatureSpace(int(self.bits), bool(self.fit_intercept),
+                                   normalization.L2 if self.normalize else normalization.NONE)
+        self._slots = {}          # feature name -> slot
+        self._owners = {}         # slot -> a name that has it
+        self._shared = set()      # slots of two names, or of a name and the bias
+        self._normalized = self._space.normalize != normalization.NONE
+        self._packers = {}        # row length -> (struct of its slots, struct of its values)
+        self._learner = None
+        self._rows = None
+        self._buffers = _RowBuffers(_ROW_CAPACITY)
+        self._fast_args = None
+
+    # ------------------------------------------------------------ parameters
+
+    def _algo(self):
+        try:
+            return learners.canonical_name(self.algo)
+        except StreamherdError as e:
+            raise _invalid(e) from None
+
+    def _new_learner(self, task):
+        algo = self._algo()
+        variant = learners.spec(algo)
+        given = {h.name: getattr(self, h.name, None) for h in variant.accepted(task.kind)}
+        try:
+            return task.new_learner(algo, self._space.dim, variant.options(given, task.kind))
+        except StreamherdError as e:
+            raise _invalid(e) from None
+
+    # ------------------------------------------------------------ one row
+
+    def _slot(self, name):
+        """The slot of feature ``name`` (cached): VW's hash of its text in the default
+        namespace. A slot that two names (or a name and the bias) hold is noted ``shared``:
+        only a row with one of those may need its repeated slots summed."""
+        text = np.frombuffer(str(name).encode(), np.uint8)
+        slot = int(hashstring(text, 0, len(text), 0)) & self._space.mask
+        if slot in self._owners or (self._space.bias and slot == self._space.bias_slot):
+            self._shared.add(slot)
+        self._owners[slot] = name
+        self._slots[name] = slot
+        return slot
+
+    def _packer(self, n):
+        """(struct of n slots and the bias slot, struct of their values)."""
+        packers = self._packers[n] = (struct.Struct(f"{n + 1}i"), struct.Struct(f"{n + 1}d"))
+        if n + 1 > self._buffers.capacity:
+            self._buffers = _RowBuffers(2 * (n + 1))
+            self._fast_args = None
+        return packers
+
+    def _row(self, x):
+        """Write example ``x`` (a dict) into the row buffers; returns the one-row Chunk."""
+        slots = self._slots
+        try:
+            row_slots = list(map(slots.__getitem__, x))
+        except KeyError:
+            row_slots = [slots[name] if name in slots else self._slot(name) for name in x]
+        n = len(row_slots)
+        packers = self._packers.get(n) or self._packer(n)
+        rows, space = self._buffers, self._space
+        try:
+            packers[1].pack_into(rows.values, 0, *x.values(), 1.0)
+        except struct.error:
+            raise ValueError(f"feature values must be numbers; got {x!r}") from None
+        packers[0].pack_into(rows.indices, 0, *row_slots, space.bias_slot)
+        end = n + space.bias   # the bias written last, kept when the model has one
+        shared = self._shared
+        if shared and not shared.isdisjoint(row_slots) and (
+                len(set(row_slots)) < n or (space.bias and space.bias_slot in row_slots)):
+            end = self._merge(end, rows)
+        rows.indptr[1] = end
+        if self._normalized:
+            space.transform(rows.chunk)
+        return rows.chunk
+
+    @staticmethod
+    def _merge(end, rows):
+        """Sum the values of repeated slots among the row's first ``end`` entries, in
+        first-seen order (as features/rows.merge_row); the new end."""
+        merged = {}
+        for slot, value in zip(rows.indices[:end].tolist(), rows.values[:end].tolist()):
+            merged[slot] = merged.get(slot, 0.0) + value
+        n = len(merged)
+        rows.indices[:n] = list(merged)
+        rows.values[:n] = list(merged.values())
+        return n
+
+    def _fast_learn(self, kind, y):
+        """Learn from the row in the buffers (target ``y``) through the learner's entry point
+        directly, its argument tuples built once (a binary or regression learner's arrays stay
+        where they are: it never grows)."""
+        rows = self._buffers
+        rows.target[0] = y
+        args = self._fast_args
+        if args is None:
+            args = self._prepare_fast(kind)
+        entry = self._entry
+        if entry is None:
+            learner = self._learner
+            method = learner.learn if kind == "binary" else learner.learn_regression
+            self._checked(method, rows.target, rows.chunk.importance, rows.indptr, rows.indices,
+                          rows.values, rows.out)
+            return
+        updates, bad, _ = entry(**self._fast_task, args=args)
+        if bad >= 0:
+            self._checked(self._learner.checked, updates, bad)
+
+    def _prepare_fast(self, kind):
+        rows, learner = self._buffers, self._learner
+        self._fast_args = (rows.chunk.importance, rows.indptr, rows.indices, rows.values,
+                           learner.kernel_state(), learner.kernel_params())
+        self._fast_task = {kind: (rows.target, rows.out)}
+        # a learner with its own learn (the averaged and voted perceptrons) keeps state
+        # besides the entry point's: through its learn
+        self._entry = learner.entry_point if _plain_learn(learner, kind) else None
+        return self._fast_args
+
+    def _checked(self, step, *args):
+        try:
+            return step(*args)
+        except UnstableUpdate as e:
+            raise ValueError(f"streamherd: {e.what}; scale the features (normalize=True) or use "
+                             f"a gentler setting (lower C, raise r)") from None
+
+    def _margin(self, x):
+        rows = self._buffers
+        chunk = self._row(x)
+        self._learner.predict_margins(chunk.indptr, chunk.indices, chunk.values, rows.out)
+        return rows.out[0]
+
+    # ------------------------------------------------------------ many rows
+
+    def _matrix(self, X):
+        """DataFrame X as a CSR matrix whose column (slot - 1) mod 2^bits holds the feature
+        whose slot is ``slot`` (MatrixRows reads column j as slot j + 1): the block path."""
+        from scipy.sparse import csr_matrix
+
+        slots = self._slots
+        columns = [slots[name] if name in slots else self._slot(name) for name in X.columns]
+        columns = (np.asarray(columns, np.int64) - 1) & self._space.mask
+        dense = csr_matrix(np.asarray(X.to_numpy(dtype=np.float64, na_value=0.0)))
+        matrix = csr_matrix((dense.data, columns[dense.indices], dense.indptr),
+                            shape=(X.shape[0], self._space.dim))
+        matrix.sort_indices()
+        return matrix
+
+    def _chunks(self, X, targets=None):
+        if self._rows is None:
+            self._rows = MatrixRows(self._space)
+        return self._rows.chunks(self._matrix(X), targets=targets)
+
+    # ------------------------------------------------------------ pickling
+
+    def __getstate__(self):
+        state = dict(vars(self))
+        for transient in ("_rows", "_buffers", "_fast_args", "_fast_task", "_entry",
+                          "_packers"):
+            state.pop(transient, None)
+        learner = state.pop("_learner", None)
+        if learner is not None:
+            state["_saved"] = ({k: np.array(v) for k, v in learner.state().items()},
+                               learner.meta(), learner.options)
+        return state
+
+    def __setstate__(self, state):
+        saved = state.pop("_saved", None)
+        vars(self).update(state)
+        self._rows, self._buffers, self._fast_args = None, _RowBuffers(_ROW_CAPACITY), None
+        self._packers, self._learner = {}, None
+        if saved is not None:
+            arrays, meta, options = saved
+            self._learner = self._task.new_learner(self._algo(), self._space.dim, options,
+                                                   arrays, meta)
+
+
+def _plain_learn(learner, kind):
+    method = "learn" if kind == "binary" else "learn_regression"
+    return getattr(type(learner), method) is getattr(Learner, method)
+
+
+class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
+    """A linear classifier learned online by any streamherd learner.
+
+    Parameters
+    ----------
+    algo
+        The learner (``streamherd algos``): perceptron, pa, pa1, pa2, nherd-p, arow-p, cw,
+        scw1, ... (aliases taken).
+    C, r, eta, a, b, max_support
+        The learner's hyperparameters (None: its default); a learner ignores those it does
+        not take.
+    multiclass
+        How a multiclass model learns: "joint", "ova" (one-versus-all) or "mira".
+    bits
+        2^bits weight slots per class (``streamherd train -b``).
+    normalize
+        Scale each example to unit L2 norm (the bias kept), as ``--normalize l2``.
+    fit_intercept
+        Append the bias feature ("Constant"), as the command line does.
+
+    """
+
+    def __init__(self, algo="arow-p", C=None, r=None, eta=None, a=None, b=None,
+                 max_support=None, multiclass="joint", bits=18, normalize=False,
+                 fit_intercept=True):
+        self.algo, self.C, self.r, self.eta, self.a, self.b = algo, C, r, eta, a, b
+        self.max_support, self.multiclass, self.bits = max_support, multiclass, bits
+        self.normalize, self.fit_intercept = normalize, fit_intercept
+        self._setup()
+        self._task = None
+        self._binary = False
+        self._classes = []        # the classes, in the order they appeared (class ids)
+        self._class_ids = {}
+
+    @property
+    def _multiclass(self):
+        return True
+
+    @property
+    def _supervised(self):
+        return True
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"algo": "arow-p"}
+        yield {"algo": "pa1", "C": 0.5, "bits": 12}
+
+    def _start(self, y):
+        """The task of the first label: binary for a bool, else multiclass."""
+        self._binary = isinstance(y, (bool, np.bool_))
+        if self._binary:
+            self._task = tasks.BinaryTask()
+        else:
+            if self.multiclass not in ("joint", "ova", "mira"):
+                raise InvalidParameter(f"multiclass must be joint, ova or mira, got "
+                                       f"{self.multiclass!r}")
+            self._task = tasks.MulticlassTask(ClassLabels(), self.multiclass)
+        self._learner = self._new_learner(self._task)
+
+
+    def _class_id(self, y):
+        """Label y's class id, a new class for a label not seen before."""
+        cid = self._class_ids.get(y)
+        if cid is None:
+            if isinstance(y, (bool, np.bool_)):
+                raise ValueError(f"a multiclass model takes no bool label ({y!r}); a binary "
+                                 f"model is one whose first label was a bool")
+            cid = self._class_ids[y] = len(self._classes)
+            self._classes.append(y)
+            self._task.labels = ClassLabels([_class_text(c) for c in self._classes])
+        return cid
+
+    def _binary_target(self, y):
+        if not isinstance(y, (bool, np.bool_)):
+            raise ValueError(f"a binary model takes bool labels (its first label was one); "
+                             f"got {y!r}")
+        return 1.0 if y else -1.0
+
+    # ------------------------------------------------------------ learning
+
+    def learn_one(self, x, y):
+        if self._task is None:
+            self._start(y)
+        if self._binary:
+            target = (1.0 if y else -1.0) if y.__class__ is bool else self._binary_target(y)
+            self._row(x)
+            self._fast_learn("binary", target)
+        else:
+            target = self._class_id(y)
+            chunk = self._row(x)
+            chunk.labels[0] = target
+            self._checked(self._task.learn, self._learner, np.array([target]), chunk)
+
+    def learn_many(self, X, y):
+        y = list(y)
+        if not y:
+            return
+        if self._task is None:
+            self._start(y[0])
+        if self._binary:
+            targets = np.array([self._binary_target(v) for v in y])
+        else:
+            targets = np.array([self._class_id(v) for v in y], np.float64)
+        for chunk in self._chunks(X, targets):
+            self._checked(self._task.learn, self._learner, chunk.labels, chunk)
+
+    # ------------------------------------------------------------ predicting
+
+    def predict_one(self, x):
+        if self._task is None:
+            # the command line's first prediction, from a zero margin: the negative class
+            # (and for a multiclass stream a mistake, as the command line's "no class yet")
+            return False
+        if self._binary:
+            return bool(self._margin(x) > 0)
+        if not self._classes:
+            return None
+        chunk = self._row(x)
+        return self._classes[int(self._task.predict(self._learner, chunk)[0])]
+
+    def predict_proba_one(self, x):
+        if not self._has_probabilities():
+            raise NotImplementedError(f"{self.algo} has no class probabilities (the Gaussian "
+                                      f"learners nherd, arow, narow, cw and scw have)")
+        if self._task is None:
+            return {}
+        chunk = self._row(x)
+        return self._probabilities(chunk)[0]
+
+    def _has_probabilities(self):
+        return _is_gaussian(self.algo) and not (self.multiclass == "mira" and not self._binary)
+
+    def _probabilities(self, chunk):
+        """Each row's {class: probability}."""
+        learner = self._learner
+        if self._binary:
+            p = learner.probabilities(chunk.indptr, chunk.indices, chunk.values)
+            return [{False: 1.0 - q, True: q} for q in p.tolist()]
+        by_class = learner.class_probabilities(chunk.indptr, chunk.indices, chunk.values)
+        return [dict(zip(self._classes, row)) for row in by_class.tolist()]
+
+    def predict_proba_many(self, X):
+        if not self._has_probabilities():
+            raise NotImplementedError(f"{self.algo} has no class probabilities")
+        if self._task is None:
+            return pd.DataFrame(index=X.index)
+        rows = [p for chunk in self._chunks(X) for p in self._probabilities(chunk)]
+        return pd.DataFrame(rows, index=X.index)
+
+    def predict_many(self, X):
+        if self._task is None:
+            return pd.Series([False] * len(X), index=X.index, dtype=object)
+        labels = []
+        for chunk in self._chunks(X):
+            predicted = self._task.predict(self._learner, chunk)
+            labels.extend((predicted > 0).tolist() if self._binary
+                          else [self._classes[int(c)] for c in predicted])
+        return pd.Series(labels, index=X.index)
+
+
+class OnlineRegressor(_RiverModel, base.MiniBatchRegressor):
+    """A linear regressor learned online by a streamherd learner with a squared-loss form
+    (``streamherd train --loss squared``: pa, pa1, pa2, nherd, arow).
+
+    Parameters
+    ----------
+    algo
+        The learner: pa, pa1, pa2, nherd-*, arow-*.
+    C, r, a, epsilon
+        The learner's hyperparameters (None: its default).
+    bits
+        2^bits weight slots (``streamherd train -b``).
+    normalize
+        Scale each example to unit L2 norm (the bias kept), as ``--normalize l2``.
+    fit_intercept
+        Append the bias feature ("Constant"), as the command line does.
+
+    """
+
+    def __init__(self, algo="arow-p", C=None, r=None, a=None, epsilon=None, bits=18,
+                 normalize=False, fit_intercept=True):
+        self.algo, self.C, self.r, self.a, self.epsilon = algo, C, r, a, epsilon
+        self.bits, self.normalize, self.fit_intercept = bits, normalize, fit_intercept
+        self._setup()
+        self._task = tasks.RegressionTask()
+        if learners.spec(self._algo()).regression is None:
+            takers = ", ".join(n for n, s in learners.REGISTRY.items() if s.regression is not None)
+            raise InvalidParameter(f"{self._algo()} has no squared-loss form; OnlineRegressor "
+                                   f"takes {takers}")
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"algo": "arow-p"}
+        yield {"algo": "pa2", "C": 0.5, "bits": 12}
+
+    def _ready(self):
+        if self._learner is None:
+            self._learner = self._new_learner(self._task)
+
+    def learn_one(self, x, y):
+        self._ready()
+        self._row(x)
+        self._fast_learn("regression", float(y))
+
+    def learn_many(self, X, y):
+        self._ready()
+        targets = np.asarray(y, np.float64)
+        for chunk in self._chunks(X, targets):
+            self._checked(self._task.learn, self._learner, chunk.labels, chunk)
+
+    def predict_one(self, x):
+        if self._learner is None:
+            return 0.0
+        return float(self._margin(x))
+
+    def predict_many(self, X):
+        if self._learner is None:
+            return pd.Series(np.zeros(len(X)), index=X.index)
+        values = [self._task.scores(self._learner, chunk) for chunk in self._chunks(X)]
+        return pd.Series(np.concatenate(values) if values else np.zeros(0), index=X.index)

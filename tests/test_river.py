@@ -1,0 +1,173 @@
+"""streamherd.river: river models over the learners. learn_one on dicts equals streamherd train
+on the same examples written as VW lines in the default namespace (progressive loss and
+weights), the block path equals the one-row path, probabilities are the Gaussian formula."""
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+river = pytest.importorskip("river")
+pd = pytest.importorskip("pandas")
+from river import evaluate, metrics  # noqa: E402
+
+from streamherd import model  # noqa: E402
+from streamherd.river import OnlineClassifier, OnlineRegressor  # noqa: E402
+
+
+def _sms_dicts(data_dir, limit=1500):
+    """sms_spam's messages as river dicts {word: count} and bool labels."""
+    stream = []
+    for line in (data_dir / "sms_spam.vw").read_text().splitlines()[:limit]:
+        label, features = line.split("|", 1)
+        x = {}
+        for token in features.split()[1:]:   # the namespace's name first
+            name, _, value = token.rpartition(":") if ":" in token else (token, "", "1")
+            x[name] = x.get(name, 0.0) + float(value)
+        stream.append((x, float(label) > 0))
+    return stream
+
+
+def _as_vw(stream, path, label=lambda y: "1" if y else "-1"):
+    """The stream as VW lines in the default namespace: what learn_one says it learns."""
+    path.write_text("".join(f"{label(y)} | " + " ".join(f"{name}:{value!r}" for name, value in
+                                                        x.items()) + "\n" for x, y in stream))
+    return path
+
+
+def _cli_model(run_cli, data, tmp_path, *options):
+    target = tmp_path / "cli.npz"
+    proc = run_cli("train", str(data), "-f", str(target), "--calibration", "none", *options)
+    assert proc.returncode == 0, proc.stderr
+    return model.load_model(target)
+
+
+@pytest.mark.parametrize("algo", ["pa1", "arow-p", "perceptron", "scw1", "nherd-full"])
+def test_progressive_accuracy_equals_cli(algo, data_dir, run_cli, tmp_path):
+    stream = _sms_dicts(data_dir, 600 if algo.endswith("full") else 1500)
+    bits = ["-b", "10"] if algo.endswith("full") else []
+    meta, arrays = _cli_model(run_cli, _as_vw(stream, tmp_path / "sms.vw"), tmp_path,
+                              "--algo", algo, *bits)
+    classifier = OnlineClassifier(algo, bits=10 if bits else 18)
+    accuracy = evaluate.progressive_val_score(iter(stream), classifier, metrics.Accuracy())
+    assert 1.0 - accuracy.get() == pytest.approx(meta["progressive_loss"], abs=1e-12)
+    np.testing.assert_allclose(classifier._learner.state()["mean"], arrays["mean"], atol=1e-9)
+
+
+def test_multiclass_progressive_accuracy_equals_cli(data_dir, run_cli, tmp_path):
+    stream = []
+    for line in (data_dir / "dna.scale.svm").read_text().splitlines()[:800]:
+        label, *features = line.split()
+        stream.append(({name: float(v) for name, v in (f.split(":") for f in features)},
+                       int(label)))
+    meta, arrays = _cli_model(run_cli, _as_vw(stream, tmp_path / "dna.vw", label=str), tmp_path,
+                              "--algo", "arow-p", "--multiclass", "joint")
+    classifier = OnlineClassifier("arow-p")
+    accuracy = evaluate.progressive_val_score(iter(stream), classifier, metrics.Accuracy())
+    assert 1.0 - accuracy.get() == pytest.approx(meta["progressive_loss"], abs=1e-12)
+    assert sorted(classifier.predict_proba_one(stream[0][0])) == [1, 2, 3]
+    # class blocks in the order the classes came, as the command line's
+    assert [str(c) for c in classifier._classes] == meta["classes"]
+    np.testing.assert_allclose(classifier._learner.state()["mean"], arrays["mean"], atol=1e-9)
+
+
+def test_regression_equals_cli(data_dir, run_cli, tmp_path):
+    stream = [(x, float(len(x)) / 10.0) for x, _ in _sms_dicts(data_dir, 500)]
+    meta, arrays = _cli_model(run_cli, _as_vw(stream, tmp_path / "r.vw", label=repr), tmp_path,
+                              "--algo", "arow-p", "--loss", "squared")
+    regressor = OnlineRegressor("arow-p")
+    for x, y in stream:
+        regressor.learn_one(x, y)
+    np.testing.assert_allclose(regressor._learner.state()["mean"], arrays["mean"], atol=1e-9)
+
+
+def _frame(stream):
+    return pd.DataFrame([x for x, _ in stream]).fillna(0.0), pd.Series([y for _, y in stream])
+
+
+@pytest.mark.parametrize("make", [lambda: OnlineClassifier("arow-p"),
+                                  lambda: OnlineClassifier("pa2", normalize=True),
+                                  lambda: OnlineRegressor("pa1")])
+def test_learn_many_equals_learn_one(make, data_dir):
+    stream = _sms_dicts(data_dir, 400)
+    if isinstance(make(), OnlineRegressor):
+        stream = [(x, float(sum(x.values()))) for x, _ in stream]
+    one, many = make(), make()
+    for x, y in stream[:300]:
+        one.learn_one(x, y)
+    X, y = _frame(stream[:300])
+    many.learn_many(X, y)
+    np.testing.assert_allclose(many._learner.state()["mean"], one._learner.state()["mean"],
+                               atol=1e-12)
+    test, _ = _frame(stream[300:])
+    singly = [one.predict_one(dict(row)) for _, row in test.iterrows()]
+    assert many.predict_many(test).tolist() == pytest.approx(singly)
+
+
+def test_proba_is_the_gaussian_formula_and_absent_for_others():
+    stream = [({"a": 1.0, "b": 2.0}, True), ({"b": 1.0, "c": -1.0}, False),
+              ({"a": 0.5, "c": 2.0}, True)]
+    arow = OnlineClassifier("arow-p", bits=8)
+    for x, y in stream:
+        arow.learn_one(x, y)
+    space, state = arow._space, arow._learner.state()
+    x = {"a": 2.0, "c": 1.0}
+    slots = [arow._slots[n] for n in x] + [space.bias_slot]
+    values = [2.0, 1.0, 1.0]
+    margin = sum(state["mean"][s] * v for s, v in zip(slots, values))
+    spread = math.sqrt(sum(state["variance"][s] * v * v for s, v in zip(slots, values)))
+    expected = 0.5 * (1.0 + math.erf(margin / spread / math.sqrt(2.0)))
+    assert arow.predict_proba_one(x)[True] == pytest.approx(expected, rel=1e-12)
+    assert arow.predict_one(x) == (margin > 0)
+    with pytest.raises(NotImplementedError):
+        OnlineClassifier("pa1").predict_proba_one(x)
+
+
+def test_names_hash_as_vw_default_namespace():
+    mmh3 = pytest.importorskip("mmh3")
+    classifier = OnlineClassifier("pa", bits=12)
+    classifier.learn_one({"word": 1.0, "37": 2.0}, True)
+    mean = classifier._learner.state()["mean"]
+    assert set(np.flatnonzero(mean)) == {mmh3.hash("word", 0, signed=False) & 4095, 37,
+                                         classifier._space.bias_slot}
+
+
+def test_colliding_names_are_summed():
+    """Two names at one slot (2 bits: 4 slots) are one feature, as the parser sums them."""
+    names = [f"f{i}" for i in range(6)]
+    merged = OnlineClassifier("arow-p", bits=2)
+    merged.learn_one({n: 1.0 for n in names}, True)
+    summed = {}
+    for n in names:
+        summed[merged._slots[n]] = summed.get(merged._slots[n], 0.0) + 1.0
+    variance = merged._learner.state()["variance"]
+    # AROW's variance update is not linear in x: it shows whether the slots were summed
+    reference = OnlineClassifier("arow-p", bits=2)
+    reference._slots = {f"s{s}": s for s in summed}
+    reference._shared = set(summed)   # so that its bias (slot 0 here) is summed too
+    reference.learn_one({f"s{s}": v for s, v in summed.items()}, True)
+    np.testing.assert_allclose(variance, reference._learner.state()["variance"], rtol=1e-12)
+
+
+def test_pickle_and_labels():
+    classifier = OnlineClassifier("cw")
+    classifier.learn_one({"a": 1.0}, "spam")
+    classifier.learn_one({"b": 1.0}, "ham")
+    copy = pickle.loads(pickle.dumps(classifier))
+    assert copy.predict_proba_one({"a": 1.0}) == classifier.predict_proba_one({"a": 1.0})
+    copy.learn_one({"c": 1.0}, "eggs")
+    assert set(copy.predict_proba_one({"c": 1.0})) == {"spam", "ham", "eggs"}
+    binary = OnlineClassifier("pa")
+    binary.learn_one({"a": 1.0}, True)
+    with pytest.raises(ValueError, match="bool labels"):
+        binary.learn_one({"a": 1.0}, "spam")
+    with pytest.raises(ValueError, match="nope"):
+        OnlineClassifier("nope").learn_one({"a": 1.0}, True)
+
+
+@pytest.mark.parametrize("cls", [OnlineClassifier, OnlineRegressor])
+def test_river_estimator_checks(cls):
+    from river import checks
+
+    for params in cls._unit_test_params():
+        checks.check_estimator(cls(**params))
