@@ -45,7 +45,8 @@ def test_every_line_in_exactly_one_shard(tmp_path, seed):
     content = _awkward_file(rng)
     path = tmp_path / "data.txt"
     path.write_bytes(content)
-    cuts = sorted({0, len(content), *(rng.randint(0, len(content)) for _ in range(rng.randint(1, 12)))})
+    random_cuts = (rng.randint(0, len(content)) for _ in range(rng.randint(1, 12)))
+    cuts = sorted({0, len(content), *random_cuts})
     if seed % 2:   # cuts next to the long line and to newlines, CR, the end
         newline = content.index(b"\n", len(content) // 2)
         cuts = sorted({*cuts, newline, newline + 1, newline - 1, len(content) - 1})

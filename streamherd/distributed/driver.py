@@ -49,8 +49,10 @@ def dask_client(scheduler=None, workers=None):
         with client:
             yield client
         return
+    # the HTTP server on a free local port (8787 may be another cluster's; bokeh's dashboard
+    # is not a dependency)
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                      dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
         yield client
 

@@ -156,7 +156,11 @@ def shard_weights(results, weights):
 
 
 def mix_states(rule, results, weights="uniform"):
-    """The mixed state of the shards' ``results`` by ``rule`` (a Rule), flat."""
+    """The mixed state of the shards' ``results`` by ``rule`` (a Rule), flat. Every rule's
+    mix of one shard is that shard's state: given as is, not inverted twice (1/(1/x) is not
+    always x in floating point), so that one shard is exactly ``train -i``."""
+    if len(results) == 1:
+        return dict(results[0].state)
     total = None
     for result, weight in zip(results, shard_weights(results, weights)):
         partial = rule.lift(result.state, weight)
