@@ -112,6 +112,20 @@ def test_same_model_for_any_worker_count_and_after_a_resume(data, client, tmp_pa
     assert not _same_arrays(models[0][1], load_model(single)[1])   # three shards did mix
 
 
+def test_classes_without_flags_come_from_a_label_scan(run_cli, data, client, tmp_path):
+    """Every shard scanned: the classes in order of first appearance in the file; one shard is
+    then train with those --classes."""
+    labels = [line.split()[0] for line in data["multiclass"].read_text().splitlines()]
+    order = ",".join(dict.fromkeys(labels))
+    _run(client, data["multiclass"], tmp_path / "three.npz", shards="3", algo="pa2")
+    assert load_model(tmp_path / "three.npz")[0]["classes"] == order.split(",")
+    _run(client, data["multiclass"], tmp_path / "one.npz", rounds=1, shards="1", algo="pa2")
+    trained = tmp_path / "train.npz"
+    assert run_cli("train", data["multiclass"], "--algo", "pa2", "--classes", order, "-f",
+                   trained, "--quiet").returncode == 0
+    assert _same_arrays(load_model(trained)[1], load_model(tmp_path / "one.npz")[1])
+
+
 def test_a_worker_killed_mid_round_changes_nothing(data, client, tmp_path):
     _run(client, data["binary"], tmp_path / "calm.npz", shards="4", algo="arow-p")
     outcome = {}
@@ -151,7 +165,6 @@ def test_user_errors_are_one_line(run_cli, data, tmp_path):
     assert "use --mix mean" in _error(run_cli, binary, "--shards", 2, "--mix", "prec",
                                       "--algo", "perceptron", "-f", model)
     assert "avg-perceptron" in _error(run_cli, binary, "--algo", "voted-perceptron", "-f", model)
-    assert "--classes" in _error(run_cli, data["multiclass"], "--shards", 2, "-f", model)
     assert "not standard input" in _error(run_cli, "--shards", 2, "-f", model)
     assert "--shards 0" in _error(run_cli, binary, "--shards", 0, "-f", model)
     assert "-f MODEL.npz" in _error(run_cli, binary, "--shards", 2)

@@ -1,7 +1,9 @@
 """The rounds of ``dist-train`` on a Dask cluster (iterative parameter mixing).
 
-Everything a user can get wrong is checked before the cluster starts: the inputs, the model's
-path, the flags (training.plan, as ``train``), the mixing rule. Then each round scatters the
+What a user can get wrong is checked before the cluster starts (the inputs, the model's path,
+the flags: training.plan, as ``train``; the mixing rule), but what depends on the shards. The
+task is fixed before round 1 (_settled: a label scan of every shard for a new multiclass
+model without --classes). Then each round scatters the
 model, maps epoch.train_shard over the shards, gathers the results in shard order and mixes
 them (mixing.py): the mixed model depends on the shards and the model, not on which worker ran
 what, so a fixed --shards K gives the same model bits for any number of workers, and a task
@@ -16,13 +18,14 @@ import uuid
 
 from streamherd import learners, tasks, training
 from streamherd.errors import StreamherdError, say
-from streamherd.io.reader import ChunkReader
+from streamherd.labels import ClassLabels
 from streamherd.model import save_model
 from streamherd.outputs import check_inputs, resolve_output
 from streamherd.passes import copied
 
 from streamherd.distributed import mixing
-from streamherd.distributed.epoch import Settings, train_shard
+from streamherd.distributed.epoch import (Settings, reader_of, shard_classes,
+                                         train_shard)
 from streamherd.distributed.shards import plan_shards
 
 # a task is run again this many times when it fails (its worker lost: the scheduler also
@@ -99,20 +102,33 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
     if learners.canonical_name(start.algo) == "voted-perceptron":
         raise StreamherdError("the voted perceptron keeps a list of updates, which shards "
                               "cannot average; use --algo avg-perceptron")
-    # with --shards K every check is made before a cluster starts; with auto, once it has
-    prepared = shard_count and _prepared(start, paths, shard_count, mix, settings)
+    # every check that needs no shard is made before a cluster starts
+    _rule(mix, training.Trainer(start).state(), start.task.kind, shard_count)
+    token = uuid.uuid4().hex   # the run's tasks' keys
     with (_given(client) if client is not None
           else dask_client(cluster.scheduler, cluster.workers)) as client:
-        shards, trainer, model, rule = prepared or _prepared(
-            start, paths, len(client.scheduler_info()["workers"]), mix, settings)
+        shards = plan_shards(paths, shard_count or len(client.scheduler_info()["workers"]))
+        trainer = training.Trainer(_settled(client, start, shards, settings, token))
+        model = (trainer.model_meta(0, float("nan")), copied(trainer.state()))
+        rule = _rule(mix, model[1], trainer.task.kind, len(shards))
         return _run_rounds(client, shards, model, rule, rounds, mix.weights, settings,
-                           RoundTable(quiet, trainer.task.loss_name), model_path)
+                           RoundTable(quiet, trainer.task.loss_name), model_path, token)
 
 
-def _run_rounds(client, shards, model, rule, rounds, weights, settings, table, model_path):
+def _rule(mix, state, kind, shards):
+    """The mixing rule (--mix, or the learner's default), refused when the learner's ``state``
+    cannot take it or (``shards`` known) when it diverges there."""
+    rule = mix.rule or ("prec" if mixing.gaussian_array(state) else "mean")
+    mixing.Rule(rule, state)
+    if shards:
+        mixing.check_rule(rule, kind, shards, mix.force)
+    return rule
+
+
+def _run_rounds(client, shards, model, rule, rounds, weights, settings, table, model_path,
+                token):
     """The rounds from ``model``, each mixed by ``rule`` into the model written to
     ``model_path`` and a row of ``table``; returns the summary."""
-    token = uuid.uuid4().hex
     names = [s.describe() for s in shards]
     for number in range(1, rounds + 1):
         began = time.perf_counter()
@@ -128,18 +144,6 @@ def _run_rounds(client, shards, model, rule, rounds, weights, settings, table, m
         table.row(number, counters, time.perf_counter() - began, mix_seconds)
     return table.finish({"shards": len(shards), "mix": f"{rule} ({weights})",
                          "final_regressor": str(model_path)})
-
-
-def _prepared(start, paths, shard_count, mix, settings):
-    """(the shards, the Trainer of round 1's model, that model (meta, arrays), the mixing
-    rule), every choice checked."""
-    shards = plan_shards(paths, shard_count)
-    trainer = training.Trainer(_settled(start, shards[0], settings))
-    model = (trainer.model_meta(0, float("nan")), copied(trainer.state()))
-    rule = mix.rule or ("prec" if mixing.gaussian_array(model[1]) else "mean")
-    mixing.Rule(rule, model[1])   # refuses a rule the learner's state cannot take
-    mixing.check_rule(rule, trainer.task.kind, len(shards), mix.force)
-    return shards, trainer, model, rule
 
 
 @contextlib.contextmanager
@@ -171,23 +175,28 @@ def _check_mix(mix):
                               "--mix-weights (or use --mix prec or mean)")
 
 
-def _settled(start, shard, settings):
+def _settled(client, start, shards, settings, token):
     """The Start with its task fixed before round 1: every shard must learn the same task.
     Without --multiclass, --classes or --loss the first chunk of the first shard decides, as
-    train's first chunk does; a multiclass task needs its class set fixed (--classes), so that
-    every shard's class blocks are the same classes in the same order."""
+    train's first chunk does. A new multiclass model without --classes gets the classes of
+    a label scan of every shard (their union in shard order: the order of first appearance),
+    so that every shard's class blocks are the same classes in the same order."""
     task = start.task
     if start.chosen_from_labels:
-        reader = ChunkReader([shard.source()], fmt=settings.fmt, features=start.space,
-                             skip_bad=settings.skip_bad, block_size=settings.block_size,
-                             workers=0)
-        first = next(iter(reader.chunks()), None)
+        first = next(iter(reader_of(shards[0], start.space, settings, workers=0).chunks()),
+                     None)
         task = tasks.BinaryTask(skip_bad=settings.skip_bad) if first is None \
             else tasks.detect(first, settings.skip_bad)
     if task.kind == "multiclass" and not task.labels.fixed and start.state is None:
-        raise StreamherdError(f"the labels of {shard.describe()} are classes: dist-train needs "
-                              f"the class set before the first round; pass --classes with "
-                              f"every class (e.g. --classes 1,2,3)")
+        futures = client.map(shard_classes, shards, space=start.space, settings=settings,
+                             key=[f"dist-train-{token}-labels-{i}" for i in range(len(shards))],
+                             retries=TASK_RETRIES)
+        union = {}
+        for classes in client.gather(futures):
+            for key, name in classes:
+                union.setdefault(key, name)
+        task = tasks.MulticlassTask(ClassLabels(list(union.values())), task.mode,
+                                    settings.skip_bad)
     return dataclasses.replace(start, task=task, chosen_from_labels=False)
 
 

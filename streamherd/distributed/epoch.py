@@ -35,17 +35,31 @@ def start_of(meta, state, skip_bad=False):
                  meta.get("learner", {}), meta.get("examples", 0))
 
 
+def reader_of(shard, space, settings, workers=TRAINING_WORKERS, process=None):
+    """The ChunkReader of ``shard`` (shards.Shard) into the FeatureSpace ``space``."""
+    return ChunkReader([shard.source()], fmt=settings.fmt, features=space,
+                       skip_bad=settings.skip_bad, block_size=settings.block_size,
+                       workers=workers, process=process)
+
+
 def train_shard(shard, model, settings=Settings()):
     """One epoch over ``shard`` (shards.Shard) from ``model`` = (meta, state arrays); returns
     the shard's ShardResult."""
     meta, state = model
     start = start_of(meta, state, settings.skip_bad)
     trainer = Trainer(start)
-    reader = ChunkReader([shard.source()], fmt=settings.fmt, features=start.space,
-                         skip_bad=settings.skip_bad, block_size=settings.block_size,
-                         workers=TRAINING_WORKERS, process=start.task.check_labels)
     progress = ProgressiveValidation(quiet=True)
-    _learn_from(reader, trainer, progress, None)
+    _learn_from(reader_of(shard, start.space, settings, process=start.task.check_labels),
+                trainer, progress, None)
     return ShardResult(copied(trainer.state()), trainer.learner.meta(), trainer.task.meta(),
                        Counters(progress.examples, progress.labeled, progress.weighted,
                                 progress.loss_sum, progress.mistakes, progress.updates))
+
+
+def shard_classes(shard, space, settings=Settings()):
+    """The classes of ``shard``'s labels as (key, name) pairs in order of first appearance,
+    by the multiclass task's own label rule (the label scan before round 1)."""
+    task = tasks.MulticlassTask(skip_bad=settings.skip_bad)
+    for chunk in reader_of(shard, space, settings):
+        task.targets(chunk)
+    return list(zip(task.labels.ids, task.labels.texts))   # ids: key -> id, in id order
