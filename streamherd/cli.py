@@ -280,6 +280,13 @@ def train(
                                       hash_all=_hashes_all(hash_mode)))
 
 
+# ---------------------------------------------------------------- dist-train (issue 22)
+from streamherd.distributed import command as _dist  # noqa: E402  (no dask, no numba)
+
+app.command("dist-train")(_with_hyperparameter_flags(_dist.with_train_flags(_dist.dist_train,
+                                                                            train)))
+_INTERRUPTED["dist-train"] = _dist.INTERRUPTED
+
 def _hashes_all(hash_mode):
     """--hash: whether all-digit names are hashed as strings too."""
     if hash_mode not in ("strings", "all"):

@@ -86,7 +86,8 @@ class ChunkReader:
 
     def __init__(self, paths, fmt="auto", features=None, skip_bad=False,
                  block_size=DEFAULT_BLOCK_SIZE, workers=None, process=None):
-        """``features``: the FeatureSpace (features/space.py) that turns the tokens into rows,
+        """``paths``: file names, or Sources (a shard of a file: distributed/shards.py).
+        ``features``: the FeatureSpace (features/space.py) that turns the tokens into rows,
         and scales them, on the parser threads (default: FeatureSpace()). Labels come as
         written: one that is not a number is a class name, for the task (tasks/) to take or
         refuse.
@@ -95,7 +96,7 @@ class ChunkReader:
         before it (predict's scores) then runs on the parser threads, in parallel."""
         if fmt not in FORMATS:
             raise StreamherdError(f"unknown --format '{fmt}'; use one of {', '.join(FORMATS)}")
-        self.sources = [Source(p) for p in (paths or ["-"])]
+        self.sources = [p if isinstance(p, Source) else Source(p) for p in (paths or ["-"])]
         self.fmt = fmt
         self.features = FeatureSpace() if features is None else features
         self.skip_bad = skip_bad
@@ -241,7 +242,7 @@ class ChunkReader:
             source.open()
             try:
                 carry = b""
-                next_line = 1
+                next_line = source.first_line
                 fmt = None
                 while not self._stop.is_set():
                     try:

@@ -95,6 +95,8 @@ class Source:
         # terminal, uncompressed) may end a read early, at a pause of its writer
         self.ended = False
         self.interactive = False
+        # the file line number of the first line read (a shard of a file starts further on)
+        self.first_line = 1
 
     def open(self):
         self.checked = threading.Event()

@@ -1,0 +1,254 @@
+"""The rounds of ``dist-train`` on a Dask cluster (iterative parameter mixing).
+
+What a user can get wrong is checked before the cluster starts (the inputs, the model's path,
+the flags: training.plan, as ``train``; the mixing rule), but what depends on the shards. The
+task is fixed before round 1 (_settled: a label scan of every shard for a new multiclass
+model without --classes). Then each round scatters the
+model, maps epoch.train_shard over the shards, gathers the results in shard order and mixes
+them (mixing.py): the mixed model depends on the shards and the model, not on which worker ran
+what, so a fixed --shards K gives the same model bits for any number of workers, and a task
+run again after a lost worker returns the same result. The model is written after each round
+(save_model: a temporary file renamed), so ``-i`` goes on from the last finished round.
+"""
+import contextlib
+import dataclasses
+import logging
+import time
+import uuid
+
+from streamherd import learners, tasks, training
+from streamherd.errors import StreamherdError, say
+from streamherd.labels import ClassLabels
+from streamherd.model import save_model
+from streamherd.outputs import check_inputs, resolve_output
+from streamherd.passes import copied
+
+from streamherd.distributed import mixing
+from streamherd.distributed.epoch import (Settings, reader_of, shard_classes,
+                                         train_shard)
+from streamherd.distributed.shards import plan_shards
+
+# a task is run again this many times when it fails (its worker lost: the scheduler also
+# reassigns the tasks of a worker that dies, see distributed.scheduler.allowed-failures)
+TASK_RETRIES = 2
+INSTALL_HINT = 'pip install "streamherd[dask]"'
+
+
+@contextlib.contextmanager
+def dask_client(scheduler=None, workers=None):
+    """A dask.distributed Client of the cluster at ``scheduler``, or of a LocalCluster of
+    ``workers`` processes (one thread each) started here and closed after."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise StreamherdError(f"dist-train runs on Dask (dask.distributed), which is not "
+                              f"installed: {INSTALL_HINT}") from None
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout="30s")
+        except (OSError, TimeoutError) as e:
+            raise StreamherdError(f"cannot reach the Dask scheduler at {scheduler}: {e}; check "
+                                  f"the address (tcp://HOST:8786) and that it is running") from None
+        with client:
+            yield client
+        return
+    # the HTTP server on a free local port (8787 may be another cluster's; bokeh's dashboard
+    # is not a dependency)
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    """Where the rounds run: --scheduler ADDRESS, or a LocalCluster of --workers N processes;
+    --shards: "auto" (one per worker) or a count."""
+
+    scheduler: "str | None" = None
+    workers: "int | None" = None
+    shards: str = "auto"
+
+
+@dataclasses.dataclass(frozen=True)
+class Mix:
+    """--mix (None: prec for a Gaussian learner, else mean), --mix-weights, --force."""
+
+    rule: "str | None" = None
+    weights: str = "uniform"
+    force: bool = False
+
+
+def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), settings=Settings(),
+               quiet=False, client=None, initial_model=None, **flags):
+    """Train ``rounds`` rounds of iterative parameter mixing over the shards of ``paths`` and
+    write the model to ``final_model`` after each; returns the summary (a dict). ``flags``:
+    training.plan's (algo, options, bits, bias, normalize, namespaces) and the task's (loss,
+    multiclass, classes), as ``train`` takes them; ``initial_model``: -i, the model to go on
+    from. ``client``: a dask.distributed Client to use instead of ``cluster``'s."""
+    paths = list(paths or ["-"])
+    check_inputs(paths)
+    if final_model is None:
+        raise StreamherdError("dist-train writes its model after each round: give its path "
+                              "with -f MODEL.npz")
+    model_path = resolve_output(final_model, paths, "model")
+    if rounds < 1:
+        raise StreamherdError(f"--passes {rounds}: give 1 or more rounds")
+    shard_count = _shard_count(cluster.shards)
+    _check_mix(mix)
+    task_flags = {k: flags.pop(k, None) for k in ("loss", "multiclass", "classes")}
+    start = training.plan(choice=tasks.choose(**task_flags), initial_model=initial_model,
+                          skip_bad=settings.skip_bad, **flags)
+    if learners.canonical_name(start.algo) == "voted-perceptron":
+        raise StreamherdError("the voted perceptron keeps a list of updates, which shards "
+                              "cannot average; use --algo avg-perceptron")
+    # every check that needs no shard is made before a cluster starts
+    _rule(mix, training.Trainer(start).state(), start.task.kind, shard_count)
+    token = uuid.uuid4().hex   # the run's tasks' keys
+    with (_given(client) if client is not None
+          else dask_client(cluster.scheduler, cluster.workers)) as client:
+        shards = plan_shards(paths, shard_count or len(client.scheduler_info()["workers"]))
+        trainer = training.Trainer(_settled(client, start, shards, settings, token))
+        model = (trainer.model_meta(0, float("nan")), copied(trainer.state()))
+        rule = _rule(mix, model[1], trainer.task.kind, len(shards))
+        return _run_rounds(client, shards, model, rule, rounds, mix.weights, settings,
+                           RoundTable(quiet, trainer.task.loss_name), model_path, token)
+
+
+def _rule(mix, state, kind, shards):
+    """The mixing rule (--mix, or the learner's default), refused when the learner's ``state``
+    cannot take it or (``shards`` known) when it diverges there."""
+    rule = mix.rule or ("prec" if mixing.gaussian_array(state) else "mean")
+    mixing.Rule(rule, state)
+    if shards:
+        mixing.check_rule(rule, kind, shards, mix.force)
+    return rule
+
+
+def _run_rounds(client, shards, model, rule, rounds, weights, settings, table, model_path,
+                token):
+    """The rounds from ``model``, each mixed by ``rule`` into the model written to
+    ``model_path`` and a row of ``table``; returns the summary."""
+    names = [s.describe() for s in shards]
+    for number in range(1, rounds + 1):
+        began = time.perf_counter()
+        results = _run_round(client, shards, model, settings, f"{token}-{number}")
+        mixed_from = time.perf_counter()
+        model, counters = mixed(model, results, rule, weights, names)
+        mix_seconds = time.perf_counter() - mixed_from
+        if counters.labeled == 0:
+            raise StreamherdError(f"no labeled example was read from {', '.join(names[:3])}"
+                                  f"{' ...' if len(names) > 3 else ''}, so nothing was learned; "
+                                  f"no model was written; check the input")
+        save_model(model_path, *model)
+        table.row(number, counters, time.perf_counter() - began, mix_seconds)
+    return table.finish({"shards": len(shards), "mix": f"{rule} ({weights})",
+                         "final_regressor": str(model_path)})
+
+
+@contextlib.contextmanager
+def _given(client):
+    yield client
+
+
+def _shard_count(text):
+    """--shards: None for auto (one per worker), else the count."""
+    if str(text) == "auto":
+        return None
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise StreamherdError(f"--shards {text}: give auto (one per worker) or a count of 1 "
+                              f"or more")
+    return count
+
+
+def _check_mix(mix):
+    if mix.rule is not None and mix.rule not in mixing.RULES:
+        raise StreamherdError(f"unknown --mix '{mix.rule}'; use one of {', '.join(mixing.RULES)}")
+    if mix.weights not in mixing.WEIGHTS:
+        raise StreamherdError(f"unknown --mix-weights '{mix.weights}'; use uniform or mistakes")
+    if mix.rule == "sum" and mix.weights != "uniform":
+        raise StreamherdError("--mix sum adds every shard's change, unweighted; drop "
+                              "--mix-weights (or use --mix prec or mean)")
+
+
+def _settled(client, start, shards, settings, token):
+    """The Start with its task fixed before round 1: every shard must learn the same task.
+    Without --multiclass, --classes or --loss the first chunk of the first shard decides, as
+    train's first chunk does. A new multiclass model without --classes gets the classes of
+    a label scan of every shard (their union in shard order: the order of first appearance),
+    so that every shard's class blocks are the same classes in the same order."""
+    task = start.task
+    if start.chosen_from_labels:
+        first = next(iter(reader_of(shards[0], start.space, settings, workers=0).chunks()),
+                     None)
+        task = tasks.BinaryTask(skip_bad=settings.skip_bad) if first is None \
+            else tasks.detect(first, settings.skip_bad)
+    if task.kind == "multiclass" and not task.labels.fixed and start.state is None:
+        futures = client.map(shard_classes, shards, space=start.space, settings=settings,
+                             key=[f"dist-train-{token}-labels-{i}" for i in range(len(shards))],
+                             retries=TASK_RETRIES)
+        union = {}
+        for classes in client.gather(futures):
+            for key, name in classes:
+                union.setdefault(key, name)
+        task = tasks.MulticlassTask(ClassLabels(list(union.values())), task.mode,
+                                    settings.skip_bad)
+    return dataclasses.replace(start, task=task, chosen_from_labels=False)
+
+
+def _run_round(client, shards, model, settings, name):
+    """Every shard's ShardResult of one round, in shard order (the model sent once to every
+    worker)."""
+    key = f"dist-train-model-{name}"
+    scattered = client.scatter({key: model}, broadcast=True)[key]
+    futures = client.map(train_shard, shards, model=scattered, settings=settings,
+                         key=[f"dist-train-{name}-shard-{i}" for i in range(len(shards))],
+                         retries=TASK_RETRIES)
+    return client.gather(futures)
+
+
+def mixed(model, results, rule, weights, names):
+    """(the model (meta, arrays) mixed from the shards' ``results`` by ``rule``, the round's
+    Counters summed)."""
+    meta, state = model
+    counters = sum((r.counters for r in results), mixing.Counters())
+    arrays = mixing.mix_states(mixing.Rule(rule, state), results, weights)
+    meta = {**meta, **mixing.mix_task_meta([r.task_meta for r in results], names),
+            "learner": mixing.mix_learner_meta(meta.get("learner", {}),
+                                               [r.learner_meta for r in results]),
+            "examples": meta.get("examples", 0) + counters.labeled,
+            "progressive_loss": counters.average_loss}
+    return (meta, arrays), counters
+
+
+class RoundTable:
+    """One row per round on stderr: the round's progressive loss over every shard, examples,
+    seconds (the round, its mix included) and the mix's seconds."""
+
+    def __init__(self, quiet, loss_name):
+        self.quiet = quiet
+        self.loss_name = loss_name
+        self.rounds = []
+
+    def row(self, number, counters, seconds, mix_seconds):
+        if not self.rounds and not self.quiet:
+            say(f"{'round':>5} {'progressive ' + self.loss_name:>22} {'examples':>10} "
+                f"{'seconds':>9} {'mix seconds':>12}")
+        self.rounds.append(counters)
+        if not self.quiet:
+            say(f"{number:>5} {counters.average_loss:>22.6f} {counters.examples:>10} "
+                f"{seconds:>9.3f} {mix_seconds:>12.4f}")
+
+    def finish(self, lines):
+        last = self.rounds[-1]
+        summary = {"rounds": len(self.rounds), "examples per round": last.examples,
+                   f"last round's progressive {self.loss_name}": last.average_loss, **lines}
+        if not self.quiet:
+            say("")
+            for name, value in summary.items():
+                say(f"{name} = {value:.6f}" if isinstance(value, float) else f"{name} = {value}")
+        return summary

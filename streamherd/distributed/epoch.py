@@ -1,0 +1,65 @@
+"""One shard's epoch of a round: a pure function of (shard, model, settings), so that a task
+Dask runs again (a retry, a lost worker) returns the same result.
+
+It is ``train -i`` for one pass, in memory: the model's meta and arrays become a
+training.Start (as training._continued makes one from a file), a Trainer learns from the
+shard's chunks (ChunkReader over the shard's Source) into a quiet ProgressiveValidation, and
+the learner's arrays and counters come back instead of a file.
+"""
+from dataclasses import dataclass
+
+from streamherd import tasks
+from streamherd.features.space import FeatureSpace
+from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
+from streamherd.passes import copied
+from streamherd.progress import ProgressiveValidation
+from streamherd.training import Start, Trainer, _learn_from
+
+from streamherd.distributed.mixing import Counters, ShardResult
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How a shard is read: --format, --skip-bad, the block size."""
+
+    fmt: str = "auto"
+    skip_bad: bool = False
+    block_size: int = DEFAULT_BLOCK_SIZE
+
+
+def start_of(meta, state, skip_bad=False):
+    """The training.Start that continues the model (``meta``, ``state``), whose arrays are
+    copied: the caller's (the driver's, in a threaded cluster) are left as they are."""
+    return Start(meta["algo"], dict(meta["hyperparameters"]), FeatureSpace.from_meta(meta),
+                 tasks.of_model(meta, skip_bad), False, copied(state),
+                 meta.get("learner", {}), meta.get("examples", 0))
+
+
+def reader_of(shard, space, settings, workers=TRAINING_WORKERS, process=None):
+    """The ChunkReader of ``shard`` (shards.Shard) into the FeatureSpace ``space``."""
+    return ChunkReader([shard.source()], fmt=settings.fmt, features=space,
+                       skip_bad=settings.skip_bad, block_size=settings.block_size,
+                       workers=workers, process=process)
+
+
+def train_shard(shard, model, settings=Settings()):
+    """One epoch over ``shard`` (shards.Shard) from ``model`` = (meta, state arrays); returns
+    the shard's ShardResult."""
+    meta, state = model
+    start = start_of(meta, state, settings.skip_bad)
+    trainer = Trainer(start)
+    progress = ProgressiveValidation(quiet=True)
+    _learn_from(reader_of(shard, start.space, settings, process=start.task.check_labels),
+                trainer, progress, None)
+    return ShardResult(copied(trainer.state()), trainer.learner.meta(), trainer.task.meta(),
+                       Counters(progress.examples, progress.labeled, progress.weighted,
+                                progress.loss_sum, progress.mistakes, progress.updates))
+
+
+def shard_classes(shard, space, settings=Settings()):
+    """The classes of ``shard``'s labels as (key, name) pairs in order of first appearance,
+    by the multiclass task's own label rule (the label scan before round 1)."""
+    task = tasks.MulticlassTask(skip_bad=settings.skip_bad)
+    for chunk in reader_of(shard, space, settings):
+        task.targets(chunk)
+    return list(zip(task.labels.ids, task.labels.texts))   # ids: key -> id, in id order

@@ -1,0 +1,144 @@
+"""The mixing rules of dist-train (streamherd/distributed/mixing.py) against numpy
+transcriptions of their formulas; a tree of pairwise mixes equals the flat mix; ``sum`` of
+recursive-least-squares shards from one prior is the posterior of all the data."""
+import numpy as np
+import pytest
+
+from streamherd.distributed import mixing
+from streamherd.distributed.mixing import Counters, Rule, ShardResult, mix_states
+from streamherd.errors import StreamherdError
+
+
+def _results(rng, shards, dim, mistakes=None):
+    return [ShardResult({"mean": rng.normal(size=dim), "variance": rng.uniform(0.1, 2, dim),
+                         "extra": rng.normal(size=dim)}, {}, {"task": "binary"},
+                        Counters(mistakes=0 if mistakes is None else mistakes[i]))
+            for i in range(shards)]
+
+
+def _start(rng, dim):
+    return {"mean": rng.normal(size=dim), "variance": rng.uniform(0.5, 2, dim),
+            "extra": rng.normal(size=dim)}
+
+
+def _expected(rule, start, results, w):
+    """The issue's formulas, element by element, weights w (normalized)."""
+    mu = np.array([r.state["mean"] for r in results])
+    var = np.array([r.state["variance"] for r in results])
+    extra = np.array([r.state["extra"] for r in results])
+    w = w / w.sum()
+    if rule == "mean":
+        return {"mean": w @ mu, "variance": w @ var, "extra": w @ extra}
+    if rule == "jubatus":
+        return {"mean": w @ mu, "variance": var.min(axis=0), "extra": w @ extra}
+    if rule == "prec":
+        sigma = 1 / (w @ (1 / var))
+        return {"mean": sigma * (w @ (mu / var)), "variance": sigma, "extra": w @ extra}
+    p0, m0 = 1 / start["variance"], start["mean"]
+    sigma = 1 / (p0 + (1 / var - p0).sum(axis=0))
+    return {"mean": sigma * (p0 * m0 + (mu / var - p0 * m0).sum(axis=0)), "variance": sigma,
+            "extra": start["extra"] + (extra - start["extra"]).sum(axis=0)}
+
+
+@pytest.mark.parametrize("rule", mixing.RULES)
+@pytest.mark.parametrize("weights", mixing.WEIGHTS)
+def test_rules_follow_their_formulas_and_a_tree_equals_the_flat_mix(rule, weights):
+    rng = np.random.default_rng(len(rule) + len(weights))
+    mistakes = [3, 0, 7, 1, 4]
+    results = _results(rng, 5, 50, mistakes)
+    start = _start(rng, 50)
+    w = np.array(mistakes, float) if weights == "mistakes" and rule != "sum" else np.ones(5)
+    flat = mix_states(Rule(rule, start), results, "uniform" if rule == "sum" else weights)
+    expected = _expected(rule, start, results, w)
+    assert flat.keys() == expected.keys()
+    for name in expected:
+        np.testing.assert_allclose(flat[name], expected[name], rtol=1e-12)
+    r = Rule(rule, start)
+    lifted = [r.lift(res.state, wi) for res, wi in zip(results, w if rule != "sum" else np.ones(5))]
+    tree = r.finish((lifted[0] + lifted[1]) + (lifted[2] + (lifted[3] + lifted[4])))
+    for name in expected:
+        np.testing.assert_allclose(tree[name], flat[name], rtol=1e-12)
+
+
+def test_no_mistakes_anywhere_weighs_uniformly():
+    results = _results(np.random.default_rng(1), 3, 4, [0, 0, 0])
+    assert mixing.shard_weights(results, "mistakes").tolist() == [1, 1, 1]
+
+
+def _rls(prior_mean, prior_cov, x, y):
+    """Recursive least squares (Bayesian linear regression, unit noise), one row at a time."""
+    mean, cov = prior_mean.copy(), prior_cov.copy()
+    for xi, yi in zip(x, y):
+        gain = cov @ xi / (1 + xi @ cov @ xi)
+        mean = mean + gain * (yi - xi @ mean)
+        cov = cov - np.outer(gain, xi @ cov)
+    return mean, cov
+
+
+@pytest.mark.parametrize("shards", [2, 3, 5])
+def test_sum_of_least_squares_shards_is_the_posterior_of_all_the_data(shards):
+    rng = np.random.default_rng(shards)
+    d = 4
+    x, y = rng.normal(size=(60, d)), rng.normal(size=60)
+    prior_mean, prior_cov = rng.normal(size=d), np.diag(rng.uniform(0.5, 2, d))
+    parts = np.array_split(np.arange(60), shards)
+    results = []
+    for part in parts:
+        mean, cov = _rls(prior_mean, prior_cov, x[part], y[part])
+        results.append(ShardResult({"mean": mean, "covariance": cov}, {}, {}, Counters()))
+    mixed = mix_states(Rule("sum", {"mean": prior_mean, "covariance": prior_cov}), results)
+    precision = np.linalg.inv(prior_cov) + x.T @ x
+    posterior_cov = np.linalg.inv(precision)
+    posterior_mean = posterior_cov @ (np.linalg.inv(prior_cov) @ prior_mean + x.T @ y)
+    np.testing.assert_allclose(mixed["covariance"], posterior_cov, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(mixed["mean"], posterior_mean, rtol=1e-9)
+    full = _rls(prior_mean, prior_cov, x, y)
+    np.testing.assert_allclose(mixed["mean"], full[0], rtol=1e-8)
+
+
+def test_prec_of_full_covariances_inverts_matrices():
+    rng = np.random.default_rng(5)
+    d = 3
+    states = []
+    for _ in range(3):
+        a = rng.normal(size=(d, d))
+        states.append({"mean": rng.normal(size=d), "covariance": a @ a.T + np.eye(d)})
+    results = [ShardResult(s, {}, {}, Counters()) for s in states]
+    mixed = mix_states(Rule("prec", states[0]), results)
+    precisions = [np.linalg.inv(s["covariance"]) for s in states]
+    sigma = np.linalg.inv(sum(precisions) / 3)
+    np.testing.assert_allclose(mixed["covariance"], sigma, rtol=1e-10)
+    np.testing.assert_allclose(mixed["mean"], sigma @ (sum(p @ s["mean"] for p, s in
+                                                          zip(precisions, states)) / 3),
+                               rtol=1e-10)
+
+
+def test_rules_a_learner_cannot_take_are_refused():
+    with pytest.raises(StreamherdError, match="use --mix mean"):
+        Rule("prec", {"mean": np.zeros(3), "average": np.zeros(3)})
+    with pytest.raises(StreamherdError, match="full covariance"):
+        Rule("jubatus", {"mean": np.zeros(2), "covariance": np.eye(2)})
+    with pytest.raises(StreamherdError, match="--force"):
+        mixing.check_rule("sum", "binary", 4, force=False)
+    mixing.check_rule("sum", "binary", 4, force=True)
+    mixing.check_rule("sum", "binary", 2, force=False)
+    mixing.check_rule("sum", "regression", 8, force=False)
+
+
+def test_counters_add_and_labels_merge():
+    start = {"examples_seen": 10, "ova": [{"examples_seen": 1}, {"examples_seen": 2}]}
+    metas = [{"examples_seen": 15, "ova": [{"examples_seen": 4}, {"examples_seen": 2}]},
+             {"examples_seen": 13, "ova": [{"examples_seen": 1}, {"examples_seen": 9}]}]
+    assert mixing.mix_learner_meta(start, metas) == \
+        {"examples_seen": 18, "ova": [{"examples_seen": 4}, {"examples_seen": 9}]}
+    binary = [{"task": "binary", "labels": {"negative": 0.0, "positive": None}},
+              {"task": "binary", "labels": {"negative": None, "positive": 1.0}}]
+    assert mixing.mix_task_meta(binary, ["a", "b"])["labels"] == \
+        {"negative": 0.0, "positive": 1.0}
+    clash = [*binary, {"task": "binary", "labels": {"negative": -1.0, "positive": 1.0}}]
+    with pytest.raises(StreamherdError, match="c: label -1 is negative like label 0 of a"):
+        mixing.mix_task_meta(clash, ["a", "b", "c"])
+    classes = [{"task": "multiclass", "classes": ["a", "b"]},
+               {"task": "multiclass", "classes": ["b", "a"]}]
+    with pytest.raises(StreamherdError, match="y learned other classes than x"):
+        mixing.mix_task_meta(classes, ["x", "y"])

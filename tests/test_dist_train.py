@@ -1,0 +1,181 @@
+"""dist-train (streamherd/distributed): one shard for P rounds is train run P times; the model
+is the same for any worker count, after a resume with -i, and when a worker dies mid-round;
+user errors are one line."""
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from conftest import one_line_error
+
+distributed = pytest.importorskip("dask.distributed")
+
+from streamherd.distributed.driver import Cluster, Mix, dist_train  # noqa: E402
+from streamherd.model import load_model  # noqa: E402
+
+
+def _write(path, y, x):
+    path.write_text("".join(f"{label} " + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(row)
+                                                   if v) + "\n" for label, row in zip(y, x)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """Small svmlight files: binary (1/0 labels), three classes, real targets."""
+    rng = np.random.default_rng(22)
+    folder = tmp_path_factory.mktemp("dist")
+    x = rng.normal(size=(1200, 12)) * (rng.random((1200, 12)) < 0.5)
+    w = rng.normal(size=(3, 12))
+    scores = x @ w.T + rng.normal(scale=0.3, size=(1200, 3))
+    return {"binary": _write(folder / "binary.svm", (scores[:, 0] > 0).astype(int), x),
+            "multiclass": _write(folder / "classes.svm", scores.argmax(axis=1) + 1, x),
+            "regression": _write(folder / "real.svm", np.round(scores[:, 0], 3), x)}
+
+
+def _local_cluster(workers, processes=False):
+    return distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
+                                    processes=processes, dashboard_address="127.0.0.1:0",
+                                    silence_logs=logging.CRITICAL)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with _local_cluster(2) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def _same_arrays(a, b):
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+TASKS = {"binary": [], "multiclass": ["--classes", "1,2,3"], "regression": ["--loss", "squared"]}
+FLAGS = {"binary": {}, "multiclass": {"classes": "1,2,3"}, "regression": {"loss": "squared"}}
+
+
+@pytest.mark.parametrize("algo,task", [("arow-p", "binary"), ("avg-perceptron", "binary"),
+                                       ("pa2", "multiclass"), ("arow-d", "regression")])
+def test_one_shard_for_p_rounds_is_train_p_times(run_cli, data, client, tmp_path, algo, task):
+    trained = tmp_path / "train.npz"
+    flags = ["--algo", algo, *TASKS[task]]
+    assert run_cli("train", data[task], *flags, "-f", trained, "--quiet").returncode == 0
+    again = run_cli("train", data[task], "-i", trained, "-f", trained, "--quiet")
+    assert again.returncode == 0, again.stderr
+    dist_train([str(data[task])], tmp_path / "dist.npz", rounds=2, cluster=Cluster(shards="1"),
+               client=client, quiet=True, algo=algo, **FLAGS[task])
+    meta_t, arrays_t = load_model(trained)
+    meta_d, arrays_d = load_model(tmp_path / "dist.npz")
+    assert _same_arrays(arrays_t, arrays_d)
+    for key in ("examples", "learner", "labels", "classes"):
+        assert meta_t.get(key) == meta_d.get(key)
+
+
+def test_cli_one_worker_one_shard_equals_train(run_cli, data, tmp_path):
+    trained = tmp_path / "train.npz"
+    assert run_cli("train", data["binary"], "--algo", "nherd-p", "--passes", "1", "-f",
+                   trained, "--quiet").returncode == 0
+    assert run_cli("train", data["binary"], "-i", trained, "-f", trained,
+                   "--quiet").returncode == 0
+    proc = run_cli("dist-train", data["binary"], "--workers", 1, "--shards", 1, "--passes", 2,
+                   "--algo", "nherd-p", "-f", tmp_path / "dist.npz")
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stderr.splitlines() if line[:5].strip().isdigit()]
+    assert [(r[0], r[2]) for r in rows] == [("1", "1200"), ("2", "1200")]
+    assert _same_arrays(load_model(trained)[1], load_model(tmp_path / "dist.npz")[1])
+
+
+def _run(client, path, model, rounds=2, shards="3", **flags):
+    return dist_train([str(path)], model, rounds=rounds, cluster=Cluster(shards=shards),
+                      client=client, quiet=True, **flags)
+
+
+@pytest.mark.parametrize("algo,mix", [("arow-p", Mix()), ("nherd-p", Mix("jubatus")),
+                                      ("perceptron", Mix(weights="mistakes"))])
+def test_same_model_for_any_worker_count_and_after_a_resume(data, client, tmp_path, algo, mix):
+    _run(client, data["binary"], tmp_path / "two.npz", rounds=3, algo=algo, mix=mix)
+    with _local_cluster(1) as cluster, distributed.Client(cluster) as one:
+        _run(one, data["binary"], tmp_path / "one.npz", rounds=3, algo=algo, mix=mix)
+    _run(client, data["binary"], tmp_path / "resumed.npz", algo=algo, mix=mix)
+    _run(client, data["binary"], tmp_path / "resumed.npz", rounds=1, mix=mix,
+         initial_model=tmp_path / "resumed.npz")
+    models = [load_model(tmp_path / f"{name}.npz") for name in ("two", "one", "resumed")]
+    assert _same_arrays(models[0][1], models[1][1])
+    assert _same_arrays(models[0][1], models[2][1])
+    assert models[0][0]["examples"] == models[2][0]["examples"] == 3 * 1200
+    single = tmp_path / "single.npz"
+    _run(client, data["binary"], single, rounds=3, shards="1", algo=algo)
+    assert not _same_arrays(models[0][1], load_model(single)[1])   # three shards did mix
+
+
+def test_classes_without_flags_come_from_a_label_scan(run_cli, data, client, tmp_path):
+    """Every shard scanned: the classes in order of first appearance in the file; one shard is
+    then train with those --classes."""
+    labels = [line.split()[0] for line in data["multiclass"].read_text().splitlines()]
+    order = ",".join(dict.fromkeys(labels))
+    _run(client, data["multiclass"], tmp_path / "three.npz", shards="3", algo="pa2")
+    assert load_model(tmp_path / "three.npz")[0]["classes"] == order.split(",")
+    _run(client, data["multiclass"], tmp_path / "one.npz", rounds=1, shards="1", algo="pa2")
+    trained = tmp_path / "train.npz"
+    assert run_cli("train", data["multiclass"], "--algo", "pa2", "--classes", order, "-f",
+                   trained, "--quiet").returncode == 0
+    assert _same_arrays(load_model(trained)[1], load_model(tmp_path / "one.npz")[1])
+
+
+def test_a_worker_killed_mid_round_changes_nothing(data, client, tmp_path):
+    _run(client, data["binary"], tmp_path / "calm.npz", shards="4", algo="arow-p")
+    outcome = {}
+    with _local_cluster(2, processes=True) as cluster, distributed.Client(cluster) as processes:
+        pids = processes.run(os.getpid)
+
+        def run():
+            try:
+                outcome["summary"] = _run(processes, data["binary"], tmp_path / "killed.npz",
+                                          shards="4", algo="arow-p")
+            except BaseException as e:   # noqa: BLE001 - the test reports it
+                outcome["error"] = e
+        thread = threading.Thread(target=run)
+        thread.start()
+        killed = None
+        while killed is None and thread.is_alive():
+            busy = [worker for worker, keys in processes.processing().items()
+                    if any("-shard-" in str(key) for key in keys)]
+            if busy:
+                killed = busy[0]
+                os.kill(pids[killed], signal.SIGKILL)
+        thread.join()
+    assert killed is not None and "error" not in outcome, outcome
+    assert _same_arrays(load_model(tmp_path / "calm.npz")[1],
+                        load_model(tmp_path / "killed.npz")[1])
+
+
+def _error(run_cli, *args):
+    return one_line_error(run_cli("dist-train", *args))
+
+
+def test_user_errors_are_one_line(run_cli, data, tmp_path):
+    model = tmp_path / "m.npz"
+    binary = data["binary"]
+    assert "--force" in _error(run_cli, binary, "--shards", 4, "--mix", "sum", "--algo",
+                               "arow-p", "-f", model)
+    assert "use --mix mean" in _error(run_cli, binary, "--shards", 2, "--mix", "prec",
+                                      "--algo", "perceptron", "-f", model)
+    assert "avg-perceptron" in _error(run_cli, binary, "--algo", "voted-perceptron", "-f", model)
+    assert "not standard input" in _error(run_cli, "--shards", 2, "-f", model)
+    assert "--shards 0" in _error(run_cli, binary, "--shards", 0, "-f", model)
+    assert "-f MODEL.npz" in _error(run_cli, binary, "--shards", 2)
+    assert not model.exists()
+
+
+def test_without_dask_the_command_says_what_to_install(data, tmp_path):
+    """dask made unimportable: the one-line error names the extra."""
+    code = ("import sys; sys.modules['dask'] = sys.modules['dask.distributed'] = None; "
+            "from streamherd.cli import main; sys.argv[0] = 'streamherd'; main()")
+    proc = subprocess.run([sys.executable, "-c", code, "dist-train", str(data["binary"]),
+                           "--shards", "1", "-f", str(tmp_path / "m.npz")],
+                          capture_output=True, text=True, timeout=300)
+    assert 'pip install "streamherd[dask]"' in one_line_error(proc)
