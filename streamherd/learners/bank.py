@@ -309,8 +309,11 @@ class Bank:
         return lines
 
     def member_models(self, meta):
-        """(k, meta, arrays) of each live member (--save-bank), ``meta`` the chosen model's."""
+        """(k, meta, arrays) of each live member (--save-bank), ``meta`` the chosen model's;
+        a member's "progressive_loss" is its own (on the first pass)."""
+        weight = self.progressive_weight
         for k, member in enumerate(self.members):
             if self.alive[k]:
                 yield k, {**meta, "hyperparameters": member.options, "learner": member.meta(),
-                          **self.model_meta(k)}, member.state()
+                          "progressive_loss": self.progressive[k] / weight if weight > 0
+                          else math.nan, **self.model_meta(k)}, member.state()
