@@ -22,8 +22,8 @@ from numba import njit
 from numba.extending import overload
 
 from streamherd.learners.algorithms import arow, cw, narow, nherd, pa, scw
-from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin
-from streamherd.learners.kernels.prefetch import row_ahead
+from streamherd.learners.kernels.loops import entry_point
+from streamherd.learners.kernels.prefetch import prefetch, row_ahead
 from streamherd.learners.kernels.sparse import finite
 
 
@@ -39,34 +39,92 @@ def _member_state(views, k):
         return lambda views, k: (views[0][:, k],)
     if len(views) == 2:
         return lambda views, k: (views[0][:, k], views[1][:, k])
+    # (more state arrays: no family with a bank has them)
     return None
 
 
 @njit(cache=True, inline="always")
-def bank_loop(margin, step, bank):
+def prefetch_slots(flat, indices, ahead, p, width):
+    """Ask the cache for every line of the bank's slot of rank p in the row ``ahead``: ``width``
+    = K x the state arrays, the doubles of one slot in ``flat`` (the bank, flattened)."""
+    if p < ahead[1]:
+        base = indices[p] * width
+        for offset in range(0, width, 8):   # 8 doubles: a 64-byte line
+            prefetch(flat, base + offset)
+        prefetch(flat, base + width - 1)
+
+
+@njit(cache=True, inline="always")
+def diag_margins(views, flat, indices, values, start, end, ahead, margins, confidences):
+    """Every member's diag_margin (kernels/loops.py) of the row, in one pass over its slots:
+    margins[k] = mu_k.x and confidences[k] = x' diag(sigma_k) x, each summed in the row's order
+    with the same arithmetic as diag_margin, so equal to it. A slot holds its K means, then its
+    K variances, side by side in ``flat`` (module docstring): the sums over k are independent
+    and contiguous (SIMD), with no chain of dependent adds."""
+    members = len(margins)
+    width = len(flat) // len(views[0])   # doubles per slot: the means, then the variances
+    padded = width // 2
+    for k in range(members):
+        margins[k] = 0.0
+        confidences[k] = 0.0
+    for p in range(start, end):
+        prefetch_slots(flat, indices, ahead, ahead[0] + p - start, width)
+        base = indices[p] * width
+        x = values[p]
+        for k in range(members):
+            margins[k] += flat[base + k] * x
+            confidences[k] += flat[base + padded + k] * x * x
+    for p in range(ahead[0] + end - start, ahead[1]):
+        prefetch_slots(flat, indices, ahead, p, width)
+
+
+@njit(cache=True, inline="always")
+def mean_margins(views, flat, indices, values, start, end, ahead, margins, confidences):
+    """Every member's mean_margin (kernels/loops.py): margins[k] = mu_k.x, confidences 0."""
+    members = len(margins)
+    width = len(flat) // len(views[0])
+    for k in range(members):
+        margins[k] = 0.0
+        confidences[k] = 0.0
+    for p in range(start, end):
+        prefetch_slots(flat, indices, ahead, ahead[0] + p - start, width)
+        base = indices[p] * width
+        x = values[p]
+        for k in range(members):
+            margins[k] += flat[base + k] * x
+    for p in range(ahead[0] + end - start, ahead[1]):
+        prefetch_slots(flat, indices, ahead, p, width)
+
+
+@njit(cache=True, inline="always")
+def bank_loop(margins_of, step, bank):
     """Predict-then-update of every live member over one chunk (y = +1/-1, NaN: unlabeled).
-    bank = (y, importance, indptr, indices, values, views, params, alive, margins_out,
-    updates_out): ``params[k]`` member k's rule numbers, ``margins_out[i, k]`` its margin of row
-    i before its update, ``updates_out[k]`` += its updates, ``failed_at[k]`` the row where it
-    failed (alive[k] then False). Returns the number of live members left."""
-    y, importance, indptr, indices, values, views, params, alive, margins_out, updates_out, \
-        failed_at = bank
+    bank = (y, importance, indptr, indices, values, views, flat, params, alive, margins_out,
+    updates_out, failed_at, work): ``views`` the (slots, K) view of each state array,
+    ``flat`` the bank flattened (prefetch), ``params[k]`` member k's rule numbers,
+    ``margins_out[i, k]`` its margin of row i before its update, ``updates_out[k]`` += its
+    updates, ``failed_at[k]`` the row where it failed (alive[k] then False), ``work`` two
+    K-arrays. ``margins_of`` fills every member's margin and confidence of a row (the family's
+    margin rule, for all members at once: diag_margins, mean_margins); ``step`` is the family's
+    own. Returns the number of live members left."""
+    y, importance, indptr, indices, values, views, flat, params, alive, margins_out, \
+        updates_out, failed_at, work = bank
+    margins, confidences = work[0], work[1]
     members = len(alive)
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        ahead = row_ahead(indptr, i)
+        margins_of(views, flat, indices, values, start, end, row_ahead(indptr, i), margins,
+                   confidences)
         learn = not np.isnan(y[i]) and importance[i] > 0.0
         for k in range(members):
+            m = margins[k]
+            margins_out[i, k] = m if alive[k] else np.nan
             if not alive[k]:
-                margins_out[i, k] = np.nan
                 continue
-            state = member_state(views, k)
-            m, v = margin(state, indices, values, start, end, ahead)
-            margins_out[i, k] = m
             ok = finite(m)
             if ok and learn:
-                updated, ok = step(state, params[k], indices, values, start, end, y[i] * m, v,
-                                   y[i], importance[i])
+                updated, ok = step(member_state(views, k), params[k], indices, values, start,
+                                   end, y[i] * m, confidences[k], y[i], importance[i])
                 updates_out[k] += updated
             if not ok:
                 alive[k] = False
@@ -78,49 +136,49 @@ def bank_loop(margin, step, bank):
     return left
 
 
-def run_bank(margin, step, bank):
+def run_bank(margins_of, step, bank):
     """The body of a bank entry point: bank_loop with the family's rules (the overload below,
     closed over them as loops.run_rules is, so that numba inlines them)."""
     raise TypeError("run_bank is the body of a numba entry point (learners/kernels/bank.py)")
 
 
 @overload(run_bank, inline="always")
-def _run_bank_of_rules(margin, step, bank):
-    margin_rule, step_rule = margin.dispatcher, step.dispatcher
+def _run_bank_of_rules(margins_of, step, bank):
+    margins_rule, step_rule = margins_of.dispatcher, step.dispatcher
 
-    def run(margin, step, bank):
-        return bank_loop(margin_rule, step_rule, bank)
+    def run(margins_of, step, bank):
+        return bank_loop(margins_rule, step_rule, bank)
     return run
 
 
 @entry_point("numpy")
 def pa_bank(bank):
-    return run_bank(mean_margin, pa.step, bank)
+    return run_bank(mean_margins, pa.step, bank)
 
 
 @entry_point()
 def nherd_bank(bank):
-    return run_bank(diag_margin, nherd.diag_step, bank)
+    return run_bank(diag_margins, nherd.diag_step, bank)
 
 
 @entry_point("numpy")
 def arow_bank(bank):
-    return run_bank(diag_margin, arow.diag_step, bank)
+    return run_bank(diag_margins, arow.diag_step, bank)
 
 
 @entry_point("numpy")
 def narow_bank(bank):
-    return run_bank(diag_margin, narow.diag_step, bank)
+    return run_bank(diag_margins, narow.diag_step, bank)
 
 
 @entry_point()
 def cw_bank(bank):
-    return run_bank(diag_margin, cw.diag_step, bank)
+    return run_bank(diag_margins, cw.diag_step, bank)
 
 
 @entry_point()
 def scw_bank(bank):
-    return run_bank(diag_margin, scw.diag_step, bank)
+    return run_bank(diag_margins, scw.diag_step, bank)
 
 
 # the bank entry point of each family (its learner class's module) and covariance kind
