@@ -199,6 +199,8 @@ def test_auto_with_passes_chooses_on_the_holdout_loss(run_cli, data_dir, tmp_pat
     (["--algo", "nherd-p", "-C", "1", "--save-bank"], "--save-bank writes every model"),
     (["--algo", "nherd-p", "-C", "auto", "--loss", "squared"], "binary tasks only"),
     (["--algo", "nherd-p", "-C", "auto", "--audit"], "--audit shows one model's weights"),
+    (["--algo", "nherd-p", "-C", "auto", "-b", "30"], "-C auto's bank of 11 nherd-p models "
+                                                      "needs 206,158,430,272 bytes (192.0 GiB)"),
 ])
 def test_bad_auto_is_a_one_line_error(run_cli, tmp_path, flags, expected):
     data = tmp_path / "d.svm"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamherd.errors import StreamherdError
-from streamherd.learners.base import UnstableUpdate
+from streamherd.learners.base import UnstableUpdate, available_memory, memory_text
 from streamherd.learners.spec import POSITIVE, log_grid
 
 AUTO = "auto"
@@ -165,7 +165,7 @@ def bank_path(final_model, k):
 LINE = 64   # bytes of a cache line
 
 
-def line_aligned(slots, arrays, members):
+def line_aligned(slots, arrays, members, check=lambda size: None):
     """The bank's array, (slots, arrays, padded members): slot j holds member 0..K-1's entry
     of each state array in turn, its members padded so that a slot is whole cache lines and
     starts one (11 members of two arrays: 176 bytes over 3 or 4 lines; padded, 192 bytes on 3;
@@ -174,6 +174,7 @@ def line_aligned(slots, arrays, members):
     width = -(-arrays * members // per_line) * per_line
     while width % arrays:
         width += per_line
+    check(8 * (slots * width + per_line))
     buffer = np.zeros(slots * width + per_line)
     skip = (-buffer.ctypes.data % LINE) // 8
     return buffer[skip:skip + slots * width].reshape(slots, arrays, width // arrays)
@@ -186,21 +187,22 @@ class Bank:
 
     def __init__(self, task, algo, dim, options, auto):
         self.auto = auto
-        self.members = [task.new_learner(algo, dim, {**options, auto.name: value})
-                        for value in auto.grid]
-        first = self.members[0]
-        self.name = first.name
-        self.kernel = bank_entry_point(first.spec)
-        attrs = first.interleaved or ("mean",)
-        assert len(first.kernel_state()) == len(attrs) and all(
-            a is getattr(first, attr) for a, attr in zip(first.kernel_state(), attrs)), \
+        members = len(auto.grid)
+        probe = task.new_learner(algo, 1, {**options, auto.name: auto.grid[0]})
+        self.name = probe.name
+        self.kernel = bank_entry_point(probe.spec)
+        attrs = probe.interleaved or ("mean",)
+        assert len(probe.kernel_state()) == len(attrs) and all(
+            a is getattr(probe, attr) for a, attr in zip(probe.kernel_state(), attrs)), \
             f"{self.name}: its kernel state is not its interleaved arrays"
-        members = len(self.members)
-        packed = line_aligned(first.size, len(attrs), members)
-        for k, member in enumerate(self.members):
+        packed = line_aligned(dim, len(attrs), members, self._fits)
+        self.members = []
+        for k, value in enumerate(auto.grid):   # one at a time: its own arrays freed at once
+            member = task.new_learner(algo, dim, {**options, auto.name: value})
             for w, attr in enumerate(attrs):
                 packed[:, w, k] = getattr(member, attr)
                 setattr(member, attr, packed[:, w, k])
+            self.members.append(member)
         self.views = tuple(packed[:, w, :members] for w in range(len(attrs)))
         self.flat = packed.reshape(-1)
         self.work = np.empty((2, members))
@@ -214,6 +216,16 @@ class Bank:
         self.holdout_weight = 0.0
         self.pass_holdout = None                 # the last pass's holdout loss per member
         self.passes_done = 0
+
+    def _fits(self, size):
+        """Refuse, in one line, a bank of ``size`` bytes larger than the available memory."""
+        available = available_memory()
+        if available is not None and size > available:
+            flag = self.auto.hyperparameter.flag
+            raise StreamherdError(
+                f"{flag} auto's bank of {len(self.auto.grid)} {self.name} models needs "
+                f"{memory_text(size)}, more than the {memory_text(available)} of available "
+                f"memory; use a smaller -b or fewer --grid values")
 
     # ------------------------------------------------------------ learning
 

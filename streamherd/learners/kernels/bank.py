@@ -54,26 +54,39 @@ def prefetch_slots(flat, indices, ahead, p, width):
         prefetch(flat, base + width - 1)
 
 
+# members summed together in registers: the means (and variances) of 4 members are 32 bytes of
+# a slot, and a slot is padded to whole lines (bank.line_aligned), so a group never reads past it
+GROUP = 4
+
+
 @njit(cache=True, inline="always")
 def diag_margins(views, flat, indices, values, start, end, ahead, margins, confidences):
-    """Every member's diag_margin (kernels/loops.py) of the row, in one pass over its slots:
-    margins[k] = mu_k.x and confidences[k] = x' diag(sigma_k) x, each summed in the row's order
-    with the same arithmetic as diag_margin, so equal to it. A slot holds its K means, then its
-    K variances, side by side in ``flat`` (module docstring): the sums over k are independent
-    and contiguous (SIMD), with no chain of dependent adds."""
+    """Every member's diag_margin (kernels/loops.py) of the row: margins[k] = mu_k.x and
+    confidences[k] = x' diag(sigma_k) x, each summed in the row's order with the same
+    arithmetic as diag_margin, so equal to it. A slot holds its K means, then its K variances,
+    side by side in ``flat`` (module docstring); GROUP members at a time, their sums in
+    registers: independent chains of adds, and the slot's lines read from L1 after the first
+    group."""
     members = len(margins)
     width = len(flat) // len(views[0])   # doubles per slot: the means, then the variances
     padded = width // 2
-    for k in range(members):
-        margins[k] = 0.0
-        confidences[k] = 0.0
-    for p in range(start, end):
-        prefetch_slots(flat, indices, ahead, ahead[0] + p - start, width)
-        base = indices[p] * width
-        x = values[p]
-        for k in range(members):
-            margins[k] += flat[base + k] * x
-            confidences[k] += flat[base + padded + k] * x * x
+    for first in range(0, members, GROUP):
+        m0 = m1 = m2 = m3 = v0 = v1 = v2 = v3 = 0.0
+        for p in range(start, end):
+            if first == 0:   # the first group asks for the row ahead's slots (prefetch.py)
+                prefetch_slots(flat, indices, ahead, ahead[0] + p - start, width)
+            base = indices[p] * width + first
+            x = values[p]
+            m0 += flat[base] * x
+            m1 += flat[base + 1] * x
+            m2 += flat[base + 2] * x
+            m3 += flat[base + 3] * x
+            v0 += flat[base + padded] * x * x
+            v1 += flat[base + padded + 1] * x * x
+            v2 += flat[base + padded + 2] * x * x
+            v3 += flat[base + padded + 3] * x * x
+        store_group(margins, first, m0, m1, m2, m3)
+        store_group(confidences, first, v0, v1, v2, v3)
     for p in range(ahead[0] + end - start, ahead[1]):
         prefetch_slots(flat, indices, ahead, p, width)
 
@@ -83,17 +96,34 @@ def mean_margins(views, flat, indices, values, start, end, ahead, margins, confi
     """Every member's mean_margin (kernels/loops.py): margins[k] = mu_k.x, confidences 0."""
     members = len(margins)
     width = len(flat) // len(views[0])
-    for k in range(members):
-        margins[k] = 0.0
-        confidences[k] = 0.0
-    for p in range(start, end):
-        prefetch_slots(flat, indices, ahead, ahead[0] + p - start, width)
-        base = indices[p] * width
-        x = values[p]
-        for k in range(members):
-            margins[k] += flat[base + k] * x
+    for first in range(0, members, GROUP):
+        m0 = m1 = m2 = m3 = 0.0
+        for p in range(start, end):
+            if first == 0:   # the first group asks for the row ahead's slots (prefetch.py)
+                prefetch_slots(flat, indices, ahead, ahead[0] + p - start, width)
+            base = indices[p] * width + first
+            x = values[p]
+            m0 += flat[base] * x
+            m1 += flat[base + 1] * x
+            m2 += flat[base + 2] * x
+            m3 += flat[base + 3] * x
+        store_group(margins, first, m0, m1, m2, m3)
+        store_group(confidences, first, 0.0, 0.0, 0.0, 0.0)
     for p in range(ahead[0] + end - start, ahead[1]):
         prefetch_slots(flat, indices, ahead, p, width)
+
+
+@njit(cache=True, inline="always")
+def store_group(out, first, a, b, c, d):
+    """out[first:first + 4] = a, b, c, d, those of them within out."""
+    n = len(out) - first
+    out[first] = a
+    if n > 1:
+        out[first + 1] = b
+    if n > 2:
+        out[first + 2] = c
+    if n > 3:
+        out[first + 3] = d
 
 
 @njit(cache=True, inline="always")
