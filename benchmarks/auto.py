@@ -50,7 +50,8 @@ TASKS = {
     "spambase": ("spambase.train.svm", "spambase.test.svm"),
     "rcv1_small": ("rcv1_small.train.vw.gz", "rcv1_small.test.vw.gz"),
     "news20 ibm/mac": ("news20_comp_ibm_vs_mac.train.svm.gz", "news20_comp_ibm_vs_mac.test.svm.gz"),
-    "news20 elec/med": ("news20_sci_elec_vs_med.train.svm.gz", "news20_sci_elec_vs_med.test.svm.gz"),
+    "news20 elec/med": ("news20_sci_elec_vs_med.train.svm.gz",
+                        "news20_sci_elec_vs_med.test.svm.gz"),
     "news20 guns/mideast": ("news20_talk_guns_vs_mideast.train.svm.gz",
                             "news20_talk_guns_vs_mideast.test.svm.gz"),
     "sms_spam": ("sms_spam.vw", None),
@@ -174,7 +175,8 @@ def quality(data):
         for noise in NOISES:
             lines = noisy(train_lines, noise, seed=int(noise * 100))
             with tempfile.TemporaryDirectory() as folder:
-                train_path, test_path = Path(folder) / f"train{suffix}", Path(folder) / f"test{suffix}"
+                train_path = Path(folder) / f"train{suffix}"
+                test_path = Path(folder) / f"test{suffix}"
                 train_path.write_text("\n".join(lines) + "\n")
                 test_path.write_text("\n".join(test_lines) + "\n")
                 row = {"task": name, "noise": noise, "vw": vw_error(lines, test_lines)}

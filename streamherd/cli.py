@@ -76,6 +76,8 @@ def _with_hyperparameter_flags(command):
     command.__annotations__ = {**command.__annotations__,
                                **{p.name: p.annotation for p in generated}}
     return command
+
+
 def _number_or_auto(ctx: typer.Context, param: typer.CallbackParam, value: Optional[str]):
     """A hyperparameter's value: a number, or "auto" (learners/bank.py chooses it)."""
     if value is None or value == "auto":
