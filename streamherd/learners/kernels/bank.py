@@ -1,21 +1,24 @@
 """The bank's loop: K copies of one binary learner, each with its own hyperparameter value,
 learning in the same pass from every example (learners/bank.py, ``-C auto``).
 
-The K states are stored slot-major (``packed[j, k, w]``: slot j, member k, the learner's w-th
-state array): one slot's K members lie side by side, so the features of a row bring the lines
-of all K members into the cache at once, and the members after the first find them there.
-Member k's arrays are the strided views ``packed[:, k, w]``, of the same numba type as the
-interleaved columns a single learner runs on (Learner.interleaved), and the loop calls the
-family's own ``margin`` and ``step`` rules on them (kernels/loops.py): no update formula is
-written twice, and member k's numbers are those of a single learner run with its value.
+The K states are stored slot-major (``packed[j, w, k]``: slot j, the learner's w-th state
+array, member k; bank.line_aligned): a slot holds its K means, then its K variances, padded to
+whole cache lines (11 members: 3 lines), so the features of a row bring the lines of all K
+members into the cache at once. Member k's arrays are the strided views ``packed[:, w, k]``,
+of the same numba type as the interleaved columns a single learner runs on
+(Learner.interleaved).
 
-Each row is predicted and learned by every member in turn (member-major within the row): the
-row's lines then stay in L1 between members. A member whose margin or update fails (not
-finite: a value at the edge of the grid can diverge where the others do not) is dropped from
-the bank (``alive``) and never chosen; its margins are NaN from that example on.
+Per row: every member's margin in one pass over the row's slots (``diag_margins`` and
+``mean_margins``: the sums of kernels/loops.diag_margin and mean_margin, for GROUP members at a
+time, in the row's order with the same arithmetic, so equal to them), then each member's update
+by the family's own ``step`` rule on its views: no update formula is written twice, and member
+k's numbers are those of a single learner run with its value (tests/test_auto.py). A member
+whose margin or update fails (not finite: a value at the edge of the grid can diverge where
+the others do not) is dropped from the bank (``alive``) and never chosen; its margins are NaN
+from that example on.
 
-One entry point per family (its error model as its own entry points'), the rules closed over
-as in loops.run_rules, so numba inlines them.
+One entry point per family (its error model as its own entry points'), the step rule closed
+over as in loops.run_rules, so numba inlines it.
 """
 import numpy as np
 from numba import njit
