@@ -65,15 +65,30 @@ def _with_hyperparameter_flags(command):
         if h.domain != POSITIVE:   # an unusual range is worth saying
             text = f"{text}, {h.domain.text()}"
         generated.append(inspect.Parameter(
-            h.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[float],
-            default=typer.Option(None, *h.flags, show_default=False,
-                                 help=f"{text} ({_learner_list(takers)}; default {h.default:g})."
+            h.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str],
+            default=typer.Option(None, *h.flags, show_default=False, metavar="FLOAT|auto",
+                                 callback=_number_or_auto,
+                                 help=f"{text} ({_learner_list(takers)}; default {h.default:g}; "
+                                      f"auto: chosen by a bank, see --grid)."
                                  )))
     command.__signature__ = signature.replace(parameters=[
         *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in fixed), *generated])
     command.__annotations__ = {**command.__annotations__,
                                **{p.name: p.annotation for p in generated}}
     return command
+
+
+def _number_or_auto(ctx: typer.Context, param: typer.CallbackParam, value: Optional[str]):
+    """A hyperparameter's value: a number, or "auto" (learners/bank.py chooses it)."""
+    if value is None or value == "auto":
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise typer.BadParameter("Input should be a valid number or auto, unable to parse "
+                                 "string as a number", ctx=ctx, param=param) from None
+
+
 Files = typer.Argument(None, show_default=False, metavar="[FILES]...",
                        help="Input files (.gz, .bz2, .xz detected by content); '-' or none: stdin.")
 Data = typer.Option(None, "-d", "--data", show_default=False, help="An input file (repeatable).")
@@ -258,6 +273,16 @@ def train(
                                            help="A table row every N examples (an integer), or "
                                                 "each time the count grows F times (a number "
                                                 "with a point); default: doubling, as VW."),
+    grid: Optional[str] = typer.Option(
+        None, "--grid", show_default=False,
+        help="The values a hyperparameter given 'auto' tries: 'v1,v2,...' or '2^LO..2^HI[:STEP]' "
+             "(default 2^-10..2^10:2, eta 0.55..0.95). Binary tasks: every value learns from "
+             "every example in the same pass; the lowest progressive 0/1 loss wins (with "
+             "--passes and a holdout set: the holdout loss); ties go to the value nearest the "
+             "default, then the smaller."),
+    save_bank: bool = typer.Option(False, "--save-bank", help="With auto: also write every "
+                                   "value's model, STEM.bankK.npz beside -f STEM.npz (K: its "
+                                   "rank in the grid, ascending)."),
     **hyperparameters,
 ):
     """Train a model, one online update per line, reporting progressive validation loss."""
@@ -272,7 +297,7 @@ def train(
                                     early_terminate, save_per_pass, shuffle, random_seed,
                                     shuffle_memory), progress_every=progress,
                       predictions=predictions, examples=examples, test_only=test_only,
-                      audit=audit, calibration=calibration,
+                      audit=audit, calibration=calibration, grid=grid, save_bank=save_bank,
                       namespaces=dict(quadratic=quadratic, cubic=cubic,
                                       interactions=interactions,
                                       ignore="".join(ignore or ()), keep="".join(keep or ()),

@@ -24,6 +24,7 @@ from streamherd.errors import Interrupted, StreamherdError, notices_silenced, sa
 from streamherd.features import normalize as normalization
 from streamherd.features.space import DEFAULT_BITS, FeatureSpace
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
+from streamherd.learners import bank
 from streamherd.learners.base import UnstableUpdate
 from streamherd.model import HERDING_KIND, load_model, model_meta, save_model
 from streamherd.outputs import (check_inputs, check_stdout_output, replaced_on_success,
@@ -50,13 +51,17 @@ class Start:
     # --calibration (calibration.py): the method, and the initial model's statistics (its meta)
     calibration: str = calibrations.DEFAULT_METHOD
     calibration_meta: "dict | None" = None
+    auto: object = None        # -C auto ...: the hyperparameter a bank chooses (learners/bank.py)
 
 
 def plan(algo=None, options=None, bits=None, bias=None, normalize=None, choice=tasks.Choice(),
-         initial_model=None, skip_bad=False, namespaces=None, calibration=None):
+         initial_model=None, skip_bad=False, namespaces=None, calibration=None, grid=None):
     """The Start of a new model, or of ``initial_model`` continued (see train's parameters)."""
     options = {k: v for k, v in (options or {}).items() if v is not None}
     namespaces = {k: v for k, v in (namespaces or {}).items() if v}
+    if bank.AUTO in options.values() and initial_model is not None:
+        raise StreamherdError("auto chooses a hyperparameter for a new model; to continue "
+                              f"{initial_model} (-i), drop auto: it keeps its own value")
     if initial_model is not None:
         start = _continued(initial_model, algo, options, bits, bias, normalize, choice, skip_bad,
                            calibration)
@@ -65,12 +70,20 @@ def plan(algo=None, options=None, bits=None, bias=None, normalize=None, choice=t
     algo = learners.canonical_name(algo or learners.DEFAULT_ALGO)
     space = FeatureSpace(DEFAULT_BITS if bits is None else bits, True if bias is None else bias,
                          normalization.L2 if normalize else normalization.NONE, **namespaces)
-    options = _hyperparameters(algo, options, choice.kind)
+    auto = bank.auto_of(algo, options, grid, choice.kind)
+    options = _hyperparameters(algo, {k: v for k, v in options.items() if v != bank.AUTO},
+                               choice.kind)
     method = calibration or ("none" if choice.kind == "regression"
                              else calibrations.DEFAULT_METHOD)
     calibrations.check_method(method, algo, choice.kind, _gaussian(algo))
+    if auto is not None and method == "probit":
+        # the probit map reads every row's x' Sigma x before its update; a bank gives its
+        # members' margins only
+        raise StreamherdError(f"--calibration probit reads one learner's variances, and "
+                              f"{auto.hyperparameter.flag} auto trains a bank of them; use "
+                              f"--calibration isotonic or platt with auto")
     return Start(algo, options, space, choice.new_task(skip_bad), choice.kind is None,
-                 calibration=method)
+                 calibration=method, auto=auto)
 
 
 def _gaussian(algo):
@@ -186,8 +199,8 @@ class Trainer:
         self.start = start
         self.test_only = test_only
         self.task = start.task
-        self.learner = self._new_learner(start.state, start.learner_meta)
         self.undecided = start.chosen_from_labels
+        self.learner = self._new_learner(start.state, start.learner_meta)
         self.calibration = self._new_calibration(start.calibration_meta)
         self.calibrating = not test_only   # the first pass's predictions only are progressive
 
@@ -198,7 +211,14 @@ class Trainer:
         return calibrations.new(self.start.calibration, self.task.kind)
 
     def _new_learner(self, state=None, learner_meta=None):
+        """The learner; with auto, a bank of them, once the labels chose the task."""
         start = self.start
+        if start.auto is not None and not self.undecided:
+            if self.task.kind != "binary":
+                raise StreamherdError(f"{start.auto.hyperparameter.flag} auto works for binary "
+                                      f"tasks only, and the labels are {self.task.kind}; give "
+                                      f"{start.auto.hyperparameter.flag} a value")
+            return bank.Bank(self.task, start.algo, start.space.dim, start.options, start.auto)
         return self.task.new_learner(start.algo, start.space.dim, start.options, state,
                                      learner_meta)
 
@@ -274,7 +294,7 @@ class Trainer:
         """The task the labels chose; the multiclass learner of an undecided stream holds no
         class block yet, so a binary one replaces it."""
         self.undecided = False
-        if task.kind != self.task.kind:
+        if task.kind != self.task.kind or self.start.auto is not None:   # auto: now its bank
             self.task = task
             self.learner = self._new_learner()
             self.calibration = self._new_calibration()
@@ -285,7 +305,14 @@ class Trainer:
                 **self.start.space.to_meta(), **self.task.meta(),
                 "examples": self.start.examples + examples, "progressive_loss": progressive_loss,
                 "learner": self.learner.meta(),
-                **({"calibration": self.calibration.to_meta()} if self.calibration else {})}
+                **({"calibration": self.calibration.to_meta()} if self.calibration else {}),
+                **(self.learner.model_meta() if self.start.auto is not None else {})}
+
+    def end_pass(self, progress):
+        """A pass ended: its holdout loss (the chosen member's, with auto)."""
+        if self.start.auto is not None:
+            return self.learner.end_pass()
+        return progress.end_pass()
 
     def state(self):
         """The learner's arrays, as a model holds them."""
@@ -296,7 +323,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
           initial_model=None, quiet=False, skip_bad=False, block_size=DEFAULT_BLOCK_SIZE,
           normalize=None, multiclass=None, classes=None, loss=None, allow_empty=False,
           passes=Passes(), progress_every=None, namespaces=None, predictions=None,
-          examples=None, test_only=False, audit=False, calibration=None):
+          examples=None, test_only=False, audit=False, calibration=None, grid=None,
+          save_bank=False):
     """Stream every example through the learner, once per pass; returns the run summary (a
     dict).
 
@@ -316,7 +344,10 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     --audit, each example's prediction and features with the weights before its update on
     standard output (features/names.LearningAudit); ``calibration``: --calibration, the map
     from the progressive predictions to predict --proba's probabilities (calibration.py; None:
-    the default, or an initial model's own). A run that
+    the default, or an initial model's own). A hyperparameter "auto" in ``options``: a bank
+    over ``grid`` (--grid's text; None: the default) chooses it (learners/bank.py), the
+    calibration learned from the margins of the member leading at each chunk; ``save_bank``:
+    also write every member, STEM.bankK.npz beside -f STEM.npz. A run that
     learns from no labeled example fails (exit 2) and writes no model, unless ``allow_empty``:
     then the model (the initial one, or an untrained one) is written. Inputs and the model's
     path are checked before any work; the model is written to a temporary file that replaces
@@ -338,7 +369,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     predictions_path = resolve_output(predictions, [*paths, *filter(None, [initial_model])],
                                       "predictions") if predictions is not None else None
     start = plan(algo, options, bits, bias, normalize, choice, initial_model, skip_bad,
-                 namespaces, calibration)
+                 namespaces, calibration, grid)
+    bank_paths = _bank_paths(start, save_bank, final_model, paths, test_only or audit)
     trainer = Trainer(start, test_only)
     note = (lambda text: None) if quiet else (lambda text: say(f"streamherd: {text}"))
     with contextlib.ExitStack() as stack:
@@ -367,15 +399,35 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                        "no model was written")
         if progress.labeled == 0 and not allow_empty:
             raise _nothing_learned(paths, final_model, model_path)
-        summary = progress.finish(_passes_summary(used, best, progress.loss_name)
-                                  if passes.count > 1 else None)
+        summary = progress.finish({
+            **(_passes_summary(used, best, progress.loss_name) if passes.count > 1 else {}),
+            **(trainer.learner.summary(progress.loss_name) if start.auto is not None else {})})
         if progress.labeled and not progress.updates and not quiet and not test_only:
             progress.note(f"no update was made: every labeled example was predicted with margin "
                           f"to spare or had importance 0, so the model is the "
                           f"{'initial' if initial_model is not None else 'untrained'} one")
         if model_path is not None:   # before -p's predictions replace their file
             save_model(model_path, *_chosen_model(trainer, progress, best, used))
+        for k, meta, arrays in (trainer.learner.member_models(_model_now(trainer, progress)[0])
+                                if bank_paths else ()):
+            save_model(bank_paths[k], meta, arrays)
     return summary
+
+
+def _bank_paths(start, save_bank, final_model, paths, learns_nothing):
+    """--save-bank's files (bank.bank_path), checked as outputs; auto refused with -t and
+    --audit (what would it choose, whose weights would it show)."""
+    if start.auto is not None and learns_nothing:
+        raise StreamherdError(f"{start.auto.hyperparameter.flag} auto trains a bank of models "
+                              f"and keeps one; -t learns nothing and --audit shows one model's "
+                              f"weights: drop auto (give a value) or -t/--audit")
+    if not save_bank:
+        return None
+    if start.auto is None or final_model is None:
+        raise StreamherdError("--save-bank writes every model of an auto bank beside the "
+                              "chosen one: give a hyperparameter auto (e.g. -C auto) and -f")
+    return [resolve_output(bank.bank_path(final_model, k + 1), paths, "model")
+            for k in range(len(start.auto.grid))]
 
 
 def _learning_audit(start, fmt, skip_bad):
@@ -409,10 +461,11 @@ def _run_passes(passes, chunks, trainer, progress, preamble, pass_paths, extras)
         trainer.finish()
         trainer.calibrating = False
         used += 1
+        holdout_loss = trainer.end_pass(progress)
         if pass_paths is not None:
             save_model(pass_paths[used - 1], *_model_now(trainer, progress))
         if best is not None:
-            best.record(progress.end_pass(), lambda: _model_now(trainer, progress, copy=True))
+            best.record(holdout_loss, lambda: _model_now(trainer, progress, copy=True))
         if limited:
             break
     return used, best, chunks.reader
@@ -546,7 +599,8 @@ def _preamble(final_model, trainer, paths, passes=Passes(), extras=Extras()):
         lines.append(("final_regressor", final_model))
     if extras.test_only:
         lines.append(("only testing", "-t: every example predicted, none learned from"))
-    settings = ", ".join(f"{k} = {v:g}" for k, v in trainer.learner.options.items())
+    settings = trainer.learner.settings() if trainer.start.auto is not None else \
+        ", ".join(f"{k} = {v:g}" for k, v in trainer.learner.options.items())
     space = trainer.start.space
     task = trainer.task.description()
     if trainer.start.chosen_from_labels:

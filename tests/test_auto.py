@@ -1,0 +1,235 @@
+"""-C auto (issue 20 §2): a bank of one binary learner over a grid of values learns in one pass;
+each member is the single learner of its value, and the bank keeps the lowest loss's."""
+import re
+
+import numpy as np
+import pytest
+
+from conftest import one_line_error
+from streamherd import tasks
+from streamherd.learners import create, spec
+from streamherd.learners.bank import Auto, Bank, default_grid
+from streamherd.model import load_model
+
+# (algo, the hyperparameter auto chooses): every family with a bank, and an auto on -a
+BANKED = [("nherd-p", "C"), ("nherd-e", "a"), ("arow-p", "r"), ("arow-d", "r"), ("pa2", "C"),
+          ("pa1", "C"), ("cw", "eta"), ("scw1", "C"), ("narow-p", "b")]
+
+
+def random_chunks(seed, chunks=3, n=400, dim=128):
+    """Chunks (y, importance, indptr, indices, values) of random sparse rows, with unlabeled
+    rows (NaN) and importance weights 0 to 3."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(chunks):
+        nnz = rng.integers(1, 12, n)
+        indptr = np.concatenate([[0], np.cumsum(nnz)]).astype(np.int64)
+        indices = np.concatenate([rng.choice(dim, k, replace=False) for k in nnz]).astype(np.int64)
+        values = rng.normal(size=indptr[-1]) * rng.choice([0.1, 1.0, 5.0], indptr[-1])
+        truth = rng.normal(size=dim)
+        margin = np.array([truth[indices[s:e]] @ values[s:e] for s, e in
+                           zip(indptr[:-1], indptr[1:])])
+        y = np.where(margin + rng.normal(size=n) > 0, 1.0, -1.0)
+        y[rng.random(n) < 0.05] = np.nan
+        importance = rng.choice([0.0, 0.5, 1.0, 3.0], n, p=[0.05, 0.15, 0.6, 0.2])
+        out.append((y, importance, indptr, indices, values))
+    return out, dim
+
+
+def hyperparameter(algo, name):
+    return next(h for h in spec(algo).hyperparameters if h.name == name)
+
+
+@pytest.mark.parametrize("algo, name", BANKED)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_every_member_is_the_single_learner_of_its_value(algo, name, seed):
+    """Weights, variances and each progressive margin of member k equal those of a learner of
+    value k run alone (to 1e-12), and the member's progressive loss is the single run's."""
+    chunks, dim = random_chunks(seed)
+    h = hyperparameter(algo, name)
+    auto = Auto(h, default_grid(h))
+    bank = Bank(tasks.BinaryTask(), algo, dim, {}, auto)
+    singles = [create(algo, dim, {name: v}, task="binary") for v in auto.grid]
+    mistakes, weight = np.zeros(len(singles)), 0.0
+    for y, importance, indptr, indices, values in chunks:
+        bank_margins = np.empty(len(y))
+        bank.learn(y, importance, indptr, indices, values, bank_margins)
+        learned = ~np.isnan(y) & (importance > 0)
+        weight += importance[learned].sum()
+        for k, single in enumerate(singles):
+            margins = np.empty(len(y))
+            single.learn(y, importance, indptr, indices, values, margins)
+            wrong = (margins[learned] > 0) != (y[learned] > 0)
+            mistakes[k] += importance[learned] @ wrong
+    for k, single in enumerate(singles):
+        assert bank.alive[k]
+        ours = bank.members[k].state()
+        for key, theirs in single.state().items():
+            np.testing.assert_allclose(ours[key], theirs, rtol=0, atol=1e-12, err_msg=key)
+        assert bank.members[k].options == single.options
+    np.testing.assert_allclose(bank.losses(), mistakes / weight, rtol=0, atol=1e-12)
+
+
+def test_the_leaders_margins_are_the_bank_prediction():
+    """What the table and -p see of a chunk: the margins of the member whose loss led on the
+    chunks before it (the first chunk: the value nearest the default)."""
+    chunks, dim = random_chunks(3)
+    h = hyperparameter("arow-p", "r")
+    bank = Bank(tasks.BinaryTask(), "arow-p", dim, {}, Auto(h, (0.01, 1.0, 100.0)))
+    singles = [create("arow-p", dim, {"r": v}, task="binary") for v in (0.01, 1.0, 100.0)]
+    leader = 1
+    for y, importance, indptr, indices, values in chunks:
+        shown = np.empty(len(y))
+        bank.learn(y, importance, indptr, indices, values, shown)
+        margins = []
+        for single in singles:
+            margins.append(np.empty(len(y)))
+            single.learn(y, importance, indptr, indices, values, margins[-1])
+        np.testing.assert_array_equal(shown, margins[leader])
+        leader = int(np.argmin(bank.losses()))   # no tie on these data
+        assert np.sum(bank.losses() == bank.losses()[leader]) == 1
+
+
+def test_the_choice_is_the_lowest_loss_ties_to_the_default_then_smaller():
+    h = hyperparameter("nherd-p", "C")
+    bank = Bank(tasks.BinaryTask(), "nherd-p", 4, {}, Auto(h, (0.25, 0.5, 2.0, 4.0, 8.0)))
+    bank.progressive_weight = 10.0
+    bank.progressive[:] = [3.0, 2.0, 2.0, 1.0, 1.0]
+    assert bank.chosen() == 3                       # 4 and 8 tie: 4 is nearer C's default 1
+    bank.progressive[:] = [1.0, 2.0, 1.0, 3.0, 3.0]
+    assert bank.chosen() == 2                       # 0.25 and 2 tie: 2 is nearer 1
+    bank.progressive[:] = [2.0, 1.0, 1.0, 3.0, 3.0]
+    assert bank.chosen() == 1                       # 0.5 and 2 as near: the smaller
+    bank.alive[1] = False                           # a member that failed is never chosen
+    assert bank.chosen() == 2
+    assert [int(k) for k in bank.ranking()[:2]] == [2, 0]
+
+
+def _summary(stderr, key):
+    return re.search(rf"^{re.escape(key)} = (.*)$", stderr, re.M).group(1)
+
+
+def test_train_auto_on_real_data_keeps_the_best_and_each_bank_file_is_a_single_run(
+        run_cli, data_dir, tmp_path):
+    """spambase, -C auto over a 4-value grid: each --save-bank file is the model (weights and
+    progressive loss) of `train -C v`; the model written is the argmin's, an ordinary model of
+    that C whose meta says auto chose it."""
+    data = data_dir / "spambase.train.svm"
+    grid = (2.0 ** -6, 2.0 ** -2, 1.0, 16.0)
+    model = tmp_path / "m.npz"
+    proc = run_cli("train", "--algo", "nherd-p", "-C", "auto", "--grid", "2^-6,0.25,1,16",
+                   "--normalize", data, "-f", model, "--save-bank")
+    assert proc.returncode == 0, proc.stderr
+    meta, arrays = load_model(model)
+    auto = meta["auto"]
+    assert (auto["hyperparameter"], auto["grid"], auto["chosen_on"]) == ("C", list(grid),
+                                                                         "progressive")
+    losses = []
+    for k, c in enumerate(grid, 1):
+        single = tmp_path / f"single{k}.npz"
+        done = run_cli("train", "--algo", "nherd-p", "-C", repr(c), "--normalize", data,
+                       "-f", single, "--quiet")
+        assert done.returncode == 0, done.stderr
+        single_meta, single_arrays = load_model(single)
+        member_meta, member_arrays = load_model(tmp_path / f"m.bank{k}.npz")
+        assert member_meta["hyperparameters"] == single_meta["hyperparameters"] == \
+            {"C": c, "a": 1.0}
+        assert member_meta["auto"]["member"] == k
+        for key in single_arrays:
+            np.testing.assert_allclose(member_arrays[key], single_arrays[key], rtol=0,
+                                       atol=1e-12)
+        assert member_meta["progressive_loss"] == pytest.approx(single_meta["progressive_loss"],
+                                                                abs=1e-12)
+        assert auto["losses"][k - 1] == pytest.approx(single_meta["progressive_loss"], abs=1e-12)
+        losses.append(single_meta["progressive_loss"])
+    best = int(np.argmin(losses))
+    assert losses.count(losses[best]) == 1, "a tie: choose other values for this test"
+    assert auto["chosen"] == grid[best] and meta["hyperparameters"]["C"] == grid[best]
+    _, best_arrays = load_model(tmp_path / f"m.bank{best + 1}.npz")
+    for key in best_arrays:
+        np.testing.assert_array_equal(arrays[key], best_arrays[key])
+    assert _summary(proc.stderr, "auto -C chosen").startswith(f"{grid[best]:g} ")
+    runner_up = sorted(range(4), key=lambda k: losses[k])[1]
+    assert _summary(proc.stderr, "auto -C runner-up").startswith(f"{grid[runner_up]:g} ")
+    # an ordinary model: predict reads it as that of its C
+    test = data_dir / "spambase.test.svm"
+    ours = run_cli("predict", "-m", model, test, "--raw")
+    theirs = run_cli("predict", "-m", tmp_path / f"single{best + 1}.npz", test, "--raw")
+    assert ours.returncode == theirs.returncode == 0
+    assert ours.stdout == theirs.stdout
+
+
+def test_auto_with_passes_chooses_on_the_holdout_loss(run_cli, data_dir, tmp_path):
+    """--passes 2 with the default holdout (every 10th example): the bank's loss of each r is
+    the holdout loss `train -r v --passes 2` reports for pass 2, and the model is the argmin's
+    at its best pass."""
+    data = data_dir / "spambase.train.svm"
+    grid = (2.0 ** -8, 1.0, 64.0)
+    model = tmp_path / "m.npz"
+    proc = run_cli("train", "--algo", "arow-p", "-r", "auto", "--grid", "2^-8,1,64", data,
+                   "--passes", "2", "--early_terminate", "5", "-f", model)
+    assert proc.returncode == 0, proc.stderr
+    holdout = []
+    for r in grid:
+        single = run_cli("train", "--algo", "arow-p", "-r", repr(r), data, "--passes", "2",
+                         "--early_terminate", "5", "-f", tmp_path / f"r{r}.npz")
+        assert single.returncode == 0, single.stderr
+        per_pass = [float(x) for x in _summary(single.stderr,
+                                               "holdout 0/1 loss per pass").split(", ")]
+        holdout.append(per_pass[-1])
+    meta, _ = load_model(model)
+    best = int(np.argmin(holdout))
+    assert holdout.count(holdout[best]) == 1, "a tie: choose other values for this test"
+    assert _summary(proc.stderr, "auto -r chosen") == f"{grid[best]:g} (holdout 0/1 loss " \
+                                                      f"{holdout[best]:.6f})"
+    assert meta["hyperparameters"]["r"] == grid[best]
+    assert meta["auto"]["chosen_on"] == "holdout"
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--algo", "nherd-p", "-C", "auto", "--grid", "4"], "--grid '4' gives 1 value"),
+    (["--algo", "nherd-p", "-C", "auto", "--grid", "1,x"], "--grid '1,x' is not a list"),
+    (["--algo", "nherd-p", "-C", "auto", "--grid", "2^1..2^3:0"], "--grid '2^1..2^3:0' is not"),
+    (["--algo", "cw", "--eta", "auto", "--grid", "0.6,2"], "2 is not a valid --eta"),
+    (["--algo", "nherd-p", "-r", "auto"], "nherd-p does not take -r, so it cannot be auto"),
+    (["--algo", "perceptron", "-C", "auto"], "perceptron does not take -C"),
+    (["--algo", "arow-full", "-r", "auto"], "arow-full has no bank for auto; -r auto works with"),
+    (["--algo", "nherd-p", "-C", "auto", "-a", "auto"], "auto chooses one hyperparameter"),
+    (["--algo", "nherd-p", "--grid", "1,2"], "--grid lists the values 'auto' tries"),
+    (["--algo", "nherd-p", "-C", "1", "--save-bank"], "--save-bank writes every model"),
+    (["--algo", "nherd-p", "-C", "auto", "--loss", "squared"], "binary tasks only"),
+    (["--algo", "nherd-p", "-C", "auto", "--audit"], "--audit shows one model's weights"),
+    (["--algo", "nherd-p", "-C", "auto", "-b", "30"], "-C auto's bank of 11 nherd-p models "
+                                                      "needs 206,158,430,272 bytes (192.0 GiB)"),
+])
+def test_bad_auto_is_a_one_line_error(run_cli, tmp_path, flags, expected):
+    data = tmp_path / "d.svm"
+    data.write_text("1 1:1\n-1 2:1\n")
+    model = tmp_path / "m.npz"
+    model.write_bytes(b"kept")
+    line = one_line_error(run_cli("train", *flags, data, "-f", model))
+    assert expected in line, line
+    assert model.read_bytes() == b"kept"
+
+
+def test_auto_with_test_only_and_a_value_not_a_number(run_cli, tmp_path):
+    data = tmp_path / "d.svm"
+    data.write_text("1 1:1\n-1 2:1\n")
+    line = one_line_error(run_cli("train", "-C", "auto", "-t", data))
+    assert "-t learns nothing" in line, line
+    proc = run_cli("train", "-C", "autoo", data)   # as every bad option value (test_cli.py)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "'-C': Input should be a valid number or auto" in proc.stderr
+
+
+def test_auto_refuses_multiclass_labels_and_continuing_a_model(run_cli, tmp_path):
+    data = tmp_path / "d.svm"
+    data.write_text("1 1:1\n2 2:1\n3 3:1\n")
+    line = one_line_error(run_cli("train", "--algo", "pa2", "-C", "auto", data))
+    assert "binary tasks only, and the labels are multiclass" in line, line
+    binary = tmp_path / "b.svm"
+    binary.write_text("1 1:1\n-1 2:1\n")
+    model = tmp_path / "m.npz"
+    assert run_cli("train", "--algo", "pa2", binary, "-f", model, "--quiet").returncode == 0
+    line = one_line_error(run_cli("train", "-i", model, "-C", "auto", binary))
+    assert "auto chooses a hyperparameter for a new model" in line, line
