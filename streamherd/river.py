@@ -27,6 +27,7 @@ sop, ...) raise NotImplementedError, river's pattern for a classifier without pr
 (their predict_one still answers). With ``multiclass="mira"``, likewise.
 """
 import struct
+import sys
 
 import numpy as np
 import pandas as pd
@@ -81,6 +82,17 @@ class _RiverModel:
         self._rows = None
         self._buffers = _RowBuffers(_ROW_CAPACITY)
         self._fast_args = None
+
+    @property
+    def _raw_memory_usage(self):
+        """The bytes the model holds: the learner's arrays, the row buffers and the name
+        tables. river's own walk (base.Base._raw_memory_usage) follows every reference, into
+        numba's compiled kernels and their weak proxies, which may be dead by then."""
+        arrays = [*(self._learner.state().values() if self._learner is not None else ()),
+                  *(a for a in vars(self._buffers).values() if isinstance(a, np.ndarray))]
+        tables = (self._slots, self._owners, self._shared, self._packers)
+        return (sum(a.nbytes for a in arrays) + sum(map(sys.getsizeof, tables))
+                + sum(map(sys.getsizeof, self._slots)))
 
     # ------------------------------------------------------------ parameters
 
