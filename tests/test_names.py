@@ -98,7 +98,9 @@ def test_hash_all_slots_equal_vw(read_rows, namespaced_sms):  # noqa: F811
     """--hash all: names of digits hashed as strings, as VW's (the 'n' namespace holds them)."""
     rows, _, _ = read_rows(namespaced_sms, features=FeatureSpace(BITS, False, hash_all=True))
     vws = vw_audit_slots(namespaced_sms, ["--hash", "all"])
-    assert [row["x"] for row in rows] == pytest.approx(vws)
+    assert len(rows) == len(vws)
+    for row, vw in zip(rows, vws):   # one dict at a time: pytest >= 9.2 compares no nested ones
+        assert row["x"] == pytest.approx(vw)
     plain, _, _ = read_rows(namespaced_sms, features=FeatureSpace(BITS, False))
     assert [row["x"] for row in plain] != [row["x"] for row in rows]
 
