@@ -26,7 +26,6 @@ import datetime
 import gzip
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +36,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from throughput import machine, machine_line, replace_section  # noqa: E402
+from throughput import machine, machine_line, replace_section, streamherd  # noqa: E402
 
 # each part writes its own section (--skip-speed, --skip-quality leave the other's as it is)
 SPEED = ("<!-- auto-speed:start -->", "<!-- auto-speed:end -->")
@@ -105,14 +104,6 @@ def as_vw(line):
         return line
     label, _, features = line.partition(" ")
     return f"{label} |f {features.strip()}"
-
-
-def streamherd(*args):
-    proc = subprocess.run([sys.executable, "-m", "streamherd", *map(str, args)],
-                          capture_output=True, text=True, cwd=HERE.parent)
-    if proc.returncode != 0:
-        raise SystemExit(f"streamherd {' '.join(map(str, args))} failed:\n{proc.stderr}")
-    return proc.stderr
 
 
 def test_errors(models, test_path):

@@ -679,6 +679,16 @@ def write_readme(cases, args, mach, data_desc, command, full_cov):
     README.write_text(text)
 
 
+def streamherd(*args):
+    """Run ``python -m streamherd ARGS`` from the repository; returns its stderr (the summary),
+    or exits with it when the command fails."""
+    proc = subprocess.run([sys.executable, "-m", "streamherd", *map(str, args)],
+                          capture_output=True, text=True, cwd=HERE.parent)
+    if proc.returncode != 0:
+        raise SystemExit(f"streamherd {' '.join(map(str, args))} failed:\n{proc.stderr}")
+    return proc.stderr
+
+
 def replace_section(start, end, block, readme=README):
     """Put ``block`` (the section, from marker ``start`` to ``end``) where the README has those
     markers, or at its end: each benchmark script writes its own section so."""

@@ -12,7 +12,6 @@ kept): the vote costs rows x updates, against avg-perceptron's one dot product p
 import argparse
 import datetime
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from throughput import machine, machine_line, replace_section  # noqa: E402
+from throughput import machine, machine_line, replace_section, streamherd  # noqa: E402
 
 START, END = "<!-- voted-perceptron:start -->", "<!-- voted-perceptron:end -->"
 DATASETS = {
@@ -32,14 +31,6 @@ DATASETS = {
 ALGOS = ("avg-perceptron", "voted-perceptron")
 TIMED = "a9a.{}svm.gz"   # a9a.svm.gz and a9a.t.svm.gz
 TARGET = 0.02
-
-
-def streamherd(*args):
-    proc = subprocess.run([sys.executable, "-m", "streamherd", *map(str, args)],
-                          capture_output=True, text=True, cwd=HERE.parent)
-    if proc.returncode != 0:
-        raise SystemExit(f"streamherd {' '.join(map(str, args))} failed:\n{proc.stderr}")
-    return proc.stderr
 
 
 def test_error(data, pattern, algo, passes, folder):
