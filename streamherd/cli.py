@@ -298,11 +298,8 @@ def train(
                                     shuffle_memory), progress_every=progress,
                       predictions=predictions, examples=examples, test_only=test_only,
                       audit=audit, calibration=calibration, grid=grid, save_bank=save_bank,
-                      namespaces=dict(quadratic=quadratic, cubic=cubic,
-                                      interactions=interactions,
-                                      ignore="".join(ignore or ()), keep="".join(keep or ()),
-                                      ignore_linear="".join(ignore_linear or ()),
-                                      hash_all=_hashes_all(hash_mode)))
+                      namespaces=_namespaces(quadratic, cubic, interactions, ignore, keep,
+                                             ignore_linear, hash_mode))
 
 
 # ---------------------------------------------------------------- dist-train (issue 22)
@@ -311,6 +308,13 @@ from streamherd.distributed import command as _dist  # noqa: E402  (no dask, no 
 app.command("dist-train")(_with_hyperparameter_flags(_dist.with_train_flags(_dist.dist_train,
                                                                             train)))
 _INTERRUPTED["dist-train"] = _dist.INTERRUPTED
+
+def _namespaces(quadratic, cubic, interactions, ignore, keep, ignore_linear, hash_mode):
+    """The FeatureSpace's namespace flags from train's (and dist-train's) options."""
+    return dict(quadratic=quadratic, cubic=cubic, interactions=interactions,
+                ignore="".join(ignore or ()), keep="".join(keep or ()),
+                ignore_linear="".join(ignore_linear or ()), hash_all=_hashes_all(hash_mode))
+
 
 def _hashes_all(hash_mode):
     """--hash: whether all-digit names are hashed as strings too."""

@@ -20,7 +20,7 @@ import numpy as np
 
 from streamherd import calibration as calibrations
 from streamherd import compilation, learners, tasks
-from streamherd.errors import Interrupted, StreamherdError, notices_silenced, say
+from streamherd.errors import Interrupted, StreamherdError, notice, notices_silenced, say
 from streamherd.features import normalize as normalization
 from streamherd.features.space import DEFAULT_BITS, FeatureSpace
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
@@ -372,7 +372,10 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                  namespaces, calibration, grid)
     bank_paths = _bank_paths(start, save_bank, final_model, paths, test_only or audit)
     trainer = Trainer(start, test_only)
-    note = (lambda text: None) if quiet else (lambda text: say(f"streamherd: {text}"))
+
+    def note(text):   # silenced by --quiet, as every notice (notices_silenced below)
+        notice(f"streamherd: {text}")
+
     with contextlib.ExitStack() as stack:
         stack.enter_context(notices_silenced(quiet))
         inputs = stack.enter_context(replayable(paths, passes.count, note))

@@ -67,10 +67,8 @@ def dist_train(
         settings=Settings(fmt, skip_bad), quiet=quiet, initial_model=initial_model,
         algo=algo, options=hyperparameters, bits=bits, bias=False if no_bias else None,
         normalize=True if normalize else None, multiclass=multiclass, classes=classes,
-        loss=loss, namespaces=dict(quadratic=quadratic, cubic=cubic, interactions=interactions,
-                                   ignore="".join(ignore or ()), keep="".join(keep or ()),
-                                   ignore_linear="".join(ignore_linear or ()),
-                                   hash_all=cli._hashes_all(hash_mode)))
+        loss=loss, namespaces=cli._namespaces(quadratic, cubic, interactions, ignore, keep,
+                                              ignore_linear, hash_mode))
 
 
 INTERRUPTED = "interrupted; the model holds the last finished round (-i goes on from it)"
