@@ -37,6 +37,7 @@ from streamherd import learners, tasks
 from streamherd.errors import StreamherdError
 from streamherd.features import normalize as normalization
 from streamherd.features.hashing import hashstring
+from streamherd.features.rows import merge_row, new_merge_table
 from streamherd.features.space import FeatureSpace
 from streamherd.io.csr import Chunk
 from streamherd.io.matrix import MatrixRows
@@ -82,14 +83,16 @@ class _RiverModel:
         self._rows = None
         self._buffers = _RowBuffers(_ROW_CAPACITY)
         self._fast_args = None
+        self._merge_table, self._merge_stamp = new_merge_table(), 0   # rows.merge_row's scratch
 
     @property
     def _raw_memory_usage(self):
-        """The bytes the model holds: the learner's arrays, the row buffers and the name
-        tables. river's own walk (base.Base._raw_memory_usage) follows every reference, into
+        """The bytes the model holds: the learner's arrays, the row buffers, the merge's
+        scratch and the name tables. river's own walk (base.Base._raw_memory_usage) follows every reference, into
         numba's compiled kernels and their weak proxies, which may be dead by then."""
         arrays = [*(self._learner.state().values() if self._learner is not None else ()),
-                  *(a for a in vars(self._buffers).values() if isinstance(a, np.ndarray))]
+                  *(a for a in vars(self._buffers).values() if isinstance(a, np.ndarray)),
+                  *self._merge_table]
         tables = (self._slots, self._owners, self._shared, self._packers)
         return (sum(a.nbytes for a in arrays) + sum(map(sys.getsizeof, tables))
                 + sum(map(sys.getsizeof, self._slots)))
@@ -158,17 +161,17 @@ class _RiverModel:
             space.transform(rows.chunk)
         return rows.chunk
 
-    @staticmethod
-    def _merge(end, rows):
+    def _merge(self, end, rows):
         """Sum the values of repeated slots among the row's first ``end`` entries, in
-        first-seen order (as features/rows.merge_row); the new end."""
-        merged = {}
-        for slot, value in zip(rows.indices[:end].tolist(), rows.values[:end].tolist()):
-            merged[slot] = merged.get(slot, 0.0) + value
-        n = len(merged)
-        rows.indices[:n] = list(merged)
-        rows.values[:n] = list(merged.values())
-        return n
+        first-seen order, by the parser's own merge (features/rows.merge_row; the buffers hold
+        twice the row, its scratch for a row too long for the table); the new end."""
+        keys, stamps, positions, _ = self._merge_table
+        self._merge_stamp += 1
+        end = merge_row(rows.indices, rows.values, 0, end, keys, stamps, positions,
+                        self._merge_stamp)
+        if end < 0:
+            raise ValueError("feature values of one slot sum to infinity; scale the features")
+        return end
 
     def _fast_learn(self, kind, y):
         """Learn from the row in the buffers (target ``y``) through the learner's entry point
@@ -239,7 +242,7 @@ class _RiverModel:
     def __getstate__(self):
         state = dict(vars(self))
         for transient in ("_rows", "_buffers", "_fast_args", "_fast_task", "_entry",
-                          "_packers"):
+                          "_packers", "_merge_table"):
             state.pop(transient, None)
         learner = state.pop("_learner", None)
         if learner is not None:
@@ -252,6 +255,7 @@ class _RiverModel:
         vars(self).update(state)
         self._rows, self._buffers, self._fast_args = None, _RowBuffers(_ROW_CAPACITY), None
         self._packers, self._learner = {}, None
+        self._merge_table = new_merge_table()
         if saved is not None:
             arrays, meta, options = saved
             self._learner = self._task.new_learner(self._algo(), self._space.dim, options,
