@@ -4,7 +4,9 @@ and written to a temporary file that replaces the target only when the run succe
 An output is never an input (the same file under another name, a hard link, or the file behind
 a redirected stdin/stdout included), never anything but a regular file (``-f /dev/null`` as root
 would replace the device), and a symbolic link is written through (the file it points to is
-replaced, the link stays).
+replaced, the link stays). The one exception is a text stream: predictions may go to a pipe, a
+terminal or a device (VW's habits ``-p /dev/stdout``, ``-p /dev/null``, a named pipe), written in
+place, since there is no file there to keep and nothing to rename over it.
 """
 import contextlib
 import os
@@ -69,19 +71,35 @@ def _input_stats(inputs):
     return stats
 
 
+# outputs that are text streams (read as they are written), which may go to a pipe or device
+STREAMS = ("predictions",)
+_STREAM_KINDS = (stat.S_ISFIFO, stat.S_ISCHR, stat.S_ISSOCK)
+
+
+class StreamTarget(str):
+    """The path of a pipe, terminal or device that a text stream is written to in place
+    (replaced_on_success opens it, no temporary file)."""
+
+
 def resolve_output(path, inputs, what):
     """The real path to write ``what`` (e.g. "model") to: through symbolic links, checked
-    before any work. Refuses a target that exists and is not a regular file, a missing or
-    read-only folder, and an output that is one of ``inputs``."""
+    before any work. Refuses a target that exists and is not a regular file (but a pipe or a
+    device for a text stream, STREAMS: a StreamTarget), a missing or read-only folder, and an
+    output that is one of ``inputs``."""
     path = os.fspath(path)
     real = os.path.realpath(path)
     try:
-        info = os.stat(real)
+        # the path itself, not realpath's: /dev/stdout on a pipe resolves to a name
+        # ("/proc/N/fd/pipe:[..]") that only the link itself opens
+        info = os.stat(path)
     except FileNotFoundError:
         info = None
     except OSError as e:
         raise StreamherdError(f"cannot write {what} {path}: {e.strerror}") from None
     if info is not None and not stat.S_ISREG(info.st_mode):
+        if what in STREAMS and any(test(info.st_mode) for test in _STREAM_KINDS):
+            _refuse_an_input(path, info, inputs, what)
+            return StreamTarget(path)
         raise StreamherdError(f"cannot write {what} {path}: it is {_kind(info.st_mode)}; give "
                               f"the path of a regular file")
     folder = os.path.dirname(real)
@@ -92,12 +110,16 @@ def resolve_output(path, inputs, what):
         raise StreamherdError(f"cannot write {what} {path}: folder {folder} is not writable; "
                               f"write it elsewhere")
     if info is not None:
-        for name, input_info in _input_stats(inputs):
-            if _same_file(info, input_info):
-                same = "" if name == path else f" ({name})"
-                raise StreamherdError(f"cannot write {what} {path}: it is also an input{same}; "
-                                      f"write the {what} to another file")
+        _refuse_an_input(path, info, inputs, what)
     return real
+
+
+def _refuse_an_input(path, info, inputs, what):
+    for name, input_info in _input_stats(inputs):
+        if _same_file(info, input_info):
+            same = "" if name == path else f" ({name})"
+            raise StreamherdError(f"cannot write {what} {path}: it is also an input{same}; "
+                                  f"write the {what} to another file")
 
 
 def check_stdout_output(inputs):
@@ -121,7 +143,17 @@ def check_stdout_output(inputs):
 def replaced_on_success(real_path, mode="w", what="output"):
     """A file object writing to a temporary file beside ``real_path``, which replaces it when
     the block ends without an exception; otherwise the temporary file is removed and whatever
-    was at ``real_path`` stays as it was. ``what`` names the file in an error."""
+    was at ``real_path`` stays as it was. ``what`` names the file in an error. A StreamTarget
+    (a pipe or device) is written in place: what was sent before a failure cannot be taken back,
+    as on standard output."""
+    if isinstance(real_path, StreamTarget):
+        try:
+            stream = open(real_path, mode, encoding="utf-8" if "b" not in mode else None)
+        except OSError as e:
+            raise StreamherdError(f"cannot write {what} {real_path}: {e.strerror}") from None
+        with stream:
+            yield stream
+        return
     folder = os.path.dirname(os.path.abspath(real_path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".streamherd-", suffix=".tmp", dir=folder)

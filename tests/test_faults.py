@@ -3,6 +3,7 @@ inputs or not regular files, empty or mostly bad input, closed streams, labels t
 numbers. Every case checks the exit code, the one-line message and that no file was touched."""
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -94,6 +95,28 @@ def test_model_output_onto_a_device_or_fifo_is_refused(work, run_cli):
                                       timeout=60))
         assert "regular file" in line and target in line
     assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+    assert leftovers(work) == [] and leftovers("/dev") == []
+
+
+def test_predictions_onto_a_pipe_or_device_are_streamed_in_place(work, run_cli):
+    """VW's habits: -p /dev/stdout (here a pipe to the test), -p /dev/null, a named pipe. There
+    is no file to keep, so the predictions are written in place: the same lines as plain stdout."""
+    plain = run_cli("predict", "-m", "good.npz", "x.svm", cwd=work)
+    assert plain.returncode == 0 and plain.stdout.count("\n") == 2000
+    for command in (["predict", "-m", "good.npz", "x.svm"], ["train", "--quiet", "x.svm"]):
+        through = run_cli(*command, "-p", "/dev/stdout", cwd=work)
+        assert through.returncode == 0, through.stderr
+        assert through.stdout == plain.stdout if command[0] == "predict" else \
+            through.stdout.count("\n") == 2000
+        assert run_cli(*command, "-p", "/dev/null", cwd=work).returncode == 0
+    fifo = work / "predictions.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "streamherd", "predict", "-m", "good.npz",
+                             "x.svm", "-p", str(fifo)], cwd=work, stderr=subprocess.PIPE)
+    with open(fifo) as reader:
+        assert reader.read() == plain.stdout
+    assert proc.wait(timeout=60) == 0
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and stat.S_ISCHR(os.stat("/dev/null").st_mode)
     assert leftovers(work) == [] and leftovers("/dev") == []
 
 
