@@ -16,6 +16,7 @@ from conftest import one_line_error
 distributed = pytest.importorskip("dask.distributed")
 
 from streamherd.distributed.driver import Cluster, Mix, dist_train  # noqa: E402
+from streamherd.errors import StreamherdError  # noqa: E402
 from streamherd.model import load_model  # noqa: E402
 
 
@@ -179,3 +180,46 @@ def test_without_dask_the_command_says_what_to_install(data, tmp_path):
                            "--shards", "1", "-f", str(tmp_path / "m.npz")],
                           capture_output=True, text=True, timeout=300)
     assert 'pip install "streamherd[dask]"' in one_line_error(proc)
+
+
+@pytest.fixture(scope="module")
+def bad_lines(data, tmp_path_factory):
+    """The binary data with a bad label on line 1001 and a bad feature value on line 1101:
+    both in the second of two shards (the first chunk, which fixes the task, is fine)."""
+    lines = data["binary"].read_text().splitlines(keepends=True)
+    folder = tmp_path_factory.mktemp("bad")
+    label, value = list(lines), list(lines)
+    label[1000] = "x7" + label[1000][label[1000].index(" "):]
+    value[1100] = value[1100].rstrip("\n") + " 40:abc\n"
+    return {"label": _write_text(folder / "label.svm", label),
+            "value": _write_text(folder / "value.svm", value)}
+
+
+def _write_text(path, lines):
+    path.write_text("".join(lines))
+    return path
+
+
+@pytest.mark.parametrize("kind,line", [("label", 1001), ("value", 1101)])
+def test_a_user_error_in_a_shard_runs_once_and_reads_as_trains(run_cli, bad_lines, client,
+                                                               tmp_path, kind, line):
+    """The shard task returns the error instead of raising it: Dask runs it once (no retry),
+    and the message is train's, naming the file and line."""
+    path = bad_lines[kind]
+    trained = one_line_error(run_cli("train", path, "-f", tmp_path / "t.npz"))
+    assert f"{path}:{line}:" in trained
+    with distributed.get_task_stream(client) as stream:
+        with pytest.raises(StreamherdError) as raised:
+            _run(client, path, tmp_path / "m.npz", rounds=3, shards="2", algo="arow-p")
+    assert f"streamherd: {raised.value}" == trained
+    shard_tasks = [t["key"] for t in stream.data if "-shard-" in str(t["key"])]
+    assert sorted(shard_tasks) == sorted(set(shard_tasks)) and len(shard_tasks) == 2
+    assert all(t["status"] == "OK" for t in stream.data)
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_cli_user_error_in_a_shard_is_one_line(run_cli, bad_lines, tmp_path):
+    message = one_line_error(run_cli("dist-train", bad_lines["label"], "--workers", 1,
+                                     "--shards", 2, "-f", tmp_path / "m.npz"))
+    assert f"{bad_lines['label']}:1001: bad label 'x7'" in message
+    assert not (tmp_path / "m.npz").exists()

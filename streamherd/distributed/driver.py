@@ -24,7 +24,7 @@ from streamherd.outputs import check_inputs, resolve_output
 from streamherd.passes import copied
 
 from streamherd.distributed import mixing
-from streamherd.distributed.epoch import (Settings, reader_of, shard_classes,
+from streamherd.distributed.epoch import (Settings, UserError, reader_of, shard_classes,
                                          train_shard)
 from streamherd.distributed.shards import plan_shards
 
@@ -192,7 +192,7 @@ def _settled(client, start, shards, settings, token):
                              key=[f"dist-train-{token}-labels-{i}" for i in range(len(shards))],
                              retries=TASK_RETRIES)
         union = {}
-        for classes in client.gather(futures):
+        for classes in gathered(client, futures):
             for key, name in classes:
                 union.setdefault(key, name)
         task = tasks.MulticlassTask(ClassLabels(list(union.values())), task.mode,
@@ -208,7 +208,17 @@ def _run_round(client, shards, model, settings, name):
     futures = client.map(train_shard, shards, model=scattered, settings=settings,
                          key=[f"dist-train-{name}-shard-{i}" for i in range(len(shards))],
                          retries=TASK_RETRIES)
-    return client.gather(futures)
+    return gathered(client, futures)
+
+
+def gathered(client, futures):
+    """The results of ``futures``, in order; the first shard's user error (epoch.UserError) in
+    shard order, raised as the one-line error ``train`` gives for the same line."""
+    results = client.gather(futures)
+    for result in results:
+        if isinstance(result, UserError):
+            result.raise_it()
+    return results
 
 
 def mixed(model, results, rule, weights, names):

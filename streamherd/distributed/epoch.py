@@ -6,9 +6,11 @@ training.Start (as training._continued makes one from a file), a Trainer learns 
 shard's chunks (ChunkReader over the shard's Source) into a quiet ProgressiveValidation, and
 the learner's arrays and counters come back instead of a file.
 """
+import functools
 from dataclasses import dataclass
 
 from streamherd import tasks
+from streamherd.errors import StreamherdError
 from streamherd.features.space import FeatureSpace
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
 from streamherd.passes import copied
@@ -42,6 +44,31 @@ def reader_of(shard, space, settings, workers=TRAINING_WORKERS, process=None):
                        workers=workers, process=process)
 
 
+@dataclass(frozen=True)
+class UserError:
+    """A user's error met in a shard task (a bad label, a bad feature, ...), as its one-line
+    message and exit code. A task returns it instead of raising: Dask runs a failed task again
+    (TASK_RETRIES), and a bad line would only fail again, with a traceback in the worker's log."""
+
+    message: str
+    exit_code: int = 2
+
+    def raise_it(self):
+        raise StreamherdError(self.message, self.exit_code)
+
+
+def user_errors_returned(task):
+    """``task`` returning a UserError for the StreamherdError it raises."""
+    @functools.wraps(task)
+    def returning(*args, **kwargs):
+        try:
+            return task(*args, **kwargs)
+        except StreamherdError as e:
+            return UserError(str(e), e.exit_code)
+    return returning
+
+
+@user_errors_returned
 def train_shard(shard, model, settings=Settings()):
     """One epoch over ``shard`` (shards.Shard) from ``model`` = (meta, state arrays); returns
     the shard's ShardResult."""
@@ -56,6 +83,7 @@ def train_shard(shard, model, settings=Settings()):
                                 progress.loss_sum, progress.mistakes, progress.updates))
 
 
+@user_errors_returned
 def shard_classes(shard, space, settings=Settings()):
     """The classes of ``shard``'s labels as (key, name) pairs in order of first appearance,
     by the multiclass task's own label rule (the label scan before round 1)."""
