@@ -16,6 +16,7 @@ from conftest import one_line_error
 distributed = pytest.importorskip("dask.distributed")
 
 from streamherd.distributed.driver import Cluster, Mix, dist_train  # noqa: E402
+from streamherd.distributed.epoch import Settings  # noqa: E402
 from streamherd.errors import StreamherdError  # noqa: E402
 from streamherd.model import load_model  # noqa: E402
 
@@ -85,6 +86,7 @@ def test_cli_one_worker_one_shard_equals_train(run_cli, data, tmp_path):
     proc = run_cli("dist-train", data["binary"], "--workers", 1, "--shards", 1, "--passes", 2,
                    "--algo", "nherd-p", "-f", tmp_path / "dist.npz")
     assert proc.returncode == 0, proc.stderr
+    assert "holdout" not in proc.stderr
     rows = [line.split() for line in proc.stderr.splitlines() if line[:5].strip().isdigit()]
     assert [(r[0], r[2]) for r in rows] == [("1", "1200"), ("2", "1200")]
     assert _same_arrays(load_model(trained)[1], load_model(tmp_path / "dist.npz")[1])
@@ -223,3 +225,56 @@ def test_cli_user_error_in_a_shard_is_one_line(run_cli, bad_lines, tmp_path):
                                      "--shards", 2, "-f", tmp_path / "m.npz"))
     assert f"{bad_lines['label']}:1001: bad label 'x7'" in message
     assert not (tmp_path / "m.npz").exists()
+
+
+def _holdout_per_pass(proc):
+    """train's summary line "holdout 0/1 loss per pass = a, b, ..." as floats."""
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stderr.splitlines() if " per pass = " in x)
+    return [float(v) for v in line.split(" = ")[1].split(", ")]
+
+
+def test_holdout_of_one_shard_is_trains_holdout(run_cli, data, tmp_path):
+    """One shard, --holdout_period 7: each round's holdout loss is train --passes's of the same
+    pass (a file without blank lines: line numbers are example numbers), printed in the
+    round's row and the summary."""
+    expected = _holdout_per_pass(run_cli("train", data["binary"], "--algo", "arow-p",
+                                         "--passes", 3, "--holdout_period", 7,
+                                         "--early_terminate", 9, "-f", tmp_path / "t.npz"))
+    proc = run_cli("dist-train", data["binary"], "--workers", 1, "--shards", 1, "--passes", 3,
+                   "--holdout_period", 7, "--algo", "arow-p", "-f", tmp_path / "d.npz")
+    assert proc.returncode == 0, proc.stderr
+    assert "holdout 0/1 loss" in proc.stderr.splitlines()[0]
+    rows = [line.split() for line in proc.stderr.splitlines() if line[:5].strip().isdigit()]
+    assert [float(r[2]) for r in rows] == pytest.approx(expected, abs=1e-6), proc.stderr
+    summary = next(x for x in proc.stderr.splitlines()
+                   if x.startswith("holdout 0/1 loss per round = "))
+    assert [float(v) for v in summary.split(" = ")[1].split(", ")] == \
+        pytest.approx(expected, abs=1e-6)
+
+
+def test_holdout_of_shards_is_their_held_out_lines_pooled(run_cli, data, client, tmp_path):
+    """Two files, a shard each: round 1's holdout loss is the two files' train holdout losses
+    of pass 1 weighted by their held-out lines (every 7th); the same for 1 or 2 workers."""
+    lines = data["binary"].read_text().splitlines(keepends=True)
+    parts = [_write_text(tmp_path / "a.svm", lines[:500]),
+             _write_text(tmp_path / "b.svm", lines[500:])]
+    losses = [_holdout_per_pass(run_cli("train", p, "--algo", "nherd-p", "--passes", 2,
+                                        "--holdout_period", 7, "-f", tmp_path / "t.npz"))[0]
+              for p in parts]
+    held = np.array([500 // 7, 700 // 7])
+    flags = dict(rounds=2, cluster=Cluster(shards="2"), quiet=True, algo="nherd-p",
+                 settings=Settings(holdout_period=7))
+    two = dist_train([str(p) for p in parts], tmp_path / "two.npz", client=client, **flags)
+    with _local_cluster(1) as cluster, distributed.Client(cluster) as one:
+        single = dist_train([str(p) for p in parts], tmp_path / "one.npz", client=one, **flags)
+    per_round = [float(v) for v in two["holdout 0/1 loss per round"].split(", ")]
+    assert per_round[0] == pytest.approx(held @ losses / held.sum(), abs=1e-6)
+    assert single["holdout 0/1 loss per round"] == two["holdout 0/1 loss per round"]
+    assert _same_arrays(load_model(tmp_path / "two.npz")[1], load_model(tmp_path / "one.npz")[1])
+
+
+def test_without_holdout_every_example_is_learned(run_cli, data, tmp_path):
+    """No --holdout_period: no holdout column, and --holdout_period 1 is refused."""
+    assert "every line" in _error(run_cli, data["binary"], "--holdout_period", 1, "--shards", 1,
+                                  "-f", tmp_path / "m.npz")

@@ -94,6 +94,9 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
     model_path = resolve_output(final_model, paths, "model")
     if rounds < 1:
         raise StreamherdError(f"--passes {rounds}: give 1 or more rounds")
+    if settings.holdout_period == 1 or settings.holdout_period < 0:
+        raise StreamherdError(f"--holdout_period {settings.holdout_period} would hold out "
+                              f"every line; give 2 or more")
     shard_count = _shard_count(cluster.shards)
     _check_mix(mix)
     task_flags = {k: flags.pop(k, None) for k in ("loss", "multiclass", "classes")}
@@ -112,7 +115,8 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
         model = (trainer.model_meta(0, float("nan")), copied(trainer.state()))
         rule = _rule(mix, model[1], trainer.task.kind, len(shards))
         return _run_rounds(client, shards, model, rule, rounds, mix.weights, settings,
-                           RoundTable(quiet, trainer.task.loss_name), model_path, token)
+                           RoundTable(quiet, trainer.task.loss_name,
+                                      settings.holdout_period > 0), model_path, token)
 
 
 def _rule(mix, state, kind, shards):
@@ -236,27 +240,35 @@ def mixed(model, results, rule, weights, names):
 
 
 class RoundTable:
-    """One row per round on stderr: the round's progressive loss over every shard, examples,
-    seconds (the round, its mix included) and the mix's seconds."""
+    """One row per round on stderr: the round's progressive loss over every shard, with a
+    holdout set its holdout loss, examples, seconds (the round, its mix included) and the
+    mix's seconds."""
 
-    def __init__(self, quiet, loss_name):
+    def __init__(self, quiet, loss_name, holdout=False):
         self.quiet = quiet
         self.loss_name = loss_name
+        self.holdout = holdout
         self.rounds = []
 
     def row(self, number, counters, seconds, mix_seconds):
         if not self.rounds and not self.quiet:
-            say(f"{'round':>5} {'progressive ' + self.loss_name:>22} {'examples':>10} "
-                f"{'seconds':>9} {'mix seconds':>12}")
+            holdout = f" {'holdout ' + self.loss_name:>18}" if self.holdout else ""
+            say(f"{'round':>5} {'progressive ' + self.loss_name:>22}{holdout} "
+                f"{'examples':>10} {'seconds':>9} {'mix seconds':>12}")
         self.rounds.append(counters)
         if not self.quiet:
-            say(f"{number:>5} {counters.average_loss:>22.6f} {counters.examples:>10} "
-                f"{seconds:>9.3f} {mix_seconds:>12.4f}")
+            holdout = f" {counters.holdout_loss:>18.6f}" if self.holdout else ""
+            say(f"{number:>5} {counters.average_loss:>22.6f}{holdout} "
+                f"{counters.examples:>10} {seconds:>9.3f} {mix_seconds:>12.4f}")
 
     def finish(self, lines):
         last = self.rounds[-1]
         summary = {"rounds": len(self.rounds), "examples per round": last.examples,
-                   f"last round's progressive {self.loss_name}": last.average_loss, **lines}
+                   f"last round's progressive {self.loss_name}": last.average_loss}
+        if self.holdout:
+            summary[f"holdout {self.loss_name} per round"] = ", ".join(
+                f"{c.holdout_loss:.6f}" for c in self.rounds)
+        summary.update(lines)
         if not self.quiet:
             say("")
             for name, value in summary.items():

@@ -13,7 +13,7 @@ from streamherd import tasks
 from streamherd.errors import StreamherdError
 from streamherd.features.space import FeatureSpace
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
-from streamherd.passes import copied
+from streamherd.passes import copied, mark_held_out
 from streamherd.progress import ProgressiveValidation
 from streamherd.training import Start, Trainer, _learn_from
 
@@ -22,11 +22,13 @@ from streamherd.distributed.mixing import Counters, ShardResult
 
 @dataclass(frozen=True)
 class Settings:
-    """How a shard is read: --format, --skip-bad, the block size."""
+    """How a shard is read: --format, --skip-bad, the block size, and --holdout_period (0: no
+    holdout set)."""
 
     fmt: str = "auto"
     skip_bad: bool = False
     block_size: int = DEFAULT_BLOCK_SIZE
+    holdout_period: int = 0
 
 
 def start_of(meta, state, skip_bad=False):
@@ -76,11 +78,23 @@ def train_shard(shard, model, settings=Settings()):
     start = start_of(meta, state, settings.skip_bad)
     trainer = Trainer(start)
     progress = ProgressiveValidation(quiet=True)
-    _learn_from(reader_of(shard, start.space, settings, process=start.task.check_labels),
-                trainer, progress, None)
+    chunks = reader_of(shard, start.space, settings, process=start.task.check_labels)
+    period = settings.holdout_period
+    _learn_from(held_out_lines(chunks, period) if period else chunks, trainer, progress, None,
+                holdout=bool(period))
     return ShardResult(copied(trainer.state()), trainer.learner.meta(), trainer.task.meta(),
                        Counters(progress.examples, progress.labeled, progress.weighted,
-                                progress.loss_sum, progress.mistakes, progress.updates))
+                                progress.loss_sum, progress.mistakes, progress.updates,
+                                progress.holdout_loss_sum, progress.holdout_weight))
+
+
+def held_out_lines(chunks, period):
+    """``chunks`` with the examples on every ``period``-th line of their file held out
+    (passes.mark_held_out: predicted and scored, not learned from). By line number, not by
+    example count as train's holdout: a shard knows the line numbers of its byte range without
+    reading the shards before it, so the holdout set is the same for any shards and workers."""
+    for chunk in chunks:
+        yield mark_held_out(chunk, chunk.line_numbers % period == 0)
 
 
 @user_errors_returned
