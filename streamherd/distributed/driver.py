@@ -111,12 +111,18 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
     with (_given(client) if client is not None
           else dask_client(cluster.scheduler, cluster.workers)) as client:
         shards = plan_shards(paths, shard_count or len(client.scheduler_info()["workers"]))
-        trainer = training.Trainer(_settled(client, start, shards, settings, token))
-        model = (trainer.model_meta(0, float("nan")), copied(trainer.state()))
+        trainer, model = starting_model(client, start, shards, settings, token)
         rule = _rule(mix, model[1], trainer.task.kind, len(shards))
         return _run_rounds(client, shards, model, rule, rounds, mix.weights, settings,
                            RoundTable(quiet, trainer.task.loss_name,
                                       settings.holdout_period > 0), model_path, token)
+
+
+def starting_model(client, start, shards, settings, token):
+    """(the Trainer of ``start`` with its task settled (_settled), the model (meta, arrays)
+    round 1 starts from)."""
+    trainer = training.Trainer(_settled(client, start, shards, settings, token))
+    return trainer, (trainer.model_meta(0, float("nan")), copied(trainer.state()))
 
 
 def _rule(mix, state, kind, shards):
@@ -136,7 +142,7 @@ def _run_rounds(client, shards, model, rule, rounds, weights, settings, table, m
     names = [s.describe() for s in shards]
     for number in range(1, rounds + 1):
         began = time.perf_counter()
-        results = _run_round(client, shards, model, settings, f"{token}-{number}")
+        results = run_round(client, shards, model, settings, f"{token}-{number}")
         mixed_from = time.perf_counter()
         model, counters = mixed(model, results, rule, weights, names)
         mix_seconds = time.perf_counter() - mixed_from
@@ -204,9 +210,9 @@ def _settled(client, start, shards, settings, token):
     return dataclasses.replace(start, task=task, chosen_from_labels=False)
 
 
-def _run_round(client, shards, model, settings, name):
+def run_round(client, shards, model, settings, name):
     """Every shard's ShardResult of one round, in shard order (the model sent once to every
-    worker)."""
+    worker); the tasks' keys: dist-train-NAME-shard-I."""
     key = f"dist-train-model-{name}"
     scattered = client.scatter({key: model}, broadcast=True)[key]
     futures = client.map(train_shard, shards, model=scattered, settings=settings,
