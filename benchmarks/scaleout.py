@@ -50,7 +50,8 @@ from streamherd.distributed.driver import (Cluster, Mix, dist_train, mixed,  # n
                                           run_round, starting_model)
 from streamherd.distributed.epoch import (Settings, UserError, reader_of,  # noqa: E402
                                          start_of, train_shard)
-from streamherd.distributed.shards import Shard, plan_shards  # noqa: E402
+from streamherd.distributed.shards import (Shard, numbered, owned_lines,  # noqa: E402
+                                          plan_shards)
 from streamherd.model import load_model  # noqa: E402
 from streamherd.passes import Passes  # noqa: E402
 
@@ -151,6 +152,13 @@ AGREEMENT_HEADER = [
 
 # ------------------------------------------------------------------ B. scale-out
 
+def planned(train, workers):
+    """The shards of ``train`` for ``workers``, numbered as the driver numbers them (each
+    byte range's lines counted once, here)."""
+    shards = plan_shards([str(train)], workers)
+    return numbered(shards, [owned_lines(s) if s.ranged else None for s in shards])
+
+
 def first_model(algo, shards):
     start = training.plan(algo=algo, bits=SIMULATION_BITS, choice=tasks.choose())
     return starting_model(None, start, shards, Settings(), "simulated")[1]
@@ -159,7 +167,7 @@ def first_model(algo, shards):
 def simulate(train, chunks, algo, rule, workers, rounds):
     """Per round of N = ``workers`` shards: (slowest shard's seconds, mix seconds, test error %),
     and the rows of the shards (the task's rows per second come from N = 1)."""
-    shards = plan_shards([str(train)], workers)
+    shards = planned(train, workers)
     names = [s.describe() for s in shards]
     model = first_model(algo, shards)
     per_round = []
@@ -196,7 +204,7 @@ def scheduling_overhead(train, algo, rule, rounds):
     overhead = {}
     for workers in (1, 2):
         with local_client(workers) as client:
-            shards = plan_shards([str(train)], workers)
+            shards = planned(train, workers)
             names = [s.describe() for s in shards]
             model, token, seen = first_model(algo, shards), uuid.uuid4().hex, []
             for number in range(rounds):

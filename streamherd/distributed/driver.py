@@ -25,8 +25,8 @@ from streamherd.passes import copied
 
 from streamherd.distributed import mixing
 from streamherd.distributed.epoch import (Settings, UserError, reader_of, shard_classes,
-                                         train_shard)
-from streamherd.distributed.shards import plan_shards
+                                         shard_lines, train_shard)
+from streamherd.distributed.shards import numbered, plan_shards
 
 # a task is run again this many times when it fails (its worker lost: the scheduler also
 # reassigns the tasks of a worker that dies, see distributed.scheduler.allowed-failures)
@@ -110,7 +110,8 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
     token = uuid.uuid4().hex   # the run's tasks' keys
     with (_given(client) if client is not None
           else dask_client(cluster.scheduler, cluster.workers)) as client:
-        shards = plan_shards(paths, shard_count or len(client.scheduler_info()["workers"]))
+        shards = _numbered(client, plan_shards(
+            paths, shard_count or len(client.scheduler_info()["workers"])), token)
         trainer, model = starting_model(client, start, shards, settings, token)
         rule = _rule(mix, model[1], trainer.task.kind, len(shards))
         return _run_rounds(client, shards, model, rule, rounds, mix.weights, settings,
@@ -183,6 +184,20 @@ def _check_mix(mix):
     if mix.rule == "sum" and mix.weights != "uniform":
         raise StreamherdError("--mix sum adds every shard's change, unweighted; drop "
                               "--mix-weights (or use --mix prec or mean)")
+
+
+def _numbered(client, shards, token):
+    """``shards`` with the numbers of their first lines, counted once by a task per byte range
+    (shards.numbered) instead of by every shard in every round (each would read the file up to
+    its start)."""
+    ranged = [i for i, shard in enumerate(shards) if shard.ranged]
+    if not ranged:
+        return shards
+    futures = client.map(shard_lines, [shards[i] for i in ranged],
+                         key=[f"dist-train-{token}-lines-{i}" for i in ranged],
+                         retries=TASK_RETRIES)
+    counts = dict(zip(ranged, gathered(client, futures)))
+    return numbered(shards, [counts.get(i) for i in range(len(shards))])
 
 
 def _settled(client, start, shards, settings, token):

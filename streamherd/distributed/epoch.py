@@ -18,6 +18,7 @@ from streamherd.progress import ProgressiveValidation
 from streamherd.training import Start, Trainer, _learn_from
 
 from streamherd.distributed.mixing import Counters, ShardResult
+from streamherd.distributed.shards import owned_lines
 
 
 @dataclass(frozen=True)
@@ -105,3 +106,9 @@ def shard_classes(shard, space, settings=Settings()):
     for chunk in reader_of(shard, space, settings):
         task.targets(chunk)
     return list(zip(task.labels.ids, task.labels.texts))   # ids: key -> id, in id order
+
+
+@user_errors_returned
+def shard_lines(shard):
+    """The lines a ranged shard owns (shards.owned_lines), counted once before round 1."""
+    return owned_lines(shard)
