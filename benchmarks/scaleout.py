@@ -19,10 +19,9 @@ B. Scale-out. The 1M-line file (900,000 lines to train, 100,000 to test, -b 20) 
    the slowest shard's, plus the mix (driver.mixed, timed) plus T_sched(N), the cluster's
    overhead per round. Time-to-accuracy: the time until the test error is within 0.5 point of
    the single stream's after P passes (N = 1, round P). The terms: r, the rows per second of
-   one shard task (N = 1); T_mix(N), measured here; T_sched(N), measured on real LocalCluster
-   rounds of 1 and 2 workers (a round's wall time minus its slowest task's compute time, from
-   Dask's task stream, minus the mix), fitted as a + b·N (the model is scattered to every
-   worker and every shard's state gathered, so the transfers grow with N).
+   one shard task (N = 1); T_mix(N), measured here; T_sched(N) = a + b·N from real
+   LocalCluster rounds (scheduling_overhead: a round's wall time minus its slowest task's
+   compute time; b, the model sent to a worker and its state gathered back, grows with N).
 Run once; the figures are one run each.
 """
 import argparse
@@ -196,12 +195,15 @@ def task_compute_seconds(stream, name):
 
 
 def scheduling_overhead(train, algo, rule, rounds):
-    """N -> T_sched(N) for N = 1, 2 LocalCluster workers (one shard each): the median over
-    rounds 2.. (round 1 loads the kernels in the workers) of a round's wall time (the model
-    scattered, the tasks run, their states gathered: driver.run_round) minus its slowest
-    task's compute time."""
+    """T_sched(N) = a + b·N from real LocalCluster rounds: a round's overhead is its wall time
+    (the model scattered, the tasks run, their states gathered: driver.run_round) minus its
+    slowest task's compute time (Dask's task stream), the median over rounds 2.. (round 1
+    loads the kernels in the workers). b, what each worker adds: the client sends it the model
+    and gets its state back, measured as twice a scatter of the model to one worker; a: the
+    1-worker overhead less b. Returns (a, b, {N: the overhead measured with N workers}) for
+    N = 1, 2 (N = 2 on this 2-core machine: the two workers and the client share the cores)."""
     from dask.distributed import get_task_stream
-    overhead = {}
+    overhead, transfer = {}, []
     for workers in (1, 2):
         with local_client(workers) as client:
             shards = planned(train, workers)
@@ -215,11 +217,15 @@ def scheduling_overhead(train, algo, rule, rounds):
                     wall = time.perf_counter() - began
                 seen.append(wall - task_compute_seconds(stream.data, name))
                 model = mixed(model, results, rule, "uniform", names)[0]
+                if workers == 1:
+                    began = time.perf_counter()
+                    client.scatter({f"{name}-transfer": model}, broadcast=True)
+                    transfer.append(time.perf_counter() - began)
             overhead[workers] = float(np.median(seen[1:]))
             log(f"T_sched({workers}) = {overhead[workers]:.3f} s (rounds: "
                 f"{', '.join(f'{x:.3f}' for x in seen)})")
-    slope = max(0.0, overhead[2] - overhead[1])
-    return overhead[1] - slope, slope
+    per_worker = 2 * float(np.median(transfer[1:]))
+    return max(0.0, overhead[1] - per_worker), per_worker, overhead
 
 
 def rounds_to_target(per_round, target):
@@ -313,8 +319,10 @@ def main():
         scale_rows, terms = scale_out(train, test, args.simulated_rounds, args.rounds,
                                      sched)
     lines = [*AGREEMENT_HEADER, *map(agreement_row, agreement_rows), "",
-             f"T_sched(N) = {sched[0]:.3f} + {sched[1]:.3f}·N s (LocalCluster, arow-p, "
-             f"-b {SIMULATION_BITS})", "", *SCALE_HEADER, *map(scale_row, scale_rows), "",
+             f"T_sched(N) = a + b·N = {sched[0]:.3f} + {sched[1]:.3f}·N s (arow-p, "
+             f"-b {SIMULATION_BITS}: a 16 MB model); measured on LocalCluster rounds: "
+             + ", ".join(f"{sched[2][n]:.3f} s with {n} worker{'s' * (n > 1)}"
+                         for n in sorted(sched[2])) + ".", "", *SCALE_HEADER, *map(scale_row, scale_rows), "",
              *threshold_lines(terms)]
     print("\n".join(lines))
     if args.write_readme:
