@@ -38,7 +38,7 @@ RUNS = (("arow-p", "prec", "uniform"), ("arow-p", "mean", "uniform"),
         ("pa2", "mean", "uniform"), ("pa2", "mean", "mistakes"))
 
 
-def _plain(source, folder):
+def plain(source, folder):
     """``source`` decompressed into ``folder`` (or itself when not compressed)."""
     if source.suffix != ".gz":
         return source
@@ -48,12 +48,17 @@ def _plain(source, folder):
     return target
 
 
-def _split(source, folder, train_lines):
-    """The first ``train_lines`` lines of ``source`` and the rest, as two files in ``folder``."""
-    train, test = folder / "synth.train.svm", folder / "synth.test.svm"
+def split(source, folder, train_lines, test_from=None, name="synth"):
+    """The first ``train_lines`` lines of ``source`` and its lines from ``test_from`` on
+    (default: the rest), as NAME.train.svm and NAME.test.svm in ``folder``."""
+    test_from = train_lines if test_from is None else test_from
+    train, test = folder / f"{name}.train.svm", folder / f"{name}.test.svm"
     with open(source, "rb") as f, open(train, "wb") as a, open(test, "wb") as b:
         for number, line in enumerate(f):
-            (a if number < train_lines else b).write(line)
+            if number < train_lines:
+                a.write(line)
+            elif number >= test_from:
+                b.write(line)
     return train, test
 
 
@@ -61,11 +66,11 @@ def datasets(folder):
     """name -> (train file, test file, extra flags)."""
     sets = {}
     if SHARED.is_dir():
-        sets["a9a"] = (_plain(SHARED / "a9a.svm.gz", folder), SHARED / "a9a.t.svm.gz", [])
-        sets["rcv1_small"] = (_plain(SHARED / "rcv1_small.train.vw.gz", folder),
+        sets["a9a"] = (plain(SHARED / "a9a.svm.gz", folder), SHARED / "a9a.t.svm.gz", [])
+        sets["rcv1_small"] = (plain(SHARED / "rcv1_small.train.vw.gz", folder),
                               SHARED / "rcv1_small.test.vw.gz", [])
     data = make_data.ensure(make_data.Spec(lines=1_000_000), gz=False)
-    sets["synth 1M"] = (*_split(data.svm, folder, SYNTH_TRAIN_LINES), ["-b", "20"])
+    sets["synth 1M"] = (*split(data.svm, folder, SYNTH_TRAIN_LINES), ["-b", "20"])
     return sets
 
 

@@ -5,7 +5,8 @@ import random
 import numpy as np
 import pytest
 
-from streamherd.distributed.shards import Shard, byte_ranges, owned_bytes, plan_shards
+from streamherd.distributed.shards import (Shard, byte_ranges, numbered, owned_bytes,
+                                          owned_lines, plan_shards)
 from streamherd.io.reader import ChunkReader
 
 
@@ -80,3 +81,27 @@ def test_plan_cuts_plain_files_keeps_compressed_whole(tmp_path):
     assert shards[-1] == Shard(str(packed))
     assert shards[:-1] == byte_ranges(str(plain), 6000, 3)
     assert np.sum([_read(s, 1 << 20) != [] for s in shards]) == 4
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_numbered_shards_read_the_line_numbers_they_would_count(tmp_path, seed):
+    """First line numbers from every shard's own line count (owned_lines, numbered) give the
+    lines the numbers a shard counting the newlines before it gives them, wherever the cuts
+    fall (CRLF, empty lines, no final newline)."""
+    rng = random.Random(seed)
+    content = _awkward_file(rng)
+    path = tmp_path / "data.txt"
+    path.write_bytes(content)
+    cuts = sorted({0, len(content), *(rng.randint(0, len(content)) for _ in range(8))})
+    shards = [Shard(str(path), s, e) for s, e in zip(cuts, cuts[1:])]
+    counted = numbered(shards, [owned_lines(s) for s in shards])
+    with open(path, "rb") as f:
+        starts = [owned_bytes(f, s, e, len(content))[0] for s, e in zip(cuts, cuts[1:])]
+    assert [s.first_line for s in counted] == [1 + content[:a].count(b"\n") for a in starts]
+    assert [_read(s, 4096) for s in counted] == [_read(s, 4096) for s in shards]
+    expected = _lines_by_start(content)
+    assert [r for s in counted for r in _read(s, 4096)] == [(n, y) for _, n, y in expected]
+    whole = Shard(str(path))
+    assert numbered([whole], [None]) == [whole]
+    told = Shard(str(path), 0, len(content), first_line=1000)   # the number given is used
+    assert _read(told, 4096)[0][0] == 999 + expected[0][1]

@@ -16,6 +16,8 @@ from conftest import one_line_error
 distributed = pytest.importorskip("dask.distributed")
 
 from streamherd.distributed.driver import Cluster, Mix, dist_train  # noqa: E402
+from streamherd.distributed.epoch import Settings  # noqa: E402
+from streamherd.errors import StreamherdError  # noqa: E402
 from streamherd.model import load_model  # noqa: E402
 
 
@@ -84,6 +86,7 @@ def test_cli_one_worker_one_shard_equals_train(run_cli, data, tmp_path):
     proc = run_cli("dist-train", data["binary"], "--workers", 1, "--shards", 1, "--passes", 2,
                    "--algo", "nherd-p", "-f", tmp_path / "dist.npz")
     assert proc.returncode == 0, proc.stderr
+    assert "holdout" not in proc.stderr
     rows = [line.split() for line in proc.stderr.splitlines() if line[:5].strip().isdigit()]
     assert [(r[0], r[2]) for r in rows] == [("1", "1200"), ("2", "1200")]
     assert _same_arrays(load_model(trained)[1], load_model(tmp_path / "dist.npz")[1])
@@ -179,3 +182,99 @@ def test_without_dask_the_command_says_what_to_install(data, tmp_path):
                            "--shards", "1", "-f", str(tmp_path / "m.npz")],
                           capture_output=True, text=True, timeout=300)
     assert 'pip install "streamherd[dask]"' in one_line_error(proc)
+
+
+@pytest.fixture(scope="module")
+def bad_lines(data, tmp_path_factory):
+    """The binary data with a bad label on line 1001 and a bad feature value on line 1101:
+    both in the second of two shards (the first chunk, which fixes the task, is fine)."""
+    lines = data["binary"].read_text().splitlines(keepends=True)
+    folder = tmp_path_factory.mktemp("bad")
+    label, value = list(lines), list(lines)
+    label[1000] = "x7" + label[1000][label[1000].index(" "):]
+    value[1100] = value[1100].rstrip("\n") + " 40:abc\n"
+    return {"label": _write_text(folder / "label.svm", label),
+            "value": _write_text(folder / "value.svm", value)}
+
+
+def _write_text(path, lines):
+    path.write_text("".join(lines))
+    return path
+
+
+@pytest.mark.parametrize("kind,line", [("label", 1001), ("value", 1101)])
+def test_a_user_error_in_a_shard_runs_once_and_reads_as_trains(run_cli, bad_lines, client,
+                                                               tmp_path, kind, line):
+    """The shard task returns the error instead of raising it: Dask runs it once (no retry),
+    and the message is train's, naming the file and line."""
+    path = bad_lines[kind]
+    trained = one_line_error(run_cli("train", path, "-f", tmp_path / "t.npz"))
+    assert f"{path}:{line}:" in trained
+    with distributed.get_task_stream(client) as stream:
+        with pytest.raises(StreamherdError) as raised:
+            _run(client, path, tmp_path / "m.npz", rounds=3, shards="2", algo="arow-p")
+    assert f"streamherd: {raised.value}" == trained
+    shard_tasks = [t["key"] for t in stream.data if "-shard-" in str(t["key"])]
+    assert sorted(shard_tasks) == sorted(set(shard_tasks)) and len(shard_tasks) == 2
+    assert all(t["status"] == "OK" for t in stream.data)
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_cli_user_error_in_a_shard_is_one_line(run_cli, bad_lines, tmp_path):
+    message = one_line_error(run_cli("dist-train", bad_lines["label"], "--workers", 1,
+                                     "--shards", 2, "-f", tmp_path / "m.npz"))
+    assert f"{bad_lines['label']}:1001: bad label 'x7'" in message
+    assert not (tmp_path / "m.npz").exists()
+
+
+def _holdout_per_pass(proc):
+    """train's summary line "holdout 0/1 loss per pass = a, b, ..." as floats."""
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stderr.splitlines() if " per pass = " in x)
+    return [float(v) for v in line.split(" = ")[1].split(", ")]
+
+
+def test_holdout_of_one_shard_is_trains_holdout(run_cli, data, tmp_path):
+    """One shard, --holdout_period 7: each round's holdout loss is train --passes's of the same
+    pass (a file without blank lines: line numbers are example numbers), printed in the
+    round's row and the summary."""
+    expected = _holdout_per_pass(run_cli("train", data["binary"], "--algo", "arow-p",
+                                         "--passes", 3, "--holdout_period", 7,
+                                         "--early_terminate", 9, "-f", tmp_path / "t.npz"))
+    proc = run_cli("dist-train", data["binary"], "--workers", 1, "--shards", 1, "--passes", 3,
+                   "--holdout_period", 7, "--algo", "arow-p", "-f", tmp_path / "d.npz")
+    assert proc.returncode == 0, proc.stderr
+    assert "holdout 0/1 loss" in proc.stderr.splitlines()[0]
+    rows = [line.split() for line in proc.stderr.splitlines() if line[:5].strip().isdigit()]
+    assert [float(r[2]) for r in rows] == pytest.approx(expected, abs=1e-6), proc.stderr
+    summary = next(x for x in proc.stderr.splitlines()
+                   if x.startswith("holdout 0/1 loss per round = "))
+    assert [float(v) for v in summary.split(" = ")[1].split(", ")] == \
+        pytest.approx(expected, abs=1e-6)
+
+
+def test_holdout_of_shards_is_their_held_out_lines_pooled(run_cli, data, client, tmp_path):
+    """Two files, a shard each: round 1's holdout loss is the two files' train holdout losses
+    of pass 1 weighted by their held-out lines (every 7th); the same for 1 or 2 workers."""
+    lines = data["binary"].read_text().splitlines(keepends=True)
+    parts = [_write_text(tmp_path / "a.svm", lines[:500]),
+             _write_text(tmp_path / "b.svm", lines[500:])]
+    losses = [_holdout_per_pass(run_cli("train", p, "--algo", "nherd-p", "--passes", 2,
+                                        "--holdout_period", 7, "-f", tmp_path / "t.npz"))[0]
+              for p in parts]
+    held = np.array([500 // 7, 700 // 7])
+    flags = dict(rounds=2, cluster=Cluster(shards="2"), quiet=True, algo="nherd-p",
+                 settings=Settings(holdout_period=7))
+    two = dist_train([str(p) for p in parts], tmp_path / "two.npz", client=client, **flags)
+    with _local_cluster(1) as cluster, distributed.Client(cluster) as one:
+        single = dist_train([str(p) for p in parts], tmp_path / "one.npz", client=one, **flags)
+    per_round = [float(v) for v in two["holdout 0/1 loss per round"].split(", ")]
+    assert per_round[0] == pytest.approx(held @ losses / held.sum(), abs=1e-6)
+    assert single["holdout 0/1 loss per round"] == two["holdout 0/1 loss per round"]
+    assert _same_arrays(load_model(tmp_path / "two.npz")[1], load_model(tmp_path / "one.npz")[1])
+
+
+def test_without_holdout_every_example_is_learned(run_cli, data, tmp_path):
+    """No --holdout_period: no holdout column, and --holdout_period 1 is refused."""
+    assert "every line" in _error(run_cli, data["binary"], "--holdout_period", 1, "--shards", 1,
+                                  "-f", tmp_path / "m.npz")

@@ -51,6 +51,11 @@ def dist_train(
     mix_weights: str = typer.Option("uniform", "--mix-weights",
                                     help="uniform, or mistakes (each shard weighted by its "
                                          "mistakes of the round, McDonald et al. 2010)."),
+    holdout_period: int = typer.Option(
+        0, "--holdout_period", "--holdout-period", show_default=False,
+        help="A holdout set, as train --passes keeps one: the examples on every K-th line of "
+             "each file are predicted and scored, not learned from; each round's row shows "
+             "their loss. Default: none (every round learns from every example, as train -i)."),
     force: bool = typer.Option(False, "--force", help="Run --mix sum on classification with "
                                "more than 2 shards, where it diverges."),
     **hyperparameters,
@@ -64,7 +69,7 @@ def dist_train(
 
     run(cli._inputs(files, data), final_model, rounds=passes,
         cluster=Cluster(scheduler, workers, shards), mix=Mix(mix, mix_weights, force),
-        settings=Settings(fmt, skip_bad), quiet=quiet, initial_model=initial_model,
+        settings=Settings(fmt, skip_bad, holdout_period=holdout_period), quiet=quiet, initial_model=initial_model,
         algo=algo, options=hyperparameters, bits=bits, bias=False if no_bias else None,
         normalize=True if normalize else None, multiclass=multiclass, classes=classes,
         loss=loss, namespaces=cli._namespaces(quadratic, cubic, interactions, ignore, keep,

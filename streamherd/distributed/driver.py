@@ -24,9 +24,9 @@ from streamherd.outputs import check_inputs, resolve_output
 from streamherd.passes import copied
 
 from streamherd.distributed import mixing
-from streamherd.distributed.epoch import (Settings, reader_of, shard_classes,
-                                         train_shard)
-from streamherd.distributed.shards import plan_shards
+from streamherd.distributed.epoch import (Settings, UserError, reader_of, shard_classes,
+                                         shard_lines, train_shard)
+from streamherd.distributed.shards import numbered, plan_shards
 
 # a task is run again this many times when it fails (its worker lost: the scheduler also
 # reassigns the tasks of a worker that dies, see distributed.scheduler.allowed-failures)
@@ -94,6 +94,9 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
     model_path = resolve_output(final_model, paths, "model")
     if rounds < 1:
         raise StreamherdError(f"--passes {rounds}: give 1 or more rounds")
+    if settings.holdout_period == 1 or settings.holdout_period < 0:
+        raise StreamherdError(f"--holdout_period {settings.holdout_period} would hold out "
+                              f"every line; give 2 or more")
     shard_count = _shard_count(cluster.shards)
     _check_mix(mix)
     task_flags = {k: flags.pop(k, None) for k in ("loss", "multiclass", "classes")}
@@ -107,12 +110,20 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
     token = uuid.uuid4().hex   # the run's tasks' keys
     with (_given(client) if client is not None
           else dask_client(cluster.scheduler, cluster.workers)) as client:
-        shards = plan_shards(paths, shard_count or len(client.scheduler_info()["workers"]))
-        trainer = training.Trainer(_settled(client, start, shards, settings, token))
-        model = (trainer.model_meta(0, float("nan")), copied(trainer.state()))
+        shards = _numbered(client, plan_shards(
+            paths, shard_count or len(client.scheduler_info()["workers"])), token)
+        trainer, model = starting_model(client, start, shards, settings, token)
         rule = _rule(mix, model[1], trainer.task.kind, len(shards))
         return _run_rounds(client, shards, model, rule, rounds, mix.weights, settings,
-                           RoundTable(quiet, trainer.task.loss_name), model_path, token)
+                           RoundTable(quiet, trainer.task.loss_name,
+                                      settings.holdout_period > 0), model_path, token)
+
+
+def starting_model(client, start, shards, settings, token):
+    """(the Trainer of ``start`` with its task settled (_settled), the model (meta, arrays)
+    round 1 starts from)."""
+    trainer = training.Trainer(_settled(client, start, shards, settings, token))
+    return trainer, (trainer.model_meta(0, float("nan")), copied(trainer.state()))
 
 
 def _rule(mix, state, kind, shards):
@@ -132,7 +143,7 @@ def _run_rounds(client, shards, model, rule, rounds, weights, settings, table, m
     names = [s.describe() for s in shards]
     for number in range(1, rounds + 1):
         began = time.perf_counter()
-        results = _run_round(client, shards, model, settings, f"{token}-{number}")
+        results = run_round(client, shards, model, settings, f"{token}-{number}")
         mixed_from = time.perf_counter()
         model, counters = mixed(model, results, rule, weights, names)
         mix_seconds = time.perf_counter() - mixed_from
@@ -175,6 +186,20 @@ def _check_mix(mix):
                               "--mix-weights (or use --mix prec or mean)")
 
 
+def _numbered(client, shards, token):
+    """``shards`` with the numbers of their first lines, counted once by a task per byte range
+    (shards.numbered) instead of by every shard in every round (each would read the file up to
+    its start)."""
+    ranged = [i for i, shard in enumerate(shards) if shard.ranged]
+    if not ranged:
+        return shards
+    futures = client.map(shard_lines, [shards[i] for i in ranged],
+                         key=[f"dist-train-{token}-lines-{i}" for i in ranged],
+                         retries=TASK_RETRIES)
+    counts = dict(zip(ranged, gathered(client, futures)))
+    return numbered(shards, [counts.get(i) for i in range(len(shards))])
+
+
 def _settled(client, start, shards, settings, token):
     """The Start with its task fixed before round 1: every shard must learn the same task.
     Without --multiclass, --classes or --loss the first chunk of the first shard decides, as
@@ -192,7 +217,7 @@ def _settled(client, start, shards, settings, token):
                              key=[f"dist-train-{token}-labels-{i}" for i in range(len(shards))],
                              retries=TASK_RETRIES)
         union = {}
-        for classes in client.gather(futures):
+        for classes in gathered(client, futures):
             for key, name in classes:
                 union.setdefault(key, name)
         task = tasks.MulticlassTask(ClassLabels(list(union.values())), task.mode,
@@ -200,15 +225,25 @@ def _settled(client, start, shards, settings, token):
     return dataclasses.replace(start, task=task, chosen_from_labels=False)
 
 
-def _run_round(client, shards, model, settings, name):
+def run_round(client, shards, model, settings, name):
     """Every shard's ShardResult of one round, in shard order (the model sent once to every
-    worker)."""
+    worker); the tasks' keys: dist-train-NAME-shard-I."""
     key = f"dist-train-model-{name}"
     scattered = client.scatter({key: model}, broadcast=True)[key]
     futures = client.map(train_shard, shards, model=scattered, settings=settings,
                          key=[f"dist-train-{name}-shard-{i}" for i in range(len(shards))],
                          retries=TASK_RETRIES)
-    return client.gather(futures)
+    return gathered(client, futures)
+
+
+def gathered(client, futures):
+    """The results of ``futures``, in order; the first shard's user error (epoch.UserError) in
+    shard order, raised as the one-line error ``train`` gives for the same line."""
+    results = client.gather(futures)
+    for result in results:
+        if isinstance(result, UserError):
+            result.raise_it()
+    return results
 
 
 def mixed(model, results, rule, weights, names):
@@ -226,27 +261,35 @@ def mixed(model, results, rule, weights, names):
 
 
 class RoundTable:
-    """One row per round on stderr: the round's progressive loss over every shard, examples,
-    seconds (the round, its mix included) and the mix's seconds."""
+    """One row per round on stderr: the round's progressive loss over every shard, with a
+    holdout set its holdout loss, examples, seconds (the round, its mix included) and the
+    mix's seconds."""
 
-    def __init__(self, quiet, loss_name):
+    def __init__(self, quiet, loss_name, holdout=False):
         self.quiet = quiet
         self.loss_name = loss_name
+        self.holdout = holdout
         self.rounds = []
 
     def row(self, number, counters, seconds, mix_seconds):
         if not self.rounds and not self.quiet:
-            say(f"{'round':>5} {'progressive ' + self.loss_name:>22} {'examples':>10} "
-                f"{'seconds':>9} {'mix seconds':>12}")
+            holdout = f" {'holdout ' + self.loss_name:>18}" if self.holdout else ""
+            say(f"{'round':>5} {'progressive ' + self.loss_name:>22}{holdout} "
+                f"{'examples':>10} {'seconds':>9} {'mix seconds':>12}")
         self.rounds.append(counters)
         if not self.quiet:
-            say(f"{number:>5} {counters.average_loss:>22.6f} {counters.examples:>10} "
-                f"{seconds:>9.3f} {mix_seconds:>12.4f}")
+            holdout = f" {counters.holdout_loss:>18.6f}" if self.holdout else ""
+            say(f"{number:>5} {counters.average_loss:>22.6f}{holdout} "
+                f"{counters.examples:>10} {seconds:>9.3f} {mix_seconds:>12.4f}")
 
     def finish(self, lines):
         last = self.rounds[-1]
         summary = {"rounds": len(self.rounds), "examples per round": last.examples,
-                   f"last round's progressive {self.loss_name}": last.average_loss, **lines}
+                   f"last round's progressive {self.loss_name}": last.average_loss}
+        if self.holdout:
+            summary[f"holdout {self.loss_name} per round"] = ", ".join(
+                f"{c.holdout_loss:.6f}" for c in self.rounds)
+        summary.update(lines)
         if not self.quiet:
             say("")
             for name, value in summary.items():

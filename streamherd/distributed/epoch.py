@@ -6,25 +6,30 @@ training.Start (as training._continued makes one from a file), a Trainer learns 
 shard's chunks (ChunkReader over the shard's Source) into a quiet ProgressiveValidation, and
 the learner's arrays and counters come back instead of a file.
 """
+import functools
 from dataclasses import dataclass
 
 from streamherd import tasks
+from streamherd.errors import StreamherdError
 from streamherd.features.space import FeatureSpace
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
-from streamherd.passes import copied
+from streamherd.passes import copied, mark_held_out
 from streamherd.progress import ProgressiveValidation
 from streamherd.training import Start, Trainer, _learn_from
 
 from streamherd.distributed.mixing import Counters, ShardResult
+from streamherd.distributed.shards import owned_lines
 
 
 @dataclass(frozen=True)
 class Settings:
-    """How a shard is read: --format, --skip-bad, the block size."""
+    """How a shard is read: --format, --skip-bad, the block size, and --holdout_period (0: no
+    holdout set)."""
 
     fmt: str = "auto"
     skip_bad: bool = False
     block_size: int = DEFAULT_BLOCK_SIZE
+    holdout_period: int = 0
 
 
 def start_of(meta, state, skip_bad=False):
@@ -42,6 +47,31 @@ def reader_of(shard, space, settings, workers=TRAINING_WORKERS, process=None):
                        workers=workers, process=process)
 
 
+@dataclass(frozen=True)
+class UserError:
+    """A user's error met in a shard task (a bad label, a bad feature, ...), as its one-line
+    message and exit code. A task returns it instead of raising: Dask runs a failed task again
+    (TASK_RETRIES), and a bad line would only fail again, with a traceback in the worker's log."""
+
+    message: str
+    exit_code: int = 2
+
+    def raise_it(self):
+        raise StreamherdError(self.message, self.exit_code)
+
+
+def user_errors_returned(task):
+    """``task`` returning a UserError for the StreamherdError it raises."""
+    @functools.wraps(task)
+    def returning(*args, **kwargs):
+        try:
+            return task(*args, **kwargs)
+        except StreamherdError as e:
+            return UserError(str(e), e.exit_code)
+    return returning
+
+
+@user_errors_returned
 def train_shard(shard, model, settings=Settings()):
     """One epoch over ``shard`` (shards.Shard) from ``model`` = (meta, state arrays); returns
     the shard's ShardResult."""
@@ -49,13 +79,26 @@ def train_shard(shard, model, settings=Settings()):
     start = start_of(meta, state, settings.skip_bad)
     trainer = Trainer(start)
     progress = ProgressiveValidation(quiet=True)
-    _learn_from(reader_of(shard, start.space, settings, process=start.task.check_labels),
-                trainer, progress, None)
+    chunks = reader_of(shard, start.space, settings, process=start.task.check_labels)
+    period = settings.holdout_period
+    _learn_from(held_out_lines(chunks, period) if period else chunks, trainer, progress, None,
+                holdout=bool(period))
     return ShardResult(copied(trainer.state()), trainer.learner.meta(), trainer.task.meta(),
                        Counters(progress.examples, progress.labeled, progress.weighted,
-                                progress.loss_sum, progress.mistakes, progress.updates))
+                                progress.loss_sum, progress.mistakes, progress.updates,
+                                progress.holdout_loss_sum, progress.holdout_weight))
 
 
+def held_out_lines(chunks, period):
+    """``chunks`` with the examples on every ``period``-th line of their file held out
+    (passes.mark_held_out: predicted and scored, not learned from). By line number, not by
+    example count as train's holdout: a shard knows the line numbers of its byte range without
+    reading the shards before it, so the holdout set is the same for any shards and workers."""
+    for chunk in chunks:
+        yield mark_held_out(chunk, chunk.line_numbers % period == 0)
+
+
+@user_errors_returned
 def shard_classes(shard, space, settings=Settings()):
     """The classes of ``shard``'s labels as (key, name) pairs in order of first appearance,
     by the multiclass task's own label rule (the label scan before round 1)."""
@@ -63,3 +106,9 @@ def shard_classes(shard, space, settings=Settings()):
     for chunk in reader_of(shard, space, settings):
         task.targets(chunk)
     return list(zip(task.labels.ids, task.labels.texts))   # ids: key -> id, in id order
+
+
+@user_errors_returned
+def shard_lines(shard):
+    """The lines a ranged shard owns (shards.owned_lines), counted once before round 1."""
+    return owned_lines(shard)

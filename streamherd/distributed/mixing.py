@@ -29,7 +29,8 @@ GAUSSIAN_ARRAYS = ("variance", "covariance")
 @dataclass(frozen=True)
 class Counters:
     """What a shard's epoch counted: examples read, labeled examples, their importance sum,
-    progressive loss sum (importance-weighted), mistakes and updates."""
+    progressive loss sum (importance-weighted), mistakes and updates, and the held-out labeled
+    examples' loss sum and importance sum (a holdout set: --holdout_period)."""
 
     examples: int = 0
     labeled: int = 0
@@ -37,17 +38,25 @@ class Counters:
     loss_sum: float = 0.0
     mistakes: int = 0
     updates: int = 0
+    holdout_loss_sum: float = 0.0
+    holdout_weight: float = 0.0
 
     def __add__(self, other):
         return Counters(*(a + b for a, b in zip(self.values(), other.values())))
 
     def values(self):
         return (self.examples, self.labeled, self.weighted, self.loss_sum, self.mistakes,
-                self.updates)
+                self.updates, self.holdout_loss_sum, self.holdout_weight)
 
     @property
     def average_loss(self):
         return self.loss_sum / self.weighted if self.weighted > 0 else float("nan")
+
+    @property
+    def holdout_loss(self):
+        """The held-out labeled examples' average loss (NaN: none)."""
+        return self.holdout_loss_sum / self.holdout_weight if self.holdout_weight > 0 \
+            else float("nan")
 
 
 @dataclass

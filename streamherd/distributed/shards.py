@@ -5,7 +5,13 @@ s - 1, skips to just after the next newline (at s - 1 itself: the line starting 
 whole), and reads while a line starts before e. Every line of the file then belongs to
 exactly one shard, wherever the cuts fall (a cut inside a line gives that line to the shard in
 which it starts). A compressed file cannot be entered in the middle: it is one shard.
+
+A shard's lines keep their numbers in the file (errors name them, the holdout set is chosen by
+them). The number of its first line is counted once, before round 1: each shard counts the
+lines it owns (``owned_lines``, a task per shard, in parallel) and ``numbered`` adds them up;
+a shard not numbered so counts the newlines before it each time it is opened.
 """
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
@@ -25,6 +31,7 @@ class Shard:
     path: str
     start: int = 0
     end: "int | None" = None
+    first_line: "int | None" = None   # the number of its first line in the file (None: count)
 
     def describe(self):
         return self.path if self.end is None and self.start == 0 else \
@@ -34,7 +41,12 @@ class Shard:
         """The reader's Source of this shard (streamherd.io.reader.ChunkReader takes it)."""
         if self.start == 0 and self.end is None:
             return sources.Source(self.path)
-        return ByteRangeSource(self.path, self.start, self.end)
+        return ByteRangeSource(self.path, self.start, self.end, self.first_line)
+
+    @property
+    def ranged(self):
+        """Whether the shard is a byte range of its file (not the whole file)."""
+        return self.end is not None or self.start > 0
 
 
 def is_compressed(path):
@@ -98,10 +110,10 @@ def owned_bytes(f, start, end, size):
     return first, _after_newline(f, end - 1, size)
 
 
-def _lines_before(f, position):
-    """The newlines in the file's first ``position`` bytes (read in large blocks)."""
-    f.seek(0)
-    count, left = 0, position
+def _newlines(f, position, stop):
+    """The newlines in bytes [position, stop) of the file ``f`` (read in large blocks)."""
+    f.seek(position)
+    count, left = 0, stop - position
     while left > 0:
         block = f.read(min(left, _COUNT_BYTES))
         if not block:
@@ -109,6 +121,33 @@ def _lines_before(f, position):
         count += block.count(b"\n")
         left -= len(block)
     return count
+
+
+def owned_lines(shard):
+    """The newlines in the bytes that ``shard`` (a byte range) owns: the number of its lines,
+    the last one counted when it ends with a newline."""
+    try:
+        with open(shard.path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            return _newlines(f, *owned_bytes(f, shard.start, shard.end, size))
+    except OSError as e:
+        raise StreamherdError(f"cannot read {shard.path}: {e.strerror}; check that every "
+                              f"worker sees the file at that path") from None
+
+
+def numbered(shards, counts):
+    """``shards`` with the number of their first line set, from each ranged one's
+    ``owned_lines`` (``counts``, None for a whole file): a file's byte ranges follow one
+    another in order, each one's first line after the previous one's lines."""
+    out, before = [], {}
+    for shard, count in zip(shards, counts):
+        if count is None:
+            out.append(shard)
+            continue
+        first = 1 if shard.start == 0 else before[shard.path]
+        out.append(dataclasses.replace(shard, first_line=first))
+        before[shard.path] = first + count
+    return out
 
 
 class _Bounded:
@@ -130,9 +169,9 @@ class ByteRangeSource(sources.Source):
     """The lines of a shard [start, end) of an uncompressed file, as a Source: the reader
     reads them as a file of their own whose line numbers continue the file's."""
 
-    def __init__(self, path, start, end):
+    def __init__(self, path, start, end, first_line=None):
         super().__init__(path)
-        self.start, self.end = start, end
+        self.start, self.end, self.known_first_line = start, end, first_line
 
     def open(self):
         super().open()
@@ -143,7 +182,7 @@ class ByteRangeSource(sources.Source):
         raw = self._raw
         size = os.fstat(raw.fileno()).st_size
         first, last = owned_bytes(raw, self.start, self.end, size)
-        self.first_line = 1 + _lines_before(raw, first)
+        self.first_line = self.known_first_line or 1 + _newlines(raw, 0, first)
         raw.seek(first)
         self.size = last - first
         self.stream = _Bounded(raw, last - first)
