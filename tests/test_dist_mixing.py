@@ -142,3 +142,61 @@ def test_counters_add_and_labels_merge():
                {"task": "multiclass", "classes": ["b", "a"]}]
     with pytest.raises(StreamherdError, match="y learned other classes than x"):
         mixing.mix_task_meta(classes, ["x", "y"])
+
+
+def _numpy_averaged_perceptron(w, X, y):
+    """The averaged perceptron on rows X (dense), labels y in {-1, +1}, from weights ``w``: the
+    final weights and the sum of the weight vectors after each example (Freund & Schapire)."""
+    w, total = w.copy(), np.zeros_like(w)
+    for x, label in zip(X, y):
+        if label * (w @ x) <= 0:
+            w += label * x
+        total += w
+    return w, total
+
+
+def _learned(start_state, start_meta, X, y):
+    """A ShardResult of the real avg-perceptron learner over X from the given model."""
+    from scipy.sparse import csr_matrix
+
+    from streamherd import learners
+
+    learner = learners.create("avg-perceptron", X.shape[1], {}, start_state, start_meta,
+                              task="binary")
+    rows = csr_matrix(X)
+    learner.learn(y.astype(np.float64), np.ones(len(y)), rows.indptr.astype(np.int64),
+                  rows.indices.astype(np.int64), rows.data.astype(np.float64),
+                  np.empty(len(y)))
+    return ShardResult({k: v.copy() for k, v in learner.state().items()}, learner.meta(),
+                       {"task": "binary"}, Counters(examples=len(y)))
+
+
+@pytest.mark.parametrize("shards", [2, 3])
+def test_the_averaged_perceptrons_average_is_over_every_shards_examples(shards):
+    """Two rounds of shards from one model: the mixed average is the average of the weight
+    vectors after each example of every shard and every round before (a numpy transcription),
+    not the shards' averages averaged; a tree of pairwise mixes gives the same."""
+    rng = np.random.default_rng(7)
+    dim = 12
+    X = rng.normal(size=(60 * shards, dim)) * (rng.uniform(size=(60 * shards, dim)) < 0.5)
+    y = np.sign(X @ rng.normal(size=dim) + 0.3 * rng.normal(size=len(X)))
+    y[y == 0] = 1
+    blocks = [(X[i::shards], y[i::shards]) for i in range(shards)]
+    state = {"mean": np.zeros(dim), "average": np.zeros(dim)}
+    meta, seen, sums = {"examples_seen": 0}, 0, np.zeros(dim)
+    for half in (slice(0, 30), slice(30, 60)):
+        results = [_learned(state, meta, bx[half], by[half]) for bx, by in blocks]
+        for (bx, by) in blocks:
+            _, total = _numpy_averaged_perceptron(state["mean"], bx[half], by[half])
+            sums += total
+            seen += len(by[half])
+        rule = Rule("mean", state)
+        flat = mixing.mix_running_averages(state, meta, results, mix_states(rule, results))
+        tree = mixing.mix_running_averages(
+            state, meta, results, rule.finish(sum((rule.lift(r.state, 1.0) for r in results[1:]),
+                                                  rule.lift(results[0].state, 1.0))))
+        np.testing.assert_allclose(flat["average"], sums / seen, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(tree["average"], flat["average"], rtol=1e-12, atol=1e-12)
+        meta = mixing.mix_learner_meta(meta, [r.learner_meta for r in results])
+        assert meta["examples_seen"] == seen
+        state = flat

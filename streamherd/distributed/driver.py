@@ -251,7 +251,9 @@ def mixed(model, results, rule, weights, names):
     Counters summed)."""
     meta, state = model
     counters = sum((r.counters for r in results), mixing.Counters())
-    arrays = mixing.mix_states(mixing.Rule(rule, state), results, weights)
+    arrays = mixing.mix_running_averages(
+        state, meta.get("learner"), results,
+        mixing.mix_states(mixing.Rule(rule, state), results, weights))
     meta = {**meta, **mixing.mix_task_meta([r.task_meta for r in results], names),
             "learner": mixing.mix_learner_meta(meta.get("learner", {}),
                                                [r.learner_meta for r in results]),

@@ -14,6 +14,13 @@ round's start (μ₀, σ₀):
 The means are weighted: uniformly, or by each shard's mistakes of the round (``mistakes``:
 McDonald et al.'s error-weighted mixing). A diagonal σ (``variance``) is inverted element by
 element; a full one (``covariance``) as a matrix.
+
+A running average over the examples seen (the averaged perceptron's ``average``, with its
+``examples_seen``) is not a parameter to mix but a statistic: whatever the rule, it becomes the
+average over every shard's examples, (T₀a₀ + Σᵢ(Tᵢaᵢ − T₀a₀)) / (T₀ + Σᵢ(Tᵢ − T₀))
+(mix_running_averages). Averaging the shards' averages instead would weigh the rounds before
+by N/(N+1) in place of their share of the examples, so the average would lag behind the more
+the shards.
 """
 from dataclasses import dataclass, field
 
@@ -193,6 +200,41 @@ def mix_learner_meta(start, metas):
     return first
 
 
+RUNNING_AVERAGES = ("average",)   # state arrays averaging the weights over examples_seen
+
+
+def _examples_seen(learner_meta, size):
+    """A learner's examples seen, one per element of its state array of ``size`` elements: its
+    ``examples_seen``, or each one-vs-all class's for that class's block of the array."""
+    if "ova" in learner_meta:
+        counts = [float(m["examples_seen"]) for m in learner_meta["ova"]]
+        return np.repeat(counts, size // len(counts))
+    return float(learner_meta["examples_seen"])
+
+
+def mix_running_averages(start, start_learner_meta, results, mixed):
+    """``mixed`` (a mixed state) with each running average (RUNNING_AVERAGES) replaced by the
+    average over the examples of every shard's round and of the rounds before (the module's
+    doc); ``start``: the state the shards began from."""
+    names = [k for k in RUNNING_AVERAGES if k in mixed and k in start]
+    if len(results) == 1 or not names:
+        return mixed
+    mixed = dict(mixed)
+    for name in names:
+        size = start[name].size
+        seen_before = _examples_seen(start_learner_meta, size) if start_learner_meta else 0.0
+        before = seen_before * start[name]
+        total, seen = before.copy(), seen_before
+        for result in results:
+            seen_here = _examples_seen(result.learner_meta, size)
+            total += seen_here * result.state[name] - before
+            seen = seen + seen_here - seen_before
+        # no example anywhere: the average of the weights is the (mixed) weights themselves
+        mixed[name] = np.divide(total, seen, out=np.array(mixed["mean"], np.float64),
+                                where=np.broadcast_to(seen, total.shape) > 0)
+    return mixed
+
+
 def mix_task_meta(metas, shards):
     """The task's meta: a binary task's two label values, each as the shards found it (one
     value per side over every shard); anything else must be the same in every shard."""
@@ -229,4 +271,4 @@ def check_rule(rule, kind, shards, force):
 
 
 __all__ = ["RULES", "WEIGHTS", "Counters", "ShardResult", "Partial", "Rule", "mix_states",
-           "mix_learner_meta", "mix_task_meta", "check_rule", "shard_weights"]
+           "mix_running_averages", "mix_learner_meta", "mix_task_meta", "check_rule", "shard_weights"]
