@@ -8,9 +8,15 @@ default hyperparameters: each system trains on the train part and prints probabi
 test part, from which this script computes log-loss, Brier score, expected calibration error
 (10 equal-width bins of the predicted probability; multiclass: of the top class's) and AUC
 (multiclass: accuracy). Systems: streamherd's default learner (pa2) and nherd with several
---calibration maps, avg-perceptron with the default one, and VW 9.11 (`--loss_function logistic --link
-logistic`; multiclass `--oaa K --probabilities --loss_function logistic`). The README section
-says which of the issue's targets are met; --plots writes reliability diagrams.
+--calibration maps, arow-p and avg-perceptron with the default one, and VW 9.11 (`--loss_function
+logistic --link logistic`; multiclass `--oaa K --probabilities --loss_function logistic`). Two
+oracle rows show how much of a miss is calibration's: the default system's test margins mapped by
+an isotonic fit (binary) or a softmax temperature and biases (multiclass) on the test set's own
+labels, the best such a map can do (the isotonic one in-sample, so a bound, not a target), and
+Platt's sigma(a m + b) fitted the same way (two parameters: barely optimistic). "ECE floor" is
+the ECE that perfectly calibrated probabilities, distributed as the default's, have on a test
+set of that size (labels drawn from them; mean of 200 draws): ECE's own sampling noise. The
+README section says which of the issue's targets are met; --plots writes reliability diagrams.
 """
 import argparse
 import datetime
@@ -57,11 +63,14 @@ MULTICLASS = {
 BINARY_SYSTEMS = (("pa2 isotonic", "pa2", "isotonic"), ("pa2 platt", "pa2", "platt"),
                   ("nherd isotonic", "nherd", "isotonic"), ("nherd platt", "nherd", "platt"),
                   ("nherd probit", "nherd", "probit"), ("nherd none", "nherd", "none"),
+                  ("arow-p isotonic", "arow-p", "isotonic"),
                   ("avg-perceptron isotonic", "avg-perceptron", "isotonic"))
 MULTICLASS_SYSTEMS = (("pa2 softmax", "pa2", "isotonic"), ("nherd softmax", "nherd", "isotonic"),
                       ("nherd none", "nherd", "none"))
 DEFAULT_SYSTEM, DEFAULT_MULTICLASS = "pa2 isotonic", "pa2 softmax"
 VW = "VW logistic"
+ORACLE, ORACLE_PLATT = "oracle isotonic (pa2)", "oracle platt (pa2)"
+ORACLE_SOFTMAX = "oracle softmax (pa2)"
 ECE_TARGET = 0.03
 
 
@@ -155,6 +164,36 @@ def multiclass_metrics(P, truth):
             "accuracy": float(np.mean(top == truth))}
 
 
+def ece_floor(p, draws=200):
+    """The mean ECE of perfectly calibrated probabilities ``p``: labels drawn from them."""
+    rng = np.random.default_rng(0)
+    return float(np.mean([ece(p, (rng.random(len(p)) < p).astype(float))
+                          for _ in range(draws)]))
+
+
+def oracles(margins, positive):
+    """The test margins mapped by an isotonic fit and by Platt's on the test's own labels."""
+    from sklearn.isotonic import IsotonicRegression
+
+    from streamherd.calibration import fit_platt
+
+    isotonic = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0)
+    a, b = fit_platt(margins, positive.astype(float), (~positive).astype(float), prior=False)
+    return {ORACLE: binary_metrics(isotonic.fit(margins, positive).predict(margins), positive),
+            ORACLE_PLATT: binary_metrics(1.0 / (1.0 + np.exp(-(a * margins + b))), positive)}
+
+
+def oracle_softmax(scores, truth):
+    """The class scores mapped by a softmax temperature and biases fitted on the test's own
+    labels."""
+    from streamherd.calibration import MulticlassCalibration, fit_softmax
+
+    beta, biases = fit_softmax(scores, truth)
+    calibration = MulticlassCalibration()
+    calibration.params = {"beta": beta, "biases": biases.tolist()}
+    return multiclass_metrics(calibration.probabilities(scores), truth)
+
+
 # ---------------------------------------------------------------- systems
 
 def streamherd_binary(train, test, algo, method, folder, fmt):
@@ -184,8 +223,14 @@ def streamherd_multiclass(train, test, algo, method, folder, fmt, class_order):
     model = folder / "m.npz"
     streamherd("train", train, "--algo", algo, "--calibration", method, "-f", model,
                "--quiet", "--format", fmt, "--multiclass", "joint")
-    rows = streamherd("predict", test, "-m", model, "--proba", "--quiet",
-                      "--format", fmt).splitlines()
+    return [class_columns(streamherd("predict", test, "-m", model, output, "--quiet",
+                                     "--format", fmt), class_order)
+            for output in ("--proba", "--scores")]
+
+
+def class_columns(text, class_order):
+    """The rows of predict's class:value output, columns in ``class_order``."""
+    rows = text.splitlines()
     P = np.zeros((len(rows), len(class_order)))
     for i, row in enumerate(rows):
         for cell in row.split():
@@ -226,8 +271,12 @@ def measure_binary(data, name, spec, folder):
         proba, raw = streamherd_binary(train, test, algo, method, folder, fmt)
         results[system] = {**binary_metrics(proba, positive), "raw AUC": auc(raw, positive)}
         curves[system] = proba
+        if system == DEFAULT_SYSTEM:
+            default_raw = raw
     curves[VW] = vw_binary(train_lines, test_lines, folder)
     results[VW] = binary_metrics(curves[VW], positive)
+    results.update(oracles(default_raw, positive))
+    results[DEFAULT_SYSTEM]["ECE floor"] = ece_floor(curves[DEFAULT_SYSTEM])
     print(name, {k: {m: round(v, 4) for m, v in r.items()} for k, r in results.items()},
           flush=True)
     return results, (curves, positive)
@@ -241,9 +290,12 @@ def measure_multiclass(data, name, spec, folder):
     keep = [x for x in test_lines if labels_of([x])[0] in order]
     train, test = write(folder / "train.txt", train_lines), write(folder / "test.txt", keep)
     truth = np.array([order[c] for c in labels_of(keep)])
-    results = {system: multiclass_metrics(streamherd_multiclass(
-        train, test, algo, method, folder, fmt, order), truth)
-        for system, algo, method in MULTICLASS_SYSTEMS}
+    results = {}
+    for system, algo, method in MULTICLASS_SYSTEMS:
+        P, scores = streamherd_multiclass(train, test, algo, method, folder, fmt, order)
+        results[system] = multiclass_metrics(P, truth)
+        if system == DEFAULT_MULTICLASS:
+            results[ORACLE_SOFTMAX] = oracle_softmax(scores, truth)
     results[VW] = multiclass_metrics(vw_multiclass(train_lines, keep, folder, classes), truth)
     print(name, {k: {m: round(v, 4) for m, v in r.items()} for k, r in results.items()},
           flush=True)
@@ -275,6 +327,17 @@ def targets(binary, multiclass, default):
     for name, r in multiclass.items():
         met["multiclass log-loss <= VW"].append(
             (name, r[DEFAULT_MULTICLASS]["log-loss"] <= r[VW]["log-loss"]))
+    # how much of each miss is calibration's: the same targets for the oracle maps
+    for name, r in binary.items():
+        met.setdefault(f"{ORACLE} log-loss <= VW", []).append(
+            (name, r[ORACLE]["log-loss"] <= r[VW]["log-loss"]))
+        met.setdefault(f"{ORACLE_PLATT} ECE <= 0.03", []).append(
+            (name, r[ORACLE_PLATT]["ECE"] <= ECE_TARGET))
+        met.setdefault("ECE floor <= 0.03", []).append(
+            (name, r[default]["ECE floor"] <= ECE_TARGET))
+    for name, r in multiclass.items():
+        met.setdefault(f"{ORACLE_SOFTMAX} log-loss <= VW", []).append(
+            (name, r[ORACLE_SOFTMAX]["log-loss"] <= r[VW]["log-loss"]))
     lines = []
     for target, results in met.items():
         missed = [name for name, ok in results if not ok]
@@ -323,7 +386,8 @@ def main():
             binary[name], curves[name] = measure_binary(args.data, name, spec, folder)
         for name, spec in MULTICLASS.items():
             multiclass[name] = measure_multiclass(args.data, name, spec, folder)
-    lines = ["### Binary", "", *table(binary, ("log-loss", "Brier", "ECE", "AUC", "raw AUC")),
+    lines = ["### Binary", "", *table(binary, ("log-loss", "Brier", "ECE", "AUC", "raw AUC",
+                                                      "ECE floor")),
              "", "### Multiclass", "",
              *table(multiclass, ("log-loss", "Brier", "ECE", "accuracy")), "",
              "### The issue's targets (train's defaults: pa2, --calibration isotonic)", "",

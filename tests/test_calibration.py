@@ -143,6 +143,69 @@ def test_the_reservoir_continued_keeps_the_sample_of_one_run():
     assert abs(early - len(whole.kept) / 2) < 4 * math.sqrt(len(whole.kept))
 
 
+def _splitmix64(t):
+    """A pure-Python transcription of splitmix64 (calibration._mix)."""
+    mask = (1 << 64) - 1
+    z = (t + 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
+
+
+def test_kept_rows_names_the_rows_algorithm_r_puts_in_the_sample():
+    """kept_rows, asked before each observe, names the rows a pure-Python Algorithm R (slot
+    mix(t) mod (t + 1)) writes into the sample; the rows it does not name may carry any
+    score (NaN here), and the sample is the one of observing every row's scores."""
+    rng = np.random.default_rng(2)
+    n, K = 9000, 3
+    classes, weights = rng.integers(-1, K, n), rng.choice([0.0, 1.0, 2.0], n)
+    scores = np.column_stack([np.arange(n, dtype=float)] * K)   # a row's score: its index
+    capacity = calibration.RESERVOIR_ROWS
+    expected, t = {}, 0
+    for i in range(n):
+        if classes[i] >= 0 and weights[i] > 0:
+            slot = t if t < capacity else _splitmix64(t) % (t + 1)
+            t += 1
+            if slot < capacity:
+                expected.setdefault(i, []).append(slot)
+    every, partial = calibration.MulticlassCalibration(), calibration.MulticlassCalibration()
+    named = []
+    for a in range(0, n, 1000):
+        part = slice(a, a + 1000)
+        rows = partial.kept_rows(classes[part], weights[part], K)
+        named.extend(rows + a)
+        hidden = np.full((1000, K), np.nan)
+        hidden[rows] = scores[part][rows]
+        partial.observe(hidden, classes[part], weights[part])
+        every.observe(scores[part], classes[part], weights[part])
+    assert named == sorted(expected)
+    np.testing.assert_array_equal(partial.kept, every.kept)
+    np.testing.assert_array_equal(partial.kept_classes, every.kept_classes)
+    assert partial.seen == every.seen == t
+
+
+def test_a_multiclass_sample_holds_the_scores_before_each_piece(run_cli, tmp_path, data_dir):
+    """The sample's row t: the class scores of example t by the model that has learned the
+    pieces (training.PIECE rows) before example t's, as predict --scores gives them for a
+    model trained on those rows only (fewer rows than the sample holds: every row is kept)."""
+    model, lines = tmp_path / "m.npz", (data_dir / "dna.scale.svm").read_text().splitlines()
+    data = tmp_path / "dna.svm"
+    data.write_text("\n".join(lines[:700]) + "\n")
+    assert run_cli("train", data, "-f", model, "--quiet").returncode == 0
+    meta, _ = load_model(model)
+    sample = meta["calibration"]["scores"]
+    for t in (300, 600):
+        before = tmp_path / f"before-{t}.npz"
+        assert run_cli("train", data, "--examples", str(t // 256 * 256), "-f", before,
+                       "--quiet").returncode == 0
+        row = tmp_path / "row.svm"
+        row.write_text(lines[t] + "\n")
+        proc = run_cli("predict", row, "-m", before, "--scores", "--quiet")
+        # predict --scores: the classes in id order, as the sample's columns (9 digits)
+        scores = [float(cell.rsplit(":", 1)[1]) for cell in proc.stdout.split()]
+        assert scores == pytest.approx(sample[t], rel=1e-8, abs=1e-9)
+
+
 # ---------------------------------------------------------------- the CLI
 
 def _read_proba(text):
