@@ -306,7 +306,48 @@ def test_the_map_round_trips_through_the_model(run_cli, tmp_path, data_dir):
     raw = _read_proba(run_cli("predict", test, "-m", model, "--raw", "--quiet").stdout)
     proba = _read_proba(run_cli("predict", test, "-m", model, "--proba", "--quiet").stdout)
     a, b = meta["calibration"]["params"]["a"], meta["calibration"]["params"]["b"]
-    np.testing.assert_allclose(proba, 1 / (1 + np.exp(-(a * raw + b))), rtol=1e-7, atol=1e-9)
+    platt = 1 / (1 + np.exp(-(a * raw + b)))
+    # on predict's side of 0.5: above it where the margin is > 0 (calibration.DECISION_GAP)
+    gap = calibration.DECISION_GAP * np.tanh(np.abs(a * raw))
+    expected = np.where(raw > 0, np.maximum(platt, 0.5 + gap), np.minimum(platt, 0.5 - gap))
+    assert np.any(expected != platt)   # the label's side moved some rows
+    np.testing.assert_allclose(proba, expected, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("algo, data, method", [("pa2", "a9a", "isotonic"),
+                                                ("avg-perceptron", "spambase", "platt"),
+                                                ("pa2", "pendigits", "isotonic")])
+def test_the_label_is_the_most_probable_class(run_cli, tmp_path, data_dir, algo, data, method):
+    """predict's label (the learner's decision) and the top --proba class agree on every row,
+    on data where the fitted map alone puts its 0.5 away from the margin's 0 (a9a: 12% of the
+    rows) and a multiclass softmax's biases reorder classes."""
+    train, test = {"a9a": ("a9a.svm.gz", "a9a.t.svm.gz"),
+                   "spambase": ("spambase.train.svm", "spambase.test.svm"),
+                   "pendigits": ("pendigits.scale.svm", "pendigits.scale.t.svm")}[data]
+    model = tmp_path / "m.npz"
+    assert run_cli("train", data_dir / train, "--algo", algo, "--calibration", method, "-f",
+                   model, "--quiet").returncode == 0
+    labels = run_cli("predict", data_dir / test, "-m", model, "--quiet").stdout.split()
+    proba = run_cli("predict", data_dir / test, "-m", model, "--proba", "--quiet").stdout
+    if ":" not in proba:   # P(y = +1): the positive label above 0.5
+        rows = _read_proba(proba)
+        assert len(rows) == len(labels)
+        assert all((p > 0.5) == (float(label) > 0) for p, label in zip(rows, labels))
+    else:                  # class:probability cells
+        top = [max(line.split(), key=lambda cell: float(cell.split(":")[1])).split(":")[0]
+               for line in proba.splitlines()]
+        assert len(top) == len(labels) and top == labels
+
+
+def test_the_isotonic_tie_break_increases_when_platt_runs_against_the_labels():
+    """Margins that run against their labels (a short, early stream): Platt's slope is
+    negative, yet the isotonic map with its tie break is strictly increasing."""
+    m = np.linspace(-3, 3, 400)
+    y = np.where(m < 0, 1.0, -1.0)
+    fitted = _observed("isotonic", m, y)
+    assert calibration.fit_platt(m, (y > 0) * 1.0, (y < 0) * 1.0)[0] < 0
+    p = fitted.probabilities(np.linspace(-5, 5, 2001))
+    assert np.all(np.diff(p) > 0)
 
 
 def test_multiclass_proba_columns_are_sorted_and_sum_to_one(run_cli, tmp_path):
