@@ -205,7 +205,7 @@ class Bank:
             self.members.append(member)
         self.views = tuple(packed[:, w, :members] for w in range(len(attrs)))
         self.flat = packed.reshape(-1)
-        self.work = np.empty((2, members))
+        self.work = np.empty((2, packed.shape[2]))   # a slot's padded members (kernels/bank)
         self.params = tuple(member.kernel_params() for member in self.members)
         self.alive = np.ones(members, np.bool_)
         self.updates = np.zeros(members, np.int64)
