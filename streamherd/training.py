@@ -67,10 +67,14 @@ def plan(algo=None, options=None, bits=None, bias=None, normalize=None, choice=t
                            calibration)
         _check_namespaces(initial_model, start.space, namespaces)
         return start
-    algo = learners.canonical_name(algo or learners.DEFAULT_ALGO)
+    if algo == bank.AUTO:   # --algo auto: banks of several learners; one stands in for checks
+        auto = bank.algo_auto(options, grid, choice.kind)
+        algo = auto.stand_in
+    else:
+        algo = learners.canonical_name(algo or learners.DEFAULT_ALGO)
+        auto = bank.auto_of(algo, options, grid, choice.kind)
     space = FeatureSpace(DEFAULT_BITS if bits is None else bits, True if bias is None else bias,
                          normalization.L2 if normalize else normalization.NONE, **namespaces)
-    auto = bank.auto_of(algo, options, grid, choice.kind)
     options = _hyperparameters(algo, {k: v for k, v in options.items() if v != bank.AUTO},
                                choice.kind)
     method = calibration or ("none" if choice.kind == "regression"
@@ -218,7 +222,8 @@ class Trainer:
                 raise StreamherdError(f"{start.auto.hyperparameter.flag} auto works for binary "
                                       f"tasks only, and the labels are {self.task.kind}; give "
                                       f"{start.auto.hyperparameter.flag} a value")
-            return bank.Bank(self.task, start.algo, start.space.dim, start.options, start.auto)
+            return bank.new_bank(self.task, start.algo, start.space.dim, start.options,
+                                 start.auto)
         return self.task.new_learner(start.algo, start.space.dim, start.options, state,
                                      learner_meta)
 
@@ -404,7 +409,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
             raise _nothing_learned(paths, final_model, model_path)
         summary = progress.finish({
             **(_passes_summary(used, best, progress.loss_name) if passes.count > 1 else {}),
-            **(trainer.learner.summary(progress.loss_name) if start.auto is not None else {})})
+            **(trainer.learner.summary(progress.loss_name, _auto_record(best))
+               if start.auto is not None else {})})
         if progress.labeled and not progress.updates and not quiet and not test_only:
             progress.note(f"no update was made: every labeled example was predicted with margin "
                           f"to spare or had importance 0, so the model is the "
@@ -472,6 +478,12 @@ def _run_passes(passes, chunks, trainer, progress, preamble, pass_paths, extras)
         if limited:
             break
     return used, best, chunks.reader
+
+
+def _auto_record(best):
+    """The "auto" of the model the run writes when it is the best pass's (so that the summary
+    describes that model, not the bank as the last pass left it); None: the bank's now."""
+    return best.model[0]["auto"] if best is not None and best.model is not None else None
 
 
 def _chosen_model(trainer, progress, best, used):
