@@ -616,11 +616,12 @@ def _preamble(final_model, trainer, paths, passes=Passes(), extras=Extras()):
         lines.append(("only testing", "-t: every example predicted, none learned from"))
     settings = trainer.learner.settings() if trainer.start.auto is not None else \
         ", ".join(f"{k} = {v:g}" for k, v in trainer.learner.options.items())
+    algo = trainer.learner.preamble_name if trainer.start.auto is not None else trainer.start.algo
     space = trainer.start.space
     task = trainer.task.description()
     if trainer.start.chosen_from_labels:
         task += ", chosen from the labels: pass --multiclass or --loss squared to choose"
-    lines += [("algorithm", f"{trainer.start.algo}{' (' + settings + ')' if settings else ''}"),
+    lines += [("algorithm", f"{algo}{' (' + settings + ')' if settings else ''}"),
               ("Num weight bits", space.bits),
               ("constant feature", f"on (slot {space.bias_slot})" if space.bias else "off")]
     if space.normalize != normalization.NONE:

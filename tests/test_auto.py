@@ -328,6 +328,7 @@ def test_algo_auto_keeps_a_plain_model_of_the_chosen_learner(run_cli, data_dir, 
     model = tmp_path / "m.npz"
     proc = run_cli("train", "--algo", "auto", data, "-f", model, "--save-bank")
     assert proc.returncode == 0, proc.stderr
+    assert "algorithm = auto (banks of nherd-p (-C over 11 values), arow-p" in proc.stderr
     meta, arrays = load_model(model)
     auto = meta["auto"]
     tried = [(m["algo"], m["hyperparameter"], m["value"]) for m in auto["members"]]

@@ -509,6 +509,10 @@ class Bank(Choosing):
 
     # ------------------------------------------------------------ what training asks
 
+    @property
+    def preamble_name(self):
+        return self.name
+
     def settings(self):
         """The preamble's learner settings."""
         others = ", ".join(f"{k} = {v:g}" for k, v in self.members[0].options.items()
@@ -649,8 +653,10 @@ class AlgoBank(Choosing):
     def leading_scores(self):
         return self._joined(Bank.leading_scores)
 
+    preamble_name = "auto"
+
     def settings(self):
-        return "algo = auto over " + ", ".join(
+        return "banks of " + ", ".join(
             f"{algo} ({auto.hyperparameter.flag} over {len(auto.grid)} values)"
             for algo, auto in ((b.name, b.auto) for b in self.banks))
 
