@@ -26,6 +26,7 @@ best fixed value on average.
 import argparse
 import datetime
 import gzip
+import os
 import random
 import statistics
 import sys
@@ -193,11 +194,12 @@ def quality(data):
 
 
 def speed(data, pairs):
-    """{algo: (median one-learner seconds, median auto seconds)}."""
+    """{algo: (median one-learner seconds, median auto seconds, flag)}, and "load": the load
+    average at the start and the end."""
     path = data / SPEED_FILE
     if not path.exists():
         raise SystemExit(f"{path} is missing: run benchmarks/make_data.py")
-    times = {}
+    times = {"load": os.getloadavg()[0]}   # other jobs on the machine slow one learner most
     for algo, flag in SPEED_ALGOS:
         single, bank = [], []
         for _ in range(pairs + 1):   # the first pair warms the caches (numba's, the file's)
@@ -207,6 +209,7 @@ def speed(data, pairs):
                 runs.append(time.perf_counter() - started)
         times[algo] = (statistics.median(single[1:]), statistics.median(bank[1:]), flag)
         print(algo, times[algo], flush=True)
+    times["load"] = (times["load"], os.getloadavg()[0])
     return times
 
 
@@ -218,8 +221,12 @@ def speed_section(times, pairs):
     lines = [f"Whole `train` commands on `benchmarks/data/{SPEED_FILE}` (1M lines, -b 18), "
              f"medians of {pairs} alternating pairs after a warm-up pair; auto: the default "
              f"grid, 11 values. Target: auto <= 3x one learner.", "",
+             f"Load average (1 min) at the start and the end: {times['load'][0]:.1f}, "
+             f"{times['load'][1]:.1f} ({os.cpu_count()} cores; jobs beside the benchmark slow "
+             "one learner, whose parse runs on every core beside its learning, more than the "
+             "bank: under load the ratio reads low).", "",
              "| learner | one value (s) | auto, 11 values (s) | ratio |", "|---|---|---|---|"]
-    for algo, (single, bank, flag) in times.items():
+    for algo, (single, bank, flag) in ((k, v) for k, v in times.items() if k != "load"):
         lines.append(f"| {algo} {flag} auto | {single:.2f} | {bank:.2f} | {bank / single:.2f}x |")
     return lines
 
