@@ -13,6 +13,8 @@ of a seeded shuffle of a single file), each training label flipped with probabil
 0.3 (seeded; the test labels clean), one pass, default flags (no ``--normalize``: it lowered
 the accuracy of both learners on spambase and news20 here):
 - ``nherd-p -C auto`` and ``arow-p -r auto`` (the default grid), their test error;
+- ``--algo auto`` (banks of nherd-p, arow-p, scw1 and pa2 over their grids), its test error and
+  the (learner, value) it chose;
 - the best fixed value on the test set (an optimistic oracle): the test error of every value of
   the grid, from the bank's own members (``--save-bank``: each is the single run of its value,
   tests/test_auto.py), the lowest;
@@ -24,6 +26,7 @@ best fixed value on average.
 import argparse
 import datetime
 import gzip
+import os
 import random
 import statistics
 import sys
@@ -142,6 +145,16 @@ def auto_errors(algo, flag, train_path, test_path, folder):
     return errors[chosen], errors[best], grid[chosen], grid[best]
 
 
+def algo_auto_error(train_path, test_path, folder):
+    """(the --algo auto model's test error, the member it chose)."""
+    from streamherd.model import load_model
+
+    model = Path(folder) / "algo-auto.npz"
+    streamherd("train", "--algo", "auto", train_path, "-f", model, "--quiet")
+    meta, _ = load_model(model)
+    return test_errors([model], test_path)[0], meta["auto"]["chosen_label"]
+
+
 def vw_error(train_lines, test_lines):
     """(VW logistic's lowest test error over VW_RATES, that rate)."""
     from vowpalwabbit import Workspace
@@ -173,6 +186,7 @@ def quality(data):
                 row = {"task": name, "noise": noise, "vw": vw_error(lines, test_lines)}
                 for algo, flag in AUTOS:
                     row[algo] = auto_errors(algo, flag, train_path, test_path, folder)
+                row["algo auto"] = algo_auto_error(train_path, test_path, folder)
             rows.append(row)
             print(name, noise, {k: v for k, v in row.items() if k not in ("task", "noise")},
                   flush=True)
@@ -180,11 +194,12 @@ def quality(data):
 
 
 def speed(data, pairs):
-    """{algo: (median one-learner seconds, median auto seconds)}."""
+    """{algo: (median one-learner seconds, median auto seconds, flag)}, and "load": the load
+    average at the start and the end."""
     path = data / SPEED_FILE
     if not path.exists():
         raise SystemExit(f"{path} is missing: run benchmarks/make_data.py")
-    times = {}
+    times = {"load": os.getloadavg()[0]}   # other jobs on the machine slow one learner most
     for algo, flag in SPEED_ALGOS:
         single, bank = [], []
         for _ in range(pairs + 1):   # the first pair warms the caches (numba's, the file's)
@@ -194,6 +209,7 @@ def speed(data, pairs):
                 runs.append(time.perf_counter() - started)
         times[algo] = (statistics.median(single[1:]), statistics.median(bank[1:]), flag)
         print(algo, times[algo], flush=True)
+    times["load"] = (times["load"], os.getloadavg()[0])
     return times
 
 
@@ -205,8 +221,12 @@ def speed_section(times, pairs):
     lines = [f"Whole `train` commands on `benchmarks/data/{SPEED_FILE}` (1M lines, -b 18), "
              f"medians of {pairs} alternating pairs after a warm-up pair; auto: the default "
              f"grid, 11 values. Target: auto <= 3x one learner.", "",
+             f"Load average (1 min) at the start and the end: {times['load'][0]:.1f}, "
+             f"{times['load'][1]:.1f} ({os.cpu_count()} cores; jobs beside the benchmark slow "
+             "one learner, whose parse runs on every core beside its learning, more than the "
+             "bank: under load the ratio reads low).", "",
              "| learner | one value (s) | auto, 11 values (s) | ratio |", "|---|---|---|---|"]
-    for algo, (single, bank, flag) in times.items():
+    for algo, (single, bank, flag) in ((k, v) for k, v in times.items() if k != "load"):
         lines.append(f"| {algo} {flag} auto | {single:.2f} | {bank:.2f} | {bank / single:.2f}x |")
     return lines
 
@@ -214,16 +234,21 @@ def speed_section(times, pairs):
 def quality_section(rows):
     lines = ["Test error (%) after one pass on training labels flipped with the given "
              "probability (test labels clean), default flags. *auto*: the value the bank chose "
-             "(progressive 0/1 loss); *best*: the best grid value on the test set (an oracle); "
-             "VW: logistic, its learning rate chosen on the test set among "
-             f"{', '.join(f'{r:g}' for r in VW_RATES)}.", "",
+             "(on the later half of the pass: the highest AUC of the progressive margins among "
+             "the values within one standard error of the lowest progressive 0/1 loss, "
+             "learners/bank.py); *best*: the best grid value on the test set (an oracle); "
+             "*algo auto*: `--algo auto` (nherd-p, arow-p, scw1 and pa2 over their grids), the "
+             "learner and value it chose; VW: logistic, its learning rate chosen on the test "
+             f"set among {', '.join(f'{r:g}' for r in VW_RATES)}.", "",
              "| task | noise | nherd-p auto (C) | nherd-p best (C) | arow-p auto (r) | "
-             "arow-p best (r) | VW best (l) |", "|---|---|---|---|---|---|---|"]
+             "arow-p best (r) | algo auto | VW best (l) |", "|---|---|---|---|---|---|---|---|"]
     for row in rows:
         cells = [row["task"], f"{row['noise']:g}"]
         for algo, _ in AUTOS:
             auto, best, chosen, best_value = row[algo]
             cells += [f"{percent(auto)} ({chosen:g})", f"{percent(best)} ({best_value:g})"]
+        error, label = row["algo auto"]
+        cells.append(f"{percent(error)} ({label})")
         cells.append(f"{percent(row['vw'][0])} ({row['vw'][1]:g})")
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "| learner | noise | tasks with auto <= VW | mean auto - best (points) |",
@@ -235,6 +260,11 @@ def quality_section(rows):
             gap = statistics.mean(100 * (r[algo][0] - r[algo][1]) for r in picked)
             lines.append(f"| {algo} | {noise:g} | {wins} of {len(picked)} "
                          f"({100 * wins / len(picked):.0f}%) | {gap:.2f} |")
+    for noise in NOISES:
+        picked = [r for r in rows if r["noise"] == noise]
+        wins = sum(r["algo auto"][0] <= r["vw"][0] for r in picked)
+        lines.append(f"| algo auto | {noise:g} | {wins} of {len(picked)} "
+                     f"({100 * wins / len(picked):.0f}%) | - |")
     return lines
 
 

@@ -170,7 +170,10 @@ def train(
     files: Optional[List[str]] = Files,
     data: Optional[List[str]] = Data,
     algo: Optional[str] = typer.Option(None, "--algo", show_default=False,
-                                       help=f"Learner (default {DEFAULT_ALGO}): {ALGOS}."),
+                                       help=f"Learner (default {DEFAULT_ALGO}): {ALGOS}; "
+                                            f"auto (binary tasks): a bank of several learners, "
+                                            f"each over its default grid, the best kept (see "
+                                            f"--grid; the preamble names them)."),
     multiclass: Optional[str] = typer.Option(
         None, "--multiclass", show_default=False,
         help="joint (one weight block per class, the default for data with more than two "
@@ -277,12 +280,17 @@ def train(
         None, "--grid", show_default=False,
         help="The values a hyperparameter given 'auto' tries: 'v1,v2,...' or '2^LO..2^HI[:STEP]' "
              "(default 2^-10..2^10:2, eta 0.55..0.95). Binary tasks: every value learns from "
-             "every example in the same pass; the lowest progressive 0/1 loss wins (with "
-             "--passes and a holdout set: the holdout loss); ties go to the value nearest the "
-             "default, then the smaller."),
+             "every example in the same pass; chosen on the later half of the first pass: "
+             "among the values within one standard error of the lowest progressive 0/1 loss, "
+             "the highest AUC of the progressive margins (with --passes and a holdout set: the "
+             "lowest holdout loss); ties go to the value nearest the default, then the "
+             "smaller."),
     save_bank: bool = typer.Option(False, "--save-bank", help="With auto: also write every "
-                                   "value's model, STEM.bankK.npz beside -f STEM.npz (K: its "
-                                   "rank in the grid, ascending)."),
+                                   "value's model as the run left it, STEM.bankK.npz beside -f "
+                                   "STEM.npz (K: its rank in the grid, ascending; --algo auto: "
+                                   "in the order of its learners). With --passes and a holdout "
+                                   "set, -f's model is the best pass's and these the last "
+                                   "pass's."),
     **hyperparameters,
 ):
     """Train a model, one online update per line, reporting progressive validation loss."""

@@ -67,10 +67,14 @@ def plan(algo=None, options=None, bits=None, bias=None, normalize=None, choice=t
                            calibration)
         _check_namespaces(initial_model, start.space, namespaces)
         return start
-    algo = learners.canonical_name(algo or learners.DEFAULT_ALGO)
+    if algo == bank.AUTO:   # --algo auto: banks of several learners; one stands in for checks
+        auto = bank.algo_auto(options, grid, choice.kind)
+        algo = auto.stand_in
+    else:
+        algo = learners.canonical_name(algo or learners.DEFAULT_ALGO)
+        auto = bank.auto_of(algo, options, grid, choice.kind)
     space = FeatureSpace(DEFAULT_BITS if bits is None else bits, True if bias is None else bias,
                          normalization.L2 if normalize else normalization.NONE, **namespaces)
-    auto = bank.auto_of(algo, options, grid, choice.kind)
     options = _hyperparameters(algo, {k: v for k, v in options.items() if v != bank.AUTO},
                                choice.kind)
     method = calibration or ("none" if choice.kind == "regression"
@@ -218,7 +222,8 @@ class Trainer:
                 raise StreamherdError(f"{start.auto.hyperparameter.flag} auto works for binary "
                                       f"tasks only, and the labels are {self.task.kind}; give "
                                       f"{start.auto.hyperparameter.flag} a value")
-            return bank.Bank(self.task, start.algo, start.space.dim, start.options, start.auto)
+            return bank.new_bank(self.task, start.algo, start.space.dim, start.options,
+                                 start.auto)
         return self.task.new_learner(start.algo, start.space.dim, start.options, state,
                                      learner_meta)
 
@@ -435,7 +440,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
             raise _nothing_learned(paths, final_model, model_path)
         summary = progress.finish({
             **(_passes_summary(used, best, progress.loss_name) if passes.count > 1 else {}),
-            **(trainer.learner.summary(progress.loss_name) if start.auto is not None else {})})
+            **(trainer.learner.summary(progress.loss_name, _auto_record(best))
+               if start.auto is not None else {})})
         if progress.labeled and not progress.updates and not quiet and not test_only:
             progress.note(f"no update was made: every labeled example was predicted with margin "
                           f"to spare or had importance 0, so the model is the "
@@ -503,6 +509,12 @@ def _run_passes(passes, chunks, trainer, progress, preamble, pass_paths, extras)
         if limited:
             break
     return used, best, chunks.reader
+
+
+def _auto_record(best):
+    """The "auto" of the model the run writes when it is the best pass's (so that the summary
+    describes that model, not the bank as the last pass left it); None: the bank's now."""
+    return best.model[0]["auto"] if best is not None and best.model is not None else None
 
 
 def _chosen_model(trainer, progress, best, used):
@@ -635,11 +647,12 @@ def _preamble(final_model, trainer, paths, passes=Passes(), extras=Extras()):
         lines.append(("only testing", "-t: every example predicted, none learned from"))
     settings = trainer.learner.settings() if trainer.start.auto is not None else \
         ", ".join(f"{k} = {v:g}" for k, v in trainer.learner.options.items())
+    algo = trainer.learner.preamble_name if trainer.start.auto is not None else trainer.start.algo
     space = trainer.start.space
     task = trainer.task.description()
     if trainer.start.chosen_from_labels:
         task += ", chosen from the labels: pass --multiclass or --loss squared to choose"
-    lines += [("algorithm", f"{trainer.start.algo}{' (' + settings + ')' if settings else ''}"),
+    lines += [("algorithm", f"{algo}{' (' + settings + ')' if settings else ''}"),
               ("Num weight bits", space.bits),
               ("constant feature", f"on (slot {space.bias_slot})" if space.bias else "off")]
     if space.normalize != normalization.NONE:

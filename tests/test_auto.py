@@ -1,5 +1,7 @@
 """-C auto (issue 20 §2): a bank of one binary learner over a grid of values learns in one pass;
-each member is the single learner of its value, and the bank keeps the lowest loss's."""
+each member is the single learner of its value, and the bank keeps the member of the highest
+AUC among those within one standard error of the lowest 0/1 loss, on the later half of the
+pass (holdout: the lowest holdout loss). --algo auto: banks of several learners, chosen alike."""
 import re
 
 import numpy as np
@@ -8,7 +10,8 @@ import pytest
 from conftest import one_line_error
 from streamherd import tasks
 from streamherd.learners import create, spec
-from streamherd.learners.bank import Auto, Bank, default_grid
+from streamherd.learners import bank as banks
+from streamherd.learners.bank import Auto, Bank, Scores, default_grid
 from streamherd.model import load_model
 
 # (algo, the hyperparameter auto chooses): every family with a bank, and an auto on -a
@@ -51,23 +54,74 @@ def test_every_member_is_the_single_learner_of_its_value(algo, name, seed):
     bank = Bank(tasks.BinaryTask(), algo, dim, {}, auto)
     singles = [create(algo, dim, {name: v}, task="binary") for v in auto.grid]
     mistakes, weight = np.zeros(len(singles)), 0.0
+    rows = []   # (y, importance, every single's margin) of each learned row, in order
     for y, importance, indptr, indices, values in chunks:
         bank_margins = np.empty(len(y))
         bank.learn(y, importance, indptr, indices, values, bank_margins)
         learned = ~np.isnan(y) & (importance > 0)
         weight += importance[learned].sum()
+        margins = np.empty((len(y), len(singles)))
         for k, single in enumerate(singles):
-            margins = np.empty(len(y))
-            single.learn(y, importance, indptr, indices, values, margins)
-            wrong = (margins[learned] > 0) != (y[learned] > 0)
+            single.learn(y, importance, indptr, indices, values, margins[:, k])
+            wrong = (margins[learned, k] > 0) != (y[learned] > 0)
             mistakes[k] += importance[learned] @ wrong
+        rows += zip(y[learned], importance[learned], margins[learned])
     for k, single in enumerate(singles):
         assert bank.alive[k]
         ours = bank.members[k].state()
         for key, theirs in single.state().items():
             np.testing.assert_allclose(ours[key], theirs, rtol=0, atol=1e-12, err_msg=key)
         assert bank.members[k].options == single.options
-    np.testing.assert_allclose(bank.losses(), mistakes / weight, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(bank.progressive / bank.progressive_weight, mistakes / weight,
+                               rtol=0, atol=1e-12)
+    window = rows[len(rows) // 2:]   # the later half (the odd row to it)
+    y = np.array([r[0] for r in window])
+    w = np.array([r[1] for r in window])
+    m = np.array([r[2] for r in window])
+    losses = w @ ((m > 0) != (y > 0)[:, None]) / w.sum()
+    scores = bank.scores()
+    np.testing.assert_allclose(scores.losses, losses, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(scores.aucs, [pairwise_auc(m[:, k], y, w)
+                                             for k in range(len(singles))], rtol=0, atol=1e-12)
+    lowest = losses.min()
+    assert scores.spread == pytest.approx(np.sqrt(lowest * (1 - lowest) * (w ** 2).sum())
+                                          / w.sum(), abs=1e-12)
+
+
+def pairwise_auc(margins, y, w):
+    """Every (positive, negative) pair, weighted: 1 when the positive's margin is higher,
+    1/2 when equal."""
+    pos, neg = y > 0, y < 0
+    higher = margins[pos][:, None] > margins[neg][None, :]
+    equal = margins[pos][:, None] == margins[neg][None, :]
+    pairs = w[pos][:, None] * w[neg][None, :]
+    return float((pairs * (higher + 0.5 * equal)).sum() / pairs.sum())
+
+
+def test_the_window_is_the_later_half_of_the_rows_at_most_its_capacity():
+    rng = np.random.default_rng(5)
+    recent = banks.RecentRows(8, 2)
+    added = []
+    for n in (3, 0, 5, 11, 1, 2):
+        y = rng.choice([-1.0, 1.0], n)
+        weight = rng.random(n)
+        margins = rng.normal(size=(n, 2))
+        recent.add(y, weight, margins)
+        added += zip(y, weight, margins)
+        want = added[len(added) // 2:][-8:]
+        got_y, got_weight, got_margins = recent.later_half()
+        assert got_y.tolist() == [r[0] for r in want]
+        assert got_weight.tolist() == [r[1] for r in want]
+        assert got_margins.tolist() == [r[2].tolist() for r in want]
+
+
+def test_weighted_auc_counts_ties_as_half_and_weights_each_pair():
+    margins = np.array([0.5, -1.0, 0.5, 2.0, -1.0, 0.0])
+    y = np.array([1.0, -1.0, -1.0, 1.0, 1.0, -1.0])
+    w = np.array([1.0, 2.0, 0.5, 3.0, 1.0, 0.25])
+    assert banks.weighted_auc(margins, y > 0, w) == pytest.approx(pairwise_auc(margins, y, w),
+                                                                  abs=1e-15)
+    assert np.isnan(banks.weighted_auc(margins, np.ones(6, bool), w))
 
 
 def test_the_leaders_margins_are_the_bank_prediction():
@@ -86,23 +140,55 @@ def test_the_leaders_margins_are_the_bank_prediction():
             margins.append(np.empty(len(y)))
             single.learn(y, importance, indptr, indices, values, margins[-1])
         np.testing.assert_array_equal(shown, margins[leader])
-        leader = int(np.argmin(bank.losses()))   # no tie on these data
-        assert np.sum(bank.losses() == bank.losses()[leader]) == 1
+        so_far = bank.progressive / bank.progressive_weight   # the loss on the chunks before
+        leader = int(np.argmin(so_far))   # no tie on these data
+        assert np.sum(so_far == so_far[leader]) == 1
 
 
-def test_the_choice_is_the_lowest_loss_ties_to_the_default_then_smaller():
+def test_the_choice_is_the_best_auc_within_one_error_of_the_lowest_loss_then_the_default():
+    grid, defaults = (0.25, 0.5, 2.0, 4.0, 8.0), (1.0,) * 5
+
+    def best_first(losses, aucs, spread):
+        return [int(k) for k in Scores(np.array(losses), np.array(aucs), spread)
+                .ranking(grid, defaults)]
+    # 0.31 and 0.32 are within 0.02 of 0.30: the highest AUC of the three first; the others
+    # after them, by loss
+    assert best_first([0.30, 0.31, 0.32, 0.40, 0.35], [0.7, 0.8, 0.75, 0.99, 0.6], 0.02) == \
+        [1, 2, 0, 4, 3]
+    # no spread: the lowest loss alone, whatever the AUCs
+    assert best_first([0.30, 0.31, 0.32, 0.40, 0.35], [0.7, 0.8, 0.75, 0.99, 0.6], 0.0)[0] == 0
+    # equal AUCs in the band: the lower loss, then the value nearest the default, then smaller
+    assert best_first([0.2, 0.2, 0.2, 0.1, 0.1], [0.5] * 5, 0.0)[:2] == [3, 4]
+    assert best_first([0.1, 0.2, 0.1, 0.3, 0.3], [0.5] * 5, 0.0)[:2] == [2, 0]
+    assert best_first([0.2, 0.1, 0.1, 0.3, 0.3], [0.5] * 5, 0.0)[:2] == [1, 2]
+    # a member that failed (inf) is never chosen; an AUC that is NaN (one class) counts as 0
+    assert best_first([np.inf, 0.1, 0.1, 0.3, 0.3], [1.0, np.nan, 0.6, 0.9, 0.9], 0.05)[:2] \
+        == [2, 1]
+
+
+def test_the_leader_while_learning_is_the_lowest_progressive_loss_ties_to_the_default():
     h = hyperparameter("nherd-p", "C")
     bank = Bank(tasks.BinaryTask(), "nherd-p", 4, {}, Auto(h, (0.25, 0.5, 2.0, 4.0, 8.0)))
+    assert bank.leader() == 1   # nothing seen: 0.5 and 2 as near C's default 1: the smaller
     bank.progressive_weight = 10.0
     bank.progressive[:] = [3.0, 2.0, 2.0, 1.0, 1.0]
-    assert bank.chosen() == 3                       # 4 and 8 tie: 4 is nearer C's default 1
-    bank.progressive[:] = [1.0, 2.0, 1.0, 3.0, 3.0]
-    assert bank.chosen() == 2                       # 0.25 and 2 tie: 2 is nearer 1
-    bank.progressive[:] = [2.0, 1.0, 1.0, 3.0, 3.0]
-    assert bank.chosen() == 1                       # 0.5 and 2 as near: the smaller
-    bank.alive[1] = False                           # a member that failed is never chosen
-    assert bank.chosen() == 2
-    assert [int(k) for k in bank.ranking()[:2]] == [2, 0]
+    assert bank.leader() == 3                       # 4 and 8 tie: 4 is nearer C's default 1
+    bank.alive[3] = False                           # a member that failed never leads
+    assert bank.leader() == 4
+
+
+def test_the_summary_describes_the_model_written_not_the_bank_now():
+    """With passes, the model written is the best pass's: the summary reads its record."""
+    h = hyperparameter("arow-p", "r")
+    bank = Bank(tasks.BinaryTask(), "arow-p", 4, {}, Auto(h, (0.5, 1.0, 2.0)))
+    bank.pass_holdout = np.array([0.3, 0.2, 0.1])
+    record = bank.model_meta()["auto"]              # the best pass's model: r = 2
+    bank.pass_holdout = np.array([0.1, 0.2, 0.3])   # a later, worse pass: r = 0.5 leads
+    bank.passes_done += 1
+    assert bank.summary("0/1 loss")["auto -r chosen"] == "0.5 (holdout 0/1 loss 0.100000)"
+    lines = bank.summary("0/1 loss", record)
+    assert lines["auto -r chosen"] == "2 (holdout 0/1 loss 0.100000)"
+    assert lines["auto -r runner-up"] == "1 (holdout 0/1 loss 0.200000)"
 
 
 def _summary(stderr, key):
@@ -112,8 +198,8 @@ def _summary(stderr, key):
 def test_train_auto_on_real_data_keeps_the_best_and_each_bank_file_is_a_single_run(
         run_cli, data_dir, tmp_path):
     """spambase, -C auto over a 4-value grid: each --save-bank file is the model (weights and
-    progressive loss) of `train -C v`; the model written is the argmin's, an ordinary model of
-    that C whose meta says auto chose it."""
+    progressive loss) of `train -C v`; the model written is the chosen member's, an ordinary
+    model of that C whose meta says auto chose it."""
     data = data_dir / "spambase.train.svm"
     grid = (2.0 ** -6, 2.0 ** -2, 1.0, 16.0)
     model = tmp_path / "m.npz"
@@ -124,7 +210,6 @@ def test_train_auto_on_real_data_keeps_the_best_and_each_bank_file_is_a_single_r
     auto = meta["auto"]
     assert (auto["hyperparameter"], auto["grid"], auto["chosen_on"]) == ("C", list(grid),
                                                                          "progressive")
-    losses = []
     for k, c in enumerate(grid, 1):
         single = tmp_path / f"single{k}.npz"
         done = run_cli("train", "--algo", "nherd-p", "-C", repr(c), "--normalize", data,
@@ -140,16 +225,15 @@ def test_train_auto_on_real_data_keeps_the_best_and_each_bank_file_is_a_single_r
                                        atol=1e-12)
         assert member_meta["progressive_loss"] == pytest.approx(single_meta["progressive_loss"],
                                                                 abs=1e-12)
-        assert auto["losses"][k - 1] == pytest.approx(single_meta["progressive_loss"], abs=1e-12)
-        losses.append(single_meta["progressive_loss"])
-    best = int(np.argmin(losses))
-    assert losses.count(losses[best]) == 1, "a tie: choose other values for this test"
+    # the choice the record's scores make (their numbers: test_every_member_is_...)
+    ranking = Scores(np.array(auto["losses"]), np.array(auto["aucs"]), auto["spread"]) \
+        .ranking(grid, (1.0,) * 4)
+    best, runner_up = int(ranking[0]), int(ranking[1])
     assert auto["chosen"] == grid[best] and meta["hyperparameters"]["C"] == grid[best]
     _, best_arrays = load_model(tmp_path / f"m.bank{best + 1}.npz")
     for key in best_arrays:
         np.testing.assert_array_equal(arrays[key], best_arrays[key])
     assert _summary(proc.stderr, "auto -C chosen").startswith(f"{grid[best]:g} ")
-    runner_up = sorted(range(4), key=lambda k: losses[k])[1]
     assert _summary(proc.stderr, "auto -C runner-up").startswith(f"{grid[runner_up]:g} ")
     # an ordinary model: predict reads it as that of its C
     test = data_dir / "spambase.test.svm"
@@ -233,3 +317,56 @@ def test_auto_refuses_multiclass_labels_and_continuing_a_model(run_cli, tmp_path
     assert run_cli("train", "--algo", "pa2", binary, "-f", model, "--quiet").returncode == 0
     line = one_line_error(run_cli("train", "-i", model, "-C", "auto", binary))
     assert "auto chooses a hyperparameter for a new model" in line, line
+
+
+def test_algo_auto_keeps_a_plain_model_of_the_chosen_learner(run_cli, data_dir, tmp_path):
+    """--algo auto on spambase: a bank of every learner of bank.ALGO_FAMILIES over its default
+    grid; the model written is the chosen member's bank file, which is `train --algo A -X v`
+    itself (weights, and predict's output), and the summary names the chosen and the
+    runner-up as the record's scores rank them."""
+    data = data_dir / "spambase.train.svm"
+    model = tmp_path / "m.npz"
+    proc = run_cli("train", "--algo", "auto", data, "-f", model, "--save-bank")
+    assert proc.returncode == 0, proc.stderr
+    assert "algorithm = auto (banks of nherd-p (-C over 11 values), arow-p" in proc.stderr
+    meta, arrays = load_model(model)
+    auto = meta["auto"]
+    tried = [(m["algo"], m["hyperparameter"], m["value"]) for m in auto["members"]]
+    assert tried == [(algo, name, v) for algo, name in banks.ALGO_FAMILIES
+                     for v in default_grid(hyperparameter(algo, name))]
+    defaults = [hyperparameter(a, n).default for a, n, _ in tried]
+    ranking = Scores(np.array(auto["losses"]), np.array(auto["aucs"]), auto["spread"]) \
+        .ranking([v for _, _, v in tried], defaults)
+    algo, name, value = tried[ranking[0]]
+    assert (meta["algo"], meta["hyperparameters"][name]) == (algo, value)
+    flag = hyperparameter(algo, name).flag
+    assert _summary(proc.stderr, "auto --algo chosen").startswith(f"{algo} {flag} {value:g} (")
+    runner = tried[ranking[1]]
+    assert _summary(proc.stderr, "auto --algo runner-up").startswith(f"{runner[0]} ")
+    member_meta, member_arrays = load_model(tmp_path / f"m.bank{ranking[0] + 1}.npz")
+    assert member_meta["algo"] == algo
+    single = tmp_path / "single.npz"
+    assert run_cli("train", "--algo", algo, flag, repr(value), data, "-f", single,
+                   "--quiet").returncode == 0
+    _, single_arrays = load_model(single)
+    for key in single_arrays:
+        np.testing.assert_allclose(arrays[key], single_arrays[key], rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(arrays[key], member_arrays[key])
+    test = data_dir / "spambase.test.svm"
+    ours = run_cli("predict", "-m", model, test, "--raw")
+    theirs = run_cli("predict", "-m", single, test, "--raw")
+    assert ours.returncode == theirs.returncode == 0
+    assert ours.stdout == theirs.stdout
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--algo", "auto", "-C", "1"], "--algo auto chooses each learner's hyperparameter"),
+    (["--algo", "auto", "--grid", "1,2"], "with --algo auto each learner tries its default"),
+    (["--algo", "auto", "--multiclass", "joint"], "--algo auto works for binary tasks only"),
+    (["--algo", "auto", "-t"], "--algo auto trains a bank of models"),
+])
+def test_bad_algo_auto_is_a_one_line_error(run_cli, tmp_path, flags, expected):
+    data = tmp_path / "d.svm"
+    data.write_text("1 1:1\n-1 2:1\n")
+    line = one_line_error(run_cli("train", *flags, data))
+    assert expected in line, line
