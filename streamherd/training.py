@@ -188,6 +188,46 @@ class _Piece(NamedTuple):
     n_examples: int
 
 
+def learn_calibrating(task, learner, calibration, targets, chunk):
+    """task.learn, the progressive predictions added to the calibration's statistics: a binary
+    model's margins as the kernels write them, else piece by piece (PIECE), each scored before
+    it is learned (the estimators of streamherd.sklearn learn through it too)."""
+    if task.kind == "binary" and not calibration.needs_confidences:
+        updates, predictions = task.learn(learner, targets, chunk)
+        calibration.observe(predictions, targets, chunk.importance)
+        return updates, predictions
+    updates, predictions = 0, []
+    for a in range(0, chunk.n_examples, PIECE):
+        b = min(chunk.n_examples, a + PIECE)
+        piece = _Piece(chunk.importance[a:b], chunk.indptr[a:b + 1], chunk.indices,
+                       chunk.values, b - a)
+        seen = _progressive_scores(task, learner, piece)
+        try:
+            done, predicted = task.learn(learner, targets[a:b], piece)
+        except UnstableUpdate as e:
+            raise UnstableUpdate(e.index + a, e.what) from None
+        updates += done
+        predictions.append(predicted)
+        if task.kind == "binary":
+            calibration.observe(predicted, targets[a:b], piece.importance, seen)
+        else:
+            calibration.observe(seen, targets[a:b], piece.importance)
+    return updates, np.concatenate(predictions) if predictions else np.empty(0)
+
+
+def _progressive_scores(task, learner, piece):
+    """What the calibration reads of ``piece`` before it is learned: a binary model's
+    x' Sigma x, or every class's score (NaN: a class the learner does not know yet)."""
+    if task.kind == "binary":
+        confidences = np.empty(piece.n_examples)
+        learner.confidences(piece.indptr, piece.indices, piece.values, confidences)
+        return confidences
+    learner.grow(len(task.labels))
+    scores = task.scores(learner, piece)
+    scores[:, task.known:] = np.nan
+    return scores
+
+
 class Trainer:
     """Learns from chunks, in order: the task's targets of each, then one online pass of the
     learner over it (a prediction for each row, then its update), the progressive predictions
@@ -229,8 +269,9 @@ class Trainer:
         chunk, targets = self.task.targets(chunk, learning=not self.test_only)
         try:
             updates, predictions = (0, self.task.predict(self.learner, chunk)) if self.test_only \
-                else self._learn_calibrating(targets, chunk) if self.calibrating and \
-                self.calibration is not None else self.task.learn(self.learner, targets, chunk)
+                else learn_calibrating(self.task, self.learner, self.calibration, targets, chunk) \
+                if self.calibrating and self.calibration is not None \
+                else self.task.learn(self.learner, targets, chunk)
         except UnstableUpdate as e:   # e.index: a row of the chunk the learner saw
             raise StreamherdError(
                 f"{chunk.source}:{int(chunk.line_numbers[e.index])}: {e.what}; scale the "
@@ -245,45 +286,6 @@ class Trainer:
         """The task the labels of ``chunk`` choose, when the first chunk chooses it."""
         if self.undecided:
             self._settle(tasks.detect(chunk, self.task.skip_bad))
-
-    def _learn_calibrating(self, targets, chunk):
-        """task.learn, the progressive predictions added to the calibration's statistics: a
-        binary model's margins as the kernels write them, else piece by piece (PIECE), each
-        scored before it is learned."""
-        task, learner, calibration = self.task, self.learner, self.calibration
-        if task.kind == "binary" and not calibration.needs_confidences:
-            updates, predictions = task.learn(learner, targets, chunk)
-            calibration.observe(predictions, targets, chunk.importance)
-            return updates, predictions
-        updates, predictions = 0, []
-        for a in range(0, chunk.n_examples, PIECE):
-            b = min(chunk.n_examples, a + PIECE)
-            piece = _Piece(chunk.importance[a:b], chunk.indptr[a:b + 1], chunk.indices,
-                           chunk.values, b - a)
-            seen = self._progressive_scores(piece)
-            try:
-                done, predicted = task.learn(learner, targets[a:b], piece)
-            except UnstableUpdate as e:
-                raise UnstableUpdate(e.index + a, e.what) from None
-            updates += done
-            predictions.append(predicted)
-            if task.kind == "binary":
-                calibration.observe(predicted, targets[a:b], piece.importance, seen)
-            else:
-                calibration.observe(seen, targets[a:b], piece.importance)
-        return updates, np.concatenate(predictions) if predictions else np.empty(0)
-
-    def _progressive_scores(self, piece):
-        """What the calibration reads of ``piece`` before it is learned: a binary model's
-        x' Sigma x, or every class's score (NaN: a class the learner does not know yet)."""
-        if self.task.kind == "binary":
-            confidences = np.empty(piece.n_examples)
-            self.learner.confidences(piece.indptr, piece.indices, piece.values, confidences)
-            return confidences
-        self.learner.grow(len(self.task.labels))
-        scores = self.task.scores(self.learner, piece)
-        scores[:, self.task.known:] = np.nan
-        return scores
 
     def finish(self):
         """The task of a stream that brought no chunk to choose it: binary."""
