@@ -399,10 +399,20 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
         """Binary: +1 for classes_[1], else -1; multiclass: each row's class block, a class
         new to the model taking the next block where it first comes in ``order``."""
         if self._binary:
-            return np.where(y == self.classes_[1], 1.0, -1.0)
+            positive = y == self.classes_[1]
+            if not (positive | (y == self.classes_[0])).all():
+                self._unknown_labels(y)
+            return np.where(positive, 1.0, -1.0)
         positions = np.searchsorted(self.classes_, y)
+        if not (self.classes_.take(positions, mode="clip") == y).all():
+            self._unknown_labels(y)
         self._add_blocks(positions if order is None else positions[order])
         return self._block_of_class[positions].astype(np.float64)
+
+    def _unknown_labels(self, y):
+        unknown = np.setdiff1d(np.unique(y), self.classes_)
+        raise ValueError(f"y holds labels {unknown.tolist()!r} that are not in classes "
+                         f"{self.classes_.tolist()!r} (the first partial_fit's classes)")
 
     def _add_blocks(self, positions):
         """Blocks for the classes (positions in classes_) not yet in the model, in order of

@@ -155,6 +155,13 @@ def test_partial_fit_in_chunks_equals_one_pass(files):
         chunked.partial_fit(X[start:start + 70], y[start:start + 70], classes=[1, 2, 3, 4])
     np.testing.assert_array_equal(chunked.coef_, whole.coef_)
     np.testing.assert_array_equal(chunked.sigma_, whole.sigma_)
+    # a label outside the first call's classes is refused before anything is learned
+    with pytest.raises(ValueError, match=r"labels \[9.0\] that are not in classes"):
+        chunked.partial_fit(X[:5], np.full(5, 9.0))
+    np.testing.assert_array_equal(chunked.coef_, whole.coef_)
+    binary = OnlineClassifier("pa2").partial_fit(X[:5], np.r_[1, 1, 2, 2, 1], classes=[1, 2])
+    with pytest.raises(ValueError, match=r"labels \[3.0\] that are not in classes"):
+        binary.partial_fit(X[:2], np.array([1.0, 3.0]))
     with pytest.raises(ValueError, match="classes must be passed"):
         OnlineClassifier().partial_fit(X, y)
 
