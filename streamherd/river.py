@@ -59,14 +59,15 @@ _ROW_CAPACITY = 1024
 
 class _RowBuffers:
     """One example's row as a one-row Chunk over buffers reused from call to call: its values
-    and its slots are two views of one bytearray (capacity values, then capacity slots), so that
-    one struct.pack_into writes both."""
+    and its slots are two views of one byte array (capacity values, then capacity slots), so
+    that one struct.pack_into writes both (numpy's allocation: aligned, as the kernels' types
+    say)."""
 
     def __init__(self, capacity):
         self.capacity = capacity
-        self.memory = bytearray(capacity * 12)
-        self.values = np.frombuffer(self.memory, np.float64, capacity)
-        self.indices = np.frombuffer(self.memory, np.int32, capacity, capacity * 8)
+        self.memory = np.zeros(capacity * 12, np.uint8)
+        self.values = self.memory[:capacity * 8].view(np.float64)
+        self.indices = self.memory[capacity * 8:].view(np.int32)
         self.indptr = np.zeros(2, np.int64)
         self.target = np.zeros(1)
         self.out = np.zeros(1)
@@ -101,7 +102,8 @@ class _RiverModel:
         scratch and the name tables. river's own walk (base.Base._raw_memory_usage) follows every reference, into
         numba's compiled kernels and their weak proxies, which may be dead by then."""
         arrays = [*(self._learner.state().values() if self._learner is not None else ()),
-                  *(a for a in vars(self._buffers).values() if isinstance(a, np.ndarray)),
+                  *(a for name, a in vars(self._buffers).items()   # values, indices: views
+                    if isinstance(a, np.ndarray) and name not in ("values", "indices")),
                   *self._merge_table]
         tables = (self._slots, self._owners, self._late, self._packers)
         return (sum(a.nbytes for a in arrays) + sum(map(sys.getsizeof, tables))
