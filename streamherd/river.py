@@ -7,7 +7,7 @@ namespace: ``learn_one({"a": 1.0, "7": 2.0}, y)`` learns what ``streamherd train
 the VW line ``y | a:1 7:2`` (features/hashing.hashstring, seed 0; the bias appended; names whose
 slots collide summed), so ``river.evaluate.progressive_val_score`` gives the command line's
 progressive loss on the same stream. Each name is hashed once per process: its slot is kept in
-name tables that every model of the same bits shares (_name_table).
+a name table that every model of the same bits shares (_NameSlots).
 
 Per example, ``learn_one`` and ``predict_one`` make no numpy array: the row's values and slots
 are packed by one struct.pack_into into a buffer kept from call to call, and given to the
@@ -84,10 +84,10 @@ class _RiverModel:
     def _setup(self):
         self._space = FeatureSpace(int(self.bits), bool(self.fit_intercept),
                                    normalization.L2 if self.normalize else normalization.NONE)
-        self._slots, self._owners, self._late = _name_table(self._space)
+        self._slots = _name_table(self._space)
+        self._late = self._slots.late
         # the space's numbers, read per example
-        self._mask, self._bias, self._bias_slot = (self._space.mask, self._space.bias,
-                                                   self._space.bias_slot)
+        self._bias, self._bias_slot = self._space.bias, self._space.bias_slot
         self._normalized = self._space.normalize != normalization.NONE
         self._packers = {}        # row length -> the struct of its values and slots
         self._learner = None
@@ -105,7 +105,7 @@ class _RiverModel:
                   *(a for name, a in vars(self._buffers).items()   # values, indices: views
                     if isinstance(a, np.ndarray) and name not in ("values", "indices")),
                   *self._merge_table]
-        tables = (self._slots, self._owners, self._late, self._packers)
+        tables = (self._slots, self._slots.owners, self._late, self._packers)
         return (sum(a.nbytes for a in arrays) + sum(map(sys.getsizeof, tables))
                 + sum(map(sys.getsizeof, self._slots)))
 
@@ -128,19 +128,6 @@ class _RiverModel:
 
     # ------------------------------------------------------------ one row
 
-    def _slot(self, name):
-        """The slot of feature ``name`` (kept in _slots): VW's hash of its text in the default
-        namespace. A name whose slot an earlier name (or the bias) holds is noted in
-        ``_late``: a row with repeated slots holds one of those."""
-        text = str(name).encode()
-        slot = int((_HASH_TEXT or _compiled_hash())(text, 0, len(text), 0)) & self._mask
-        if slot in self._owners or (self._bias and slot == self._bias_slot):
-            self._late.add(name)
-        else:
-            self._owners[slot] = name
-        self._slots[name] = slot
-        return slot
-
     def _packer(self, n):
         """The struct of n values and the bias's 1, then (at the buffer's slots) their n slots
         and the bias slot; a row longer than the buffers (twice the row: merge_row's scratch)
@@ -158,14 +145,9 @@ class _RiverModel:
         n = len(x)
         packer = self._packers.get(n) or self._packer(n)
         rows = self._buffers
-        try:
+        try:   # (a name no model has met yet: hashed by _NameSlots.__missing__)
             packer.pack_into(rows.memory, 0, *x.values(), 1.0, *map(self._slots.__getitem__, x),
                              self._bias_slot)
-        except KeyError:   # a name no model has met yet
-            for name in x:
-                if name not in self._slots:
-                    self._slot(name)
-            return self._row(x)
         except struct.error:
             raise ValueError(f"feature values must be numbers; got {x!r}") from None
         end = n + self._bias   # the bias written last, kept when the model has one
@@ -249,8 +231,7 @@ class _RiverModel:
         whose slot is ``slot`` (MatrixRows reads column j as slot j + 1): the block path."""
         from scipy.sparse import csr_matrix
 
-        slots = self._slots
-        columns = [slots[name] if name in slots else self._slot(name) for name in X.columns]
+        columns = list(map(self._slots.__getitem__, X.columns))
         columns = (np.asarray(columns, np.int64) - 1) & self._space.mask
         dense = csr_matrix(np.asarray(X.to_numpy(dtype=np.float64, na_value=0.0)))
         matrix = csr_matrix((dense.data, columns[dense.indices], dense.indptr),
@@ -268,7 +249,7 @@ class _RiverModel:
     def __getstate__(self):
         state = dict(vars(self))
         for transient in ("_rows", "_buffers", "_fast", "_packers", "_merge_table", "_slots",
-                          "_owners", "_late"):
+                          "_late"):
             state.pop(transient, None)
         learner = state.pop("_learner", None)
         if learner is not None:
@@ -282,7 +263,8 @@ class _RiverModel:
         self._rows, self._buffers, self._fast = None, _RowBuffers(_ROW_CAPACITY), None
         self._packers, self._learner = {}, None
         self._merge_table = new_merge_table()
-        self._slots, self._owners, self._late = _name_table(self._space)
+        self._slots = _name_table(self._space)
+        self._late = self._slots.late
         if saved is not None:
             arrays, meta, options = saved
             self._learner = self._task.new_learner(self._algo(), self._space.dim, options,
@@ -301,22 +283,43 @@ def _compiled_hash():
     _HASH_TEXT = hashstring.compile((numba.typeof(b""), types.int64, types.int64, types.int64))
     return _HASH_TEXT
 
-# (bits, bias) -> the name tables of that space, read and filled by every model of the process
-# in it (_name_table)
-_NAME_TABLES = {}
-_NAMES_KEPT = 1 << 20       # a new model starts fresh tables past this many names
+
+class _NameSlots(dict):
+    """Feature name -> slot in one space (bits, bias), read and filled by every model of the
+    process in that space (a name's slot never changes, so a model meeting a name another
+    model met does not hash it again). A name not in it yet is hashed by ``__missing__``, which
+    dict's own lookup calls (no exception, no Python per name already there): VW's hash of its
+    text in the default namespace. ``owners``: slot -> the first name that has it; ``late``:
+    the names whose slot an earlier name or the bias has. A row whose slots repeat holds a late
+    name whatever order the names came in (of two names of one slot, one at most is its
+    owner), so ``late`` serves every model."""
+
+    def __init__(self, space):
+        super().__init__()
+        self.mask = space.mask
+        self.bias_slot = space.bias_slot if space.bias else None
+        self.owners, self.late = {}, set()
+
+    def __missing__(self, name):
+        text = str(name).encode()
+        slot = int((_HASH_TEXT or _compiled_hash())(text, 0, len(text), 0)) & self.mask
+        if slot in self.owners or slot == self.bias_slot:
+            self.late.add(name)
+        else:
+            self.owners[slot] = name
+        self[name] = slot
+        return slot
+
+
+_NAME_TABLES = {}           # (bits, bias) -> _NameSlots
+_NAMES_KEPT = 1 << 20       # a new model starts a fresh table past this many names
 
 
 def _name_table(space):
-    """(slots, owners, late) of ``space``: feature name -> slot; slot -> the first name that
-    has it; the names whose slot an earlier name or the bias has. Shared by the models of the
-    process (a name's slot never changes, so a model meeting a name another model met does not
-    hash it again). A row whose slots repeat holds a late name whatever order the names came
-    in (of two names of one slot, one at most is its owner): ``late`` serves every model."""
     key = (space.bits, space.bias)
     table = _NAME_TABLES.get(key)
-    if table is None or len(table[0]) >= _NAMES_KEPT:
-        table = _NAME_TABLES[key] = ({}, {}, set())
+    if table is None or len(table) >= _NAMES_KEPT:
+        table = _NAME_TABLES[key] = _NameSlots(space)
     return table
 
 
