@@ -95,8 +95,8 @@ def main():
         f"`python benchmarks/river_model.py --write-readme` ({datetime.date.today()}, load "
         f"average {load:.1f} on {os.cpu_count()} cores at the start): "
         f"{len(stream)} sms_spam messages as dicts, microseconds per learn_one (best of "
-        f"{args.repeats} rounds, each a pass of a fresh model of every row in turn); the ratio is river's PAClassifier time over the "
-        f"model's (higher is faster; target >= 2x). Names met: the process's name -> slot "
+        f"{args.repeats} rounds, each a pass of a fresh model of every row in turn); the "
+        f"ratio is river's PAClassifier time over the model's (higher is faster; target >= 2x). Names met: the process's name -> slot "
         f"tables hold the stream's names (an earlier model met them); names new: the tables "
         f"emptied before each model, whose pass then hashes every name.", "",
         "| model | us / learn_one (names met) | vs river PA | us / learn_one (names new) | "

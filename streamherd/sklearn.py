@@ -321,8 +321,8 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
     unit L2 norm, the bias kept at 1 (``--normalize``). ``fit_intercept``: VW's constant feature.
     """
 
-    def __init__(self, algo="arow-p", *, C=None, r=None, eta=None, a=None, b=None,
-                 max_support=None, multiclass="joint", calibration="isotonic", max_iter=5, shuffle=True,
+    def __init__(self, algo="arow-p", *, C=None, r=None, eta=None, a=None, b=None, max_support=None,
+                 multiclass="joint", calibration="isotonic", max_iter=5, shuffle=True,
                  random_state=None, bits=None, normalize=False, fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
@@ -562,9 +562,9 @@ class PerceptronClassifier(OnlineClassifier):
 
     _families = ("algorithms.perceptron", "algorithms.voted")
 
-    def __init__(self, algo="perceptron", *, max_support=None, multiclass="joint", calibration="isotonic", max_iter=5,
-                 shuffle=True, random_state=None, bits=None, normalize=False,
-                 fit_intercept=True):
+    def __init__(self, algo="perceptron", *, max_support=None, multiclass="joint",
+                 calibration="isotonic", max_iter=5, shuffle=True, random_state=None, bits=None,
+                 normalize=False, fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
 
@@ -573,8 +573,9 @@ class PAClassifier(OnlineClassifier):
 
     _families = ("algorithms.pa",)
 
-    def __init__(self, algo="pa2", *, C=None, multiclass="joint", calibration="isotonic", max_iter=5, shuffle=True,
-                 random_state=None, bits=None, normalize=False, fit_intercept=True):
+    def __init__(self, algo="pa2", *, C=None, multiclass="joint", calibration="isotonic",
+                 max_iter=5, shuffle=True, random_state=None, bits=None, normalize=False,
+                 fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
 
@@ -583,9 +584,9 @@ class NHERDClassifier(OnlineClassifier):
 
     _families = ("algorithms.nherd",)
 
-    def __init__(self, algo="nherd-p", *, C=None, a=None, multiclass="joint", calibration="isotonic", max_iter=5,
-                 shuffle=True, random_state=None, bits=None, normalize=False,
-                 fit_intercept=True):
+    def __init__(self, algo="nherd-p", *, C=None, a=None, multiclass="joint",
+                 calibration="isotonic", max_iter=5, shuffle=True, random_state=None, bits=None,
+                 normalize=False, fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
 
@@ -594,8 +595,8 @@ class AROWClassifier(OnlineClassifier):
 
     _families = ("algorithms.arow",)
 
-    def __init__(self, algo="arow-p", *, r=None, a=None, multiclass="joint", calibration="isotonic", max_iter=5,
-                 shuffle=True, random_state=None, bits=None, normalize=False,
+    def __init__(self, algo="arow-p", *, r=None, a=None, multiclass="joint", calibration="isotonic",
+                 max_iter=5, shuffle=True, random_state=None, bits=None, normalize=False,
                  fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
@@ -605,9 +606,9 @@ class NAROWClassifier(OnlineClassifier):
 
     _families = ("algorithms.narow",)
 
-    def __init__(self, algo="narow-p", *, b=None, a=None, multiclass="joint", calibration="isotonic", max_iter=5,
-                 shuffle=True, random_state=None, bits=None, normalize=False,
-                 fit_intercept=True):
+    def __init__(self, algo="narow-p", *, b=None, a=None, multiclass="joint",
+                 calibration="isotonic", max_iter=5, shuffle=True, random_state=None, bits=None,
+                 normalize=False, fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
 
@@ -616,8 +617,8 @@ class CWClassifier(OnlineClassifier):
 
     _families = ("algorithms.cw",)
 
-    def __init__(self, algo="cw", *, eta=None, a=None, multiclass="joint", calibration="isotonic", max_iter=5,
-                 shuffle=True, random_state=None, bits=None, normalize=False,
+    def __init__(self, algo="cw", *, eta=None, a=None, multiclass="joint", calibration="isotonic",
+                 max_iter=5, shuffle=True, random_state=None, bits=None, normalize=False,
                  fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
@@ -627,9 +628,9 @@ class SCWClassifier(OnlineClassifier):
 
     _families = ("algorithms.scw",)
 
-    def __init__(self, algo="scw1", *, C=None, eta=None, a=None, multiclass="joint", calibration="isotonic", max_iter=5,
-                 shuffle=True, random_state=None, bits=None, normalize=False,
-                 fit_intercept=True):
+    def __init__(self, algo="scw1", *, C=None, eta=None, a=None, multiclass="joint",
+                 calibration="isotonic", max_iter=5, shuffle=True, random_state=None, bits=None,
+                 normalize=False, fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
 
@@ -638,8 +639,9 @@ class SOPClassifier(OnlineClassifier):
 
     _families = ("algorithms.sop",)
 
-    def __init__(self, algo="sop", *, a=None, multiclass="joint", calibration="isotonic", max_iter=5, shuffle=True,
-                 random_state=None, bits=None, normalize=False, fit_intercept=True):
+    def __init__(self, algo="sop", *, a=None, multiclass="joint", calibration="isotonic",
+                 max_iter=5, shuffle=True, random_state=None, bits=None, normalize=False,
+                 fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
 
