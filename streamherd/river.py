@@ -6,12 +6,16 @@ A river example is a dict {name: value}. Its names are VW feature names in the d
 namespace: ``learn_one({"a": 1.0, "7": 2.0}, y)`` learns what ``streamherd train`` learns from
 the VW line ``y | a:1 7:2`` (features/hashing.hashstring, seed 0; the bias appended; names whose
 slots collide summed), so ``river.evaluate.progressive_val_score`` gives the command line's
-progressive loss on the same stream. Each name's slot is hashed once and kept in a dict.
+progressive loss on the same stream. Each name is hashed once per process: its slot is kept in
+a name table that every model of the same bits shares (_NameSlots).
 
-Per example, ``learn_one`` and ``predict_one`` make no numpy array: the row is packed into
-buffers kept from call to call (struct.pack_into) and given to the learner's kernel as a
-one-row chunk. ``learn_many``/``predict_many`` (pandas DataFrames) take the block path of
-streamherd.sklearn (io/matrix.MatrixRows: the columns' slots, one numba kernel per chunk).
+Per example, ``learn_one`` and ``predict_one`` make no numpy array: the row's values and slots
+are packed by one struct.pack_into into a buffer kept from call to call, and given to the
+learner's kernel as a one-row chunk; a binary or regression ``learn_one`` calls the compiled
+machine code of the learner's entry point for those arguments' types directly (_direct_entry),
+not numba's dispatcher, which types every call in Python when its arguments hold tuples.
+``learn_many``/``predict_many`` (pandas DataFrames) take the block path of streamherd.sklearn
+(io/matrix.MatrixRows: the columns' slots, one numba kernel per chunk).
 
 Classes: bool labels make a binary model (True the positive class, as river's binary
 classifiers); any other labels a multiclass one (``multiclass``: "joint", "ova" or "mira"),
@@ -29,8 +33,10 @@ sop, ...) raise NotImplementedError, river's pattern for a classifier without pr
 import struct
 import sys
 
+import numba
 import numpy as np
 import pandas as pd
+from numba import types
 from river import base
 
 from streamherd import learners, tasks
@@ -52,12 +58,16 @@ _ROW_CAPACITY = 1024
 
 
 class _RowBuffers:
-    """One example's row as a one-row Chunk over buffers reused from call to call."""
+    """One example's row as a one-row Chunk over buffers reused from call to call: its values
+    and its slots are two views of one byte array (capacity values, then capacity slots), so
+    that one struct.pack_into writes both (numpy's allocation: aligned, as the kernels' types
+    say)."""
 
     def __init__(self, capacity):
         self.capacity = capacity
-        self.indices = np.zeros(capacity, np.int32)
-        self.values = np.zeros(capacity)
+        self.memory = np.zeros(capacity * 12, np.uint8)
+        self.values = self.memory[:capacity * 8].view(np.float64)
+        self.indices = self.memory[capacity * 8:].view(np.int32)
         self.indptr = np.zeros(2, np.int64)
         self.target = np.zeros(1)
         self.out = np.zeros(1)
@@ -74,15 +84,16 @@ class _RiverModel:
     def _setup(self):
         self._space = FeatureSpace(int(self.bits), bool(self.fit_intercept),
                                    normalization.L2 if self.normalize else normalization.NONE)
-        self._slots = {}          # feature name -> slot
-        self._owners = {}         # slot -> a name that has it
-        self._shared = set()      # slots of two names, or of a name and the bias
+        self._slots = _name_table(self._space)
+        self._late = self._slots.late
+        # the space's numbers, read per example
+        self._bias, self._bias_slot = self._space.bias, self._space.bias_slot
         self._normalized = self._space.normalize != normalization.NONE
-        self._packers = {}        # row length -> (struct of its slots, struct of its values)
+        self._packers = {}        # row length -> the struct of its values and slots
         self._learner = None
         self._rows = None
         self._buffers = _RowBuffers(_ROW_CAPACITY)
-        self._fast_args = None
+        self._fast = None         # (compiled entry, its arguments): _prepare_fast
         self._merge_table, self._merge_stamp = new_merge_table(), 0   # rows.merge_row's scratch
 
     @property
@@ -91,9 +102,10 @@ class _RiverModel:
         scratch and the name tables. river's own walk (base.Base._raw_memory_usage) follows every reference, into
         numba's compiled kernels and their weak proxies, which may be dead by then."""
         arrays = [*(self._learner.state().values() if self._learner is not None else ()),
-                  *(a for a in vars(self._buffers).values() if isinstance(a, np.ndarray)),
+                  *(a for name, a in vars(self._buffers).items()   # values, indices: views
+                    if isinstance(a, np.ndarray) and name not in ("values", "indices")),
                   *self._merge_table]
-        tables = (self._slots, self._owners, self._shared, self._packers)
+        tables = (self._slots, self._slots.owners, self._late, self._packers)
         return (sum(a.nbytes for a in arrays) + sum(map(sys.getsizeof, tables))
                 + sum(map(sys.getsizeof, self._slots)))
 
@@ -116,50 +128,42 @@ class _RiverModel:
 
     # ------------------------------------------------------------ one row
 
-    def _slot(self, name):
-        """The slot of feature ``name`` (cached): VW's hash of its text in the default
-        namespace. A slot that two names (or a name and the bias) hold is noted ``shared``:
-        only a row with one of those may need its repeated slots summed."""
-        text = np.frombuffer(str(name).encode(), np.uint8)
-        slot = int(hashstring(text, 0, len(text), 0)) & self._space.mask
-        if slot in self._owners or (self._space.bias and slot == self._space.bias_slot):
-            self._shared.add(slot)
-        self._owners[slot] = name
-        self._slots[name] = slot
-        return slot
-
     def _packer(self, n):
-        """(struct of n slots and the bias slot, struct of their values)."""
-        packers = self._packers[n] = (struct.Struct(f"{n + 1}i"), struct.Struct(f"{n + 1}d"))
-        if n + 1 > self._buffers.capacity:
+        """The struct of n values and the bias's 1, then (at the buffer's slots) their n slots
+        and the bias slot; a row longer than the buffers (twice the row: merge_row's scratch)
+        makes new buffers, and new packers for their layout."""
+        if 2 * (n + 1) > self._buffers.capacity:
             self._buffers = _RowBuffers(2 * (n + 1))
-            self._fast_args = None
-        return packers
+            self._packers.clear()
+            self._fast = None
+        gap = (self._buffers.capacity - n - 1) * 8
+        packer = self._packers[n] = struct.Struct(f"={n + 1}d{gap}x{n + 1}i")
+        return packer
 
     def _row(self, x):
         """Write example ``x`` (a dict) into the row buffers; returns the one-row Chunk."""
-        slots = self._slots
-        try:
-            row_slots = list(map(slots.__getitem__, x))
-        except KeyError:
-            row_slots = [slots[name] if name in slots else self._slot(name) for name in x]
-        n = len(row_slots)
-        packers = self._packers.get(n) or self._packer(n)
-        rows, space = self._buffers, self._space
-        try:
-            packers[1].pack_into(rows.values, 0, *x.values(), 1.0)
+        n = len(x)
+        packer = self._packers.get(n) or self._packer(n)
+        rows = self._buffers
+        try:   # (a name no model has met yet: hashed by _NameSlots.__missing__)
+            packer.pack_into(rows.memory, 0, *x.values(), 1.0, *map(self._slots.__getitem__, x),
+                             self._bias_slot)
         except struct.error:
             raise ValueError(f"feature values must be numbers; got {x!r}") from None
-        packers[0].pack_into(rows.indices, 0, *row_slots, space.bias_slot)
-        end = n + space.bias   # the bias written last, kept when the model has one
-        shared = self._shared
-        if shared and not shared.isdisjoint(row_slots) and (
-                len(set(row_slots)) < n or (space.bias and space.bias_slot in row_slots)):
+        end = n + self._bias   # the bias written last, kept when the model has one
+        late = self._late
+        if late and not late.isdisjoint(x) and self._repeats(x):
             end = self._merge(end, rows)
         rows.indptr[1] = end
         if self._normalized:
-            space.transform(rows.chunk)
+            self._space.transform(rows.chunk)
         return rows.chunk
+
+    def _repeats(self, x):
+        """Whether the slots of example ``x``'s names repeat (the bias's among them)."""
+        row_slots = list(map(self._slots.__getitem__, x))
+        return len(set(row_slots)) < len(row_slots) or (self._bias and
+                                                         self._bias_slot in row_slots)
 
     def _merge(self, end, rows):
         """Sum the values of repeated slots among the row's first ``end`` entries, in
@@ -174,34 +178,38 @@ class _RiverModel:
         return end
 
     def _fast_learn(self, kind, y):
-        """Learn from the row in the buffers (target ``y``) through the learner's entry point
-        directly, its argument tuples built once (a binary or regression learner's arrays stay
+        """Learn from the row in the buffers (target ``y``) through the learner's compiled
+        entry point, its arguments built once (a binary or regression learner's arrays stay
         where they are: it never grows)."""
         rows = self._buffers
         rows.target[0] = y
-        args = self._fast_args
-        if args is None:
-            args = self._prepare_fast(kind)
-        entry = self._entry
+        fast = self._fast or self._prepare_fast(kind)
+        entry, call = fast
         if entry is None:
             learner = self._learner
             method = learner.learn if kind == "binary" else learner.learn_regression
             self._checked(method, rows.target, rows.chunk.importance, rows.indptr, rows.indices,
                           rows.values, rows.out)
             return
-        updates, bad, _ = entry(**self._fast_task, args=args)
+        updates, bad, _ = entry(*call)
         if bad >= 0:
             self._checked(self._learner.checked, updates, bad)
 
     def _prepare_fast(self, kind):
+        """(the learner's compiled entry point, its arguments) for the row buffers, or (None,
+        None) for a learner with its own learn (the averaged and voted perceptrons keep state
+        besides the entry point's: through their learn)."""
         rows, learner = self._buffers, self._learner
-        self._fast_args = (rows.chunk.importance, rows.indptr, rows.indices, rows.values,
-                           learner.kernel_state(), learner.kernel_params())
-        self._fast_task = {kind: (rows.target, rows.out)}
-        # a learner with its own learn (the averaged and voted perceptrons) keeps state
-        # besides the entry point's: through its learn
-        self._entry = learner.entry_point if _plain_learn(learner, kind) else None
-        return self._fast_args
+        if not _plain_learn(learner, kind):
+            self._fast = (None, None)
+            return self._fast
+        args = (rows.chunk.importance, rows.indptr, rows.indices, rows.values,
+                learner.kernel_state(), learner.kernel_params())
+        task = (rows.target, rows.out)
+        # as Learner._run calls it (entry_point(binary=..., args=...)): the others omitted
+        call = (task, None, None, args) if kind == "binary" else (None, task, None, args)
+        self._fast = (_direct_entry(learner.entry_point, call, kind), call)
+        return self._fast
 
     def _checked(self, step, *args):
         try:
@@ -223,8 +231,7 @@ class _RiverModel:
         whose slot is ``slot`` (MatrixRows reads column j as slot j + 1): the block path."""
         from scipy.sparse import csr_matrix
 
-        slots = self._slots
-        columns = [slots[name] if name in slots else self._slot(name) for name in X.columns]
+        columns = list(map(self._slots.__getitem__, X.columns))
         columns = (np.asarray(columns, np.int64) - 1) & self._space.mask
         dense = csr_matrix(np.asarray(X.to_numpy(dtype=np.float64, na_value=0.0)))
         matrix = csr_matrix((dense.data, columns[dense.indices], dense.indptr),
@@ -241,8 +248,8 @@ class _RiverModel:
 
     def __getstate__(self):
         state = dict(vars(self))
-        for transient in ("_rows", "_buffers", "_fast_args", "_fast_task", "_entry",
-                          "_packers", "_merge_table"):
+        for transient in ("_rows", "_buffers", "_fast", "_packers", "_merge_table", "_slots",
+                          "_late"):
             state.pop(transient, None)
         learner = state.pop("_learner", None)
         if learner is not None:
@@ -253,13 +260,79 @@ class _RiverModel:
     def __setstate__(self, state):
         saved = state.pop("_saved", None)
         vars(self).update(state)
-        self._rows, self._buffers, self._fast_args = None, _RowBuffers(_ROW_CAPACITY), None
+        self._rows, self._buffers, self._fast = None, _RowBuffers(_ROW_CAPACITY), None
         self._packers, self._learner = {}, None
         self._merge_table = new_merge_table()
+        self._slots = _name_table(self._space)
+        self._late = self._slots.late
         if saved is not None:
             arrays, meta, options = saved
             self._learner = self._task.new_learner(self._algo(), self._space.dim, options,
                                                    arrays, meta)
+
+
+# features/hashing.hashstring's machine code for a name's bytes (_compiled_hash)
+_HASH_TEXT = None
+
+
+def _compiled_hash():
+    """hashstring compiled for (a name's bytes object, start, end, seed), called directly:
+    numba's dispatcher would type each call in Python, and a numpy view of the bytes would
+    cost as much again (1.0 us a name, against 0.34)."""
+    global _HASH_TEXT
+    _HASH_TEXT = hashstring.compile((numba.typeof(b""), types.int64, types.int64, types.int64))
+    return _HASH_TEXT
+
+
+class _NameSlots(dict):
+    """Feature name -> slot in one space (bits, bias), read and filled by every model of the
+    process in that space (a name's slot never changes, so a model meeting a name another
+    model met does not hash it again). A name not in it yet is hashed by ``__missing__``, which
+    dict's own lookup calls (no exception, no Python per name already there): VW's hash of its
+    text in the default namespace. ``owners``: slot -> the first name that has it; ``late``:
+    the names whose slot an earlier name or the bias has. A row whose slots repeat holds a late
+    name whatever order the names came in (of two names of one slot, one at most is its
+    owner), so ``late`` serves every model."""
+
+    def __init__(self, space):
+        super().__init__()
+        self.mask = space.mask
+        self.bias_slot = space.bias_slot if space.bias else None
+        self.owners, self.late = {}, set()
+
+    def __missing__(self, name):
+        text = str(name).encode()
+        slot = int((_HASH_TEXT or _compiled_hash())(text, 0, len(text), 0)) & self.mask
+        if slot in self.owners or slot == self.bias_slot:
+            self.late.add(name)
+        else:
+            self.owners[slot] = name
+        self[name] = slot
+        return slot
+
+
+_NAME_TABLES = {}           # (bits, bias) -> _NameSlots
+_NAMES_KEPT = 1 << 20       # a new model starts a fresh table past this many names
+
+
+def _name_table(space):
+    key = (space.bits, space.bias)
+    table = _NAME_TABLES.get(key)
+    if table is None or len(table) >= _NAMES_KEPT:
+        table = _NAME_TABLES[key] = _NameSlots(space)
+    return table
+
+
+def _direct_entry(dispatcher, call, kind):
+    """The machine code numba compiled (or loads from its cache) for the entry point called
+    with ``call``'s types, the two tasks not given omitted, as Learner._run calls it. Its
+    wrapper unboxes the arguments in C: numba's dispatcher computes a call's types in Python
+    when the arguments hold tuples (1.3 us of a learn_one). Called only with ``call`` itself
+    (the same arrays, so the same types)."""
+    given = 0 if kind == "binary" else 1
+    signature = tuple(numba.typeof(a) if i in (given, 3) else types.Omitted(None)
+                      for i, a in enumerate(call))
+    return dispatcher.compile(signature)
 
 
 def _plain_learn(learner, kind):

@@ -26,13 +26,15 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from streamherd import learners, tasks
+from streamherd import calibration as calibrations, learners, tasks
 from streamherd.errors import StreamherdError
 from streamherd.features import normalize as normalization
 from streamherd.features.space import MAX_BITS, FeatureSpace
 from streamherd.io.matrix import MatrixRows, fitting_bits
 from streamherd.labels import BinaryLabels, ClassLabels, label_text
 from streamherd.learners.base import UnstableUpdate
+from streamherd.tasks.base import Scored
+from streamherd.training import learn_calibrating
 
 __all__ = ["OnlineClassifier", "OnlineRegressor", "PerceptronClassifier", "PAClassifier",
            "NHERDClassifier", "AROWClassifier", "NAROWClassifier", "CWClassifier",
@@ -134,12 +136,18 @@ class _OnlineEstimator(BaseEstimator):
             return None
         return _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
 
-    def _pass(self, X, targets, weights, order=None):
-        """One online pass over rows ``order`` of X (all, in order, by default)."""
+    def _pass(self, X, targets, weights, order=None, calibrating=False):
+        """One online pass over rows ``order`` of X (all, in order, by default); its
+        progressive predictions into the task's calibration when ``calibrating`` (a model's
+        first pass over its data: the later ones predict rows already learned from)."""
         task, learner = self._task, self._learner
+        calibration = getattr(task, "calibration", None) if calibrating else None
         for chunk in self._buffers().chunks(X, order, targets, weights):
             try:
-                task.learn(learner, chunk.labels, chunk)
+                if calibration is None:
+                    task.learn(learner, chunk.labels, chunk)
+                else:
+                    learn_calibrating(task, learner, calibration, chunk.labels, chunk)
             except UnstableUpdate as e:
                 raise StreamherdError(
                     f"row {int(chunk.line_numbers[e.index])} of X: {e.what}; scale the "
@@ -169,9 +177,9 @@ class _OnlineEstimator(BaseEstimator):
         ``targets_of(order)``: the targets (the classifier assigns new classes their blocks in
         the order they come)."""
         rng = check_random_state(self.random_state)
-        for _ in range(self.max_iter):
+        for epoch in range(self.max_iter):
             order = rng.permutation(X.shape[0]) if self.shuffle else None
-            self._pass(X, targets_of(order), weights, order)
+            self._pass(X, targets_of(order), weights, order, calibrating=epoch == 0)
         self.n_iter_ = self.max_iter
 
     # ------------------------------------------------------------ the model's arrays
@@ -242,11 +250,15 @@ class _OnlineEstimator(BaseEstimator):
         meta = {"algo": self._learner.name, "hyperparameters": self._learner.options,
                 **self._space.to_meta(), **self._task_meta(), "examples": int(self.examples_),
                 "progressive_loss": None, "learner": self._learner.meta(),
-                "n_features_in": int(self.n_features_in_)}
+                "n_features_in": int(self.n_features_in_), **self._calibration_meta()}
         model.save_model(path, meta, self._learner.state())
 
     def _task_meta(self):
         return self._task.meta()
+
+    def _calibration_meta(self):
+        calibration = getattr(self._task, "calibration", None)
+        return {"calibration": calibration.to_meta()} if calibration is not None else {}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -297,14 +309,20 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
     blocks in the order the classes first come, as ``streamherd train``), "ova" (one binary
     learner per class) or "mira" (the PA family's joint update on every violated constraint).
 
+    ``calibration``: the map of predict_proba (and of ``streamherd predict --proba`` for a saved
+    model), fitted on the progressive predictions (each row's, before it is learned from) of
+    fit's first pass or of every partial_fit: "isotonic" (the default, as ``streamherd
+    train``), "platt", "probit" (Gaussian learners: the margin over its own spread), or "none"
+    (Gaussian learners only: their own P(w.x > 0) under the weights' Gaussian).
+
     ``max_iter`` passes over X in ``fit`` (each in a new random order when ``shuffle``, from
     ``random_state``); ``partial_fit`` makes one pass in order. ``sample_weight`` is each row's
     importance weight (VW's: it scales the step, 0 skips the row). ``normalize``: each row to
     unit L2 norm, the bias kept at 1 (``--normalize``). ``fit_intercept``: VW's constant feature.
     """
 
-    def __init__(self, algo="arow-p", *, C=None, r=None, eta=None, a=None, b=None,
-                 max_support=None, multiclass="joint", max_iter=5, shuffle=True,
+    def __init__(self, algo="arow-p", *, C=None, r=None, eta=None, a=None, b=None, max_support=None,
+                 multiclass="joint", calibration="isotonic", max_iter=5, shuffle=True,
                  random_state=None, bits=None, normalize=False, fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
@@ -332,7 +350,7 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
         elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
             raise ValueError(f"classes {np.unique(classes)!r} are not the classes of the first "
                              f"call to partial_fit, {self.classes_!r}")
-        self._pass(X, self._targets(y), weights)
+        self._pass(X, self._targets(y), weights, calibrating=True)
         self.n_iter_ = 1
         return self
 
@@ -353,7 +371,17 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
             task = tasks.MulticlassTask(ClassLabels(), self.multiclass)
             self._block_of_class = np.full(len(self.classes_), -1, np.int64)
             self._block_classes = self.classes_[:0]
+        task.calibration = self._new_calibration(task.kind)
         self._start(X, task)
+
+    def _new_calibration(self, kind):
+        """The calibration ``calibration`` names for a model of task ``kind`` (None: none)."""
+        try:
+            calibrations.check_method(self.calibration, self._algo(), kind,
+                                      _is_gaussian(self.algo))
+        except StreamherdError as e:
+            raise _invalid(e) from None
+        return calibrations.new(self.calibration, kind)
 
     def _binary_labels(self):
         """The two classes as a binary model file names them (a value <= 0 and one > 0), or
@@ -371,10 +399,20 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
         """Binary: +1 for classes_[1], else -1; multiclass: each row's class block, a class
         new to the model taking the next block where it first comes in ``order``."""
         if self._binary:
-            return np.where(y == self.classes_[1], 1.0, -1.0)
+            positive = y == self.classes_[1]
+            if not (positive | (y == self.classes_[0])).all():
+                self._unknown_labels(y)
+            return np.where(positive, 1.0, -1.0)
         positions = np.searchsorted(self.classes_, y)
+        if not (self.classes_.take(positions, mode="clip") == y).all():
+            self._unknown_labels(y)
         self._add_blocks(positions if order is None else positions[order])
         return self._block_of_class[positions].astype(np.float64)
+
+    def _unknown_labels(self, y):
+        unknown = np.setdiff1d(np.unique(y), self.classes_)
+        raise ValueError(f"y holds labels {unknown.tolist()!r} that are not in classes "
+                         f"{self.classes_.tolist()!r} (the first partial_fit's classes)")
 
     def _add_blocks(self, positions):
         """Blocks for the classes (positions in classes_) not yet in the model, in order of
@@ -410,23 +448,31 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
         return out
 
     def _has_probabilities(self):
+        """Every learner with a calibration; without one (calibration="none") the Gaussian
+        learners' own probabilities, which mira's joint update has not."""
+        if self.calibration != "none":
+            return True
         return _is_gaussian(self.algo) and self.multiclass != "mira"
 
     @available_if(_has_probabilities)
     def predict_proba(self, X):
-        """The Gaussian learners' probabilities, as ``streamherd predict --proba`` today:
-        binary, P(w.x > 0) = Phi(mu.x / sqrt(x' Sigma x)) under the learner's Gaussian over
-        weight vectors, and multiclass, each class's probability of having the largest score
-        under it. They measure the weights' uncertainty, not calibrated class frequencies (a
-        confident wrong model says 0.99); the probabilities issue will calibrate them."""
+        """Each class's probability, as ``streamherd predict --proba`` prints it for the same
+        model: the calibration's map (calibration.py) fitted on the progressive predictions of
+        the first pass of fit (of every partial_fit), "isotonic" or "platt" of the margin,
+        "probit" Phi(a m / sqrt(x' Sigma x + s^2)) (Gaussian learners), multiclass
+        softmax(beta s + b) of the class scores for any of them. calibration="none" (Gaussian
+        learners only): binary, P(w.x > 0) = Phi(mu.x / sqrt(x' Sigma x)) under the learner's
+        Gaussian over weights, multiclass each class's probability of the top score: the
+        weights' uncertainty, not class frequencies (a confident wrong model says 0.99)."""
         check_is_fitted(self)
         X = self._validated(X)
-        learner = self._learner
+        task, learner = self._task, self._learner
         if self._binary:
-            p = self._per_chunk(X, lambda c: learner.probabilities(c.indptr, c.indices, c.values))
+            p = self._per_chunk(X, lambda c: task.probabilities(
+                learner, c, task.scores(learner, c)))
             return np.column_stack([1.0 - p, p])
-        by_block = self._per_chunk(X, lambda c: learner.class_probabilities(
-            c.indptr, c.indices, c.values))
+        by_block = self._per_chunk(X, lambda c: task.probabilities(
+            learner, Scored(c, task.scores(learner, c), None, None, 0)))
         return self._in_class_order(by_block, 0.0)
 
     @available_if(_has_probabilities)
@@ -516,9 +562,9 @@ class PerceptronClassifier(OnlineClassifier):
 
     _families = ("algorithms.perceptron", "algorithms.voted")
 
-    def __init__(self, algo="perceptron", *, max_support=None, multiclass="joint", max_iter=5,
-                 shuffle=True, random_state=None, bits=None, normalize=False,
-                 fit_intercept=True):
+    def __init__(self, algo="perceptron", *, max_support=None, multiclass="joint",
+                 calibration="isotonic", max_iter=5, shuffle=True, random_state=None, bits=None,
+                 normalize=False, fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
 
@@ -527,8 +573,9 @@ class PAClassifier(OnlineClassifier):
 
     _families = ("algorithms.pa",)
 
-    def __init__(self, algo="pa2", *, C=None, multiclass="joint", max_iter=5, shuffle=True,
-                 random_state=None, bits=None, normalize=False, fit_intercept=True):
+    def __init__(self, algo="pa2", *, C=None, multiclass="joint", calibration="isotonic",
+                 max_iter=5, shuffle=True, random_state=None, bits=None, normalize=False,
+                 fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
 
@@ -537,9 +584,9 @@ class NHERDClassifier(OnlineClassifier):
 
     _families = ("algorithms.nherd",)
 
-    def __init__(self, algo="nherd-p", *, C=None, a=None, multiclass="joint", max_iter=5,
-                 shuffle=True, random_state=None, bits=None, normalize=False,
-                 fit_intercept=True):
+    def __init__(self, algo="nherd-p", *, C=None, a=None, multiclass="joint",
+                 calibration="isotonic", max_iter=5, shuffle=True, random_state=None, bits=None,
+                 normalize=False, fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
 
@@ -548,8 +595,8 @@ class AROWClassifier(OnlineClassifier):
 
     _families = ("algorithms.arow",)
 
-    def __init__(self, algo="arow-p", *, r=None, a=None, multiclass="joint", max_iter=5,
-                 shuffle=True, random_state=None, bits=None, normalize=False,
+    def __init__(self, algo="arow-p", *, r=None, a=None, multiclass="joint", calibration="isotonic",
+                 max_iter=5, shuffle=True, random_state=None, bits=None, normalize=False,
                  fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
@@ -559,9 +606,9 @@ class NAROWClassifier(OnlineClassifier):
 
     _families = ("algorithms.narow",)
 
-    def __init__(self, algo="narow-p", *, b=None, a=None, multiclass="joint", max_iter=5,
-                 shuffle=True, random_state=None, bits=None, normalize=False,
-                 fit_intercept=True):
+    def __init__(self, algo="narow-p", *, b=None, a=None, multiclass="joint",
+                 calibration="isotonic", max_iter=5, shuffle=True, random_state=None, bits=None,
+                 normalize=False, fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
 
@@ -570,8 +617,8 @@ class CWClassifier(OnlineClassifier):
 
     _families = ("algorithms.cw",)
 
-    def __init__(self, algo="cw", *, eta=None, a=None, multiclass="joint", max_iter=5,
-                 shuffle=True, random_state=None, bits=None, normalize=False,
+    def __init__(self, algo="cw", *, eta=None, a=None, multiclass="joint", calibration="isotonic",
+                 max_iter=5, shuffle=True, random_state=None, bits=None, normalize=False,
                  fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
@@ -581,9 +628,9 @@ class SCWClassifier(OnlineClassifier):
 
     _families = ("algorithms.scw",)
 
-    def __init__(self, algo="scw1", *, C=None, eta=None, a=None, multiclass="joint", max_iter=5,
-                 shuffle=True, random_state=None, bits=None, normalize=False,
-                 fit_intercept=True):
+    def __init__(self, algo="scw1", *, C=None, eta=None, a=None, multiclass="joint",
+                 calibration="isotonic", max_iter=5, shuffle=True, random_state=None, bits=None,
+                 normalize=False, fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
 
@@ -592,8 +639,9 @@ class SOPClassifier(OnlineClassifier):
 
     _families = ("algorithms.sop",)
 
-    def __init__(self, algo="sop", *, a=None, multiclass="joint", max_iter=5, shuffle=True,
-                 random_state=None, bits=None, normalize=False, fit_intercept=True):
+    def __init__(self, algo="sop", *, a=None, multiclass="joint", calibration="isotonic",
+                 max_iter=5, shuffle=True, random_state=None, bits=None, normalize=False,
+                 fit_intercept=True):
         vars(self).update({k: v for k, v in locals().items() if k != "self"})
 
 
@@ -646,10 +694,12 @@ def load_model(path):
     task = tasks.of_model(meta)
     settings = dict(algo=meta["algo"], **meta["hyperparameters"], bits=meta["bits"],
                     normalize=space.normalize != normalization.NONE, fit_intercept=meta["bias"])
+    task.calibration = calibrations.of_meta(meta)
     if task.kind == "regression":
         estimator = OnlineRegressor(**settings)
     else:
-        estimator = OnlineClassifier(**settings, multiclass=meta.get("multiclass", "joint"))
+        estimator = OnlineClassifier(**settings, multiclass=meta.get("multiclass", "joint"),
+                                     calibration=_calibration_name(task.calibration))
     estimator._space, estimator._task, estimator._rows = space, task, None
     estimator._learner = task.new_learner(meta["algo"], space.dim, meta["hyperparameters"],
                                           arrays, meta.get("learner", {}))
@@ -663,6 +713,14 @@ def load_model(path):
     elif task.kind == "multiclass":
         _set_classes(estimator, task.labels.texts)
     return estimator
+
+
+def _calibration_name(calibration):
+    """The calibration parameter of a loaded model's: its binary method, "none" without one,
+    and for a multiclass model's softmax (which every method but none makes) the default."""
+    if calibration is None:
+        return "none"
+    return calibrations.DEFAULT_METHOD if calibration.method == "softmax" else calibration.method
 
 
 def _set_classes(estimator, texts):

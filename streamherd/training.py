@@ -192,6 +192,78 @@ class _Piece(NamedTuple):
     n_examples: int
 
 
+def learn_calibrating(task, learner, calibration, targets, chunk):
+    """task.learn, the progressive predictions added to the calibration's statistics: a binary
+    model's margins as the kernels write them, else piece by piece (PIECE), each piece the
+    calibration reads scored before it is learned (multiclass: only the rows its sample keeps,
+    the pieces between learned in one call). The estimators of streamherd.sklearn learn
+    through it too."""
+    if task.kind == "binary" and not calibration.needs_confidences:
+        updates, predictions = task.learn(learner, targets, chunk)
+        calibration.observe(predictions, targets, chunk.importance)
+        return updates, predictions
+    multiclass = task.kind == "multiclass"
+    keep = calibration.kept_rows(targets, chunk.importance, len(task.labels)) \
+        if multiclass else np.arange(chunk.n_examples)
+    done, predictions = [0], []
+
+    def learn(a, b, seen):
+        """Rows a..b learned, then observed with what was read of them before."""
+        if b <= a:
+            return
+        piece = _Piece(chunk.importance[a:b], chunk.indptr[a:b + 1], chunk.indices,
+                       chunk.values, b - a)
+        try:
+            updates, predicted = task.learn(learner, targets[a:b], piece)
+        except UnstableUpdate as e:
+            raise UnstableUpdate(e.index + a, e.what) from None
+        done[0] += updates
+        predictions.append(predicted)
+        if multiclass:
+            calibration.observe(seen, targets[a:b], piece.importance)
+        else:
+            calibration.observe(predicted, targets[a:b], piece.importance, seen)
+
+    learned = 0
+    for a in range(0, chunk.n_examples, PIECE):
+        b = min(chunk.n_examples, a + PIECE)
+        read = keep[(keep >= a) & (keep < b)]
+        if not len(read):
+            continue
+        learn(learned, a, _unread_scores(task, a - learned))
+        seen = _progressive_scores(task, learner, chunk, read, a, b)
+        learn(a, b, seen)
+        learned = b
+    learn(learned, chunk.n_examples, _unread_scores(task, chunk.n_examples - learned))
+    return done[0], np.concatenate(predictions) if predictions else np.empty(0)
+
+
+def _unread_scores(task, rows):
+    """The class scores of rows the calibration does not read (NaN; binary: none)."""
+    return np.full((rows, len(task.labels)), np.nan) if task.kind == "multiclass" else None
+
+
+def _progressive_scores(task, learner, chunk, read, a, b):
+    """What the calibration reads of rows a..b before they are learned, of the rows ``read``
+    only (NaN elsewhere): a binary model's x' Sigma x (all rows), or every class's score
+    (NaN: a class the learner does not know yet)."""
+    starts, ends = chunk.indptr[read], chunk.indptr[read + 1]
+    lengths = ends - starts
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    entries = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
+    piece = _Piece(chunk.importance[read], indptr, chunk.indices[entries],
+                   chunk.values[entries], len(read))
+    if task.kind == "binary":
+        confidences = np.empty(piece.n_examples)
+        learner.confidences(piece.indptr, piece.indices, piece.values, confidences)
+        return confidences
+    learner.grow(len(task.labels))
+    scores = _unread_scores(task, b - a)
+    scores[read - a] = task.scores(learner, piece)
+    scores[:, task.known:] = np.nan
+    return scores
+
+
 class Trainer:
     """Learns from chunks, in order: the task's targets of each, then one online pass of the
     learner over it (a prediction for each row, then its update), the progressive predictions
@@ -234,8 +306,9 @@ class Trainer:
         chunk, targets = self.task.targets(chunk, learning=not self.test_only)
         try:
             updates, predictions = (0, self.task.predict(self.learner, chunk)) if self.test_only \
-                else self._learn_calibrating(targets, chunk) if self.calibrating and \
-                self.calibration is not None else self.task.learn(self.learner, targets, chunk)
+                else learn_calibrating(self.task, self.learner, self.calibration, targets, chunk) \
+                if self.calibrating and self.calibration is not None \
+                else self.task.learn(self.learner, targets, chunk)
         except UnstableUpdate as e:   # e.index: a row of the chunk the learner saw
             raise StreamherdError(
                 f"{chunk.source}:{int(chunk.line_numbers[e.index])}: {e.what}; scale the "
@@ -250,76 +323,6 @@ class Trainer:
         """The task the labels of ``chunk`` choose, when the first chunk chooses it."""
         if self.undecided:
             self._settle(tasks.detect(chunk, self.task.skip_bad))
-
-    def _learn_calibrating(self, targets, chunk):
-        """task.learn, the progressive predictions added to the calibration's statistics: a
-        binary model's margins as the kernels write them, else piece by piece (PIECE), each
-        piece the calibration reads scored before it is learned (multiclass: only the rows
-        its sample keeps, the pieces between learned in one call)."""
-        task, learner, calibration = self.task, self.learner, self.calibration
-        if task.kind == "binary" and not calibration.needs_confidences:
-            updates, predictions = task.learn(learner, targets, chunk)
-            calibration.observe(predictions, targets, chunk.importance)
-            return updates, predictions
-        multiclass = task.kind == "multiclass"
-        keep = calibration.kept_rows(targets, chunk.importance, len(task.labels)) \
-            if multiclass else np.arange(chunk.n_examples)
-        done, predictions = [0], []
-
-        def learn(a, b, seen):
-            """Rows a..b learned, then observed with what was read of them before."""
-            if b <= a:
-                return
-            piece = _Piece(chunk.importance[a:b], chunk.indptr[a:b + 1], chunk.indices,
-                           chunk.values, b - a)
-            try:
-                updates, predicted = task.learn(learner, targets[a:b], piece)
-            except UnstableUpdate as e:
-                raise UnstableUpdate(e.index + a, e.what) from None
-            done[0] += updates
-            predictions.append(predicted)
-            if multiclass:
-                calibration.observe(seen, targets[a:b], piece.importance)
-            else:
-                calibration.observe(predicted, targets[a:b], piece.importance, seen)
-
-        learned = 0
-        for a in range(0, chunk.n_examples, PIECE):
-            b = min(chunk.n_examples, a + PIECE)
-            read = keep[(keep >= a) & (keep < b)]
-            if not len(read):
-                continue
-            learn(learned, a, self._unread_scores(a - learned))
-            seen = self._progressive_scores(chunk, read, a, b)
-            learn(a, b, seen)
-            learned = b
-        learn(learned, chunk.n_examples, self._unread_scores(chunk.n_examples - learned))
-        return done[0], np.concatenate(predictions) if predictions else np.empty(0)
-
-    def _unread_scores(self, rows):
-        """The class scores of rows the calibration does not read (NaN; binary: none)."""
-        return np.full((rows, len(self.task.labels)), np.nan) \
-            if self.task.kind == "multiclass" else None
-
-    def _progressive_scores(self, chunk, read, a, b):
-        """What the calibration reads of rows a..b before they are learned, of the rows ``read``
-        only (NaN elsewhere): a binary model's x' Sigma x (all rows), or every class's score
-        (NaN: a class the learner does not know yet)."""
-        starts, ends = chunk.indptr[read], chunk.indptr[read + 1]
-        lengths = ends - starts
-        indptr = np.concatenate([[0], np.cumsum(lengths)])
-        entries = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
-        piece = _Piece(chunk.importance[read], indptr, chunk.indices[entries],
-                       chunk.values[entries], len(read))
-        if self.task.kind == "binary":
-            confidences = np.empty(piece.n_examples)
-            self.learner.confidences(piece.indptr, piece.indices, piece.values, confidences)
-            return confidences
-        self.learner.grow(len(self.task.labels))
-        scores = self._unread_scores(b - a)
-        scores[read - a] = self.task.scores(self.learner, piece)
-        scores[:, self.task.known:] = np.nan
-        return scores
 
     def finish(self):
         """The task of a stream that brought no chunk to choose it: binary."""

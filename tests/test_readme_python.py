@@ -2,6 +2,7 @@
 Python blocks in order, in one namespace, in a folder holding the repository's samples."""
 import re
 
+import numpy as np
 import pytest
 
 from conftest import REPO
@@ -35,4 +36,11 @@ def test_python_section_runs(tmp_path, monkeypatch, run_cli):
     assert proc.returncode == 0, proc.stderr
     predicted = namespace["stream"].predict(namespace["X"])
     assert [float(v) for v in proc.stdout.split()] == predicted.tolist()
+    # the saved calibration: predict --proba prints predict_proba's numbers
+    proc = run_cli("predict", "-m", "from_python.npz", "samples/sample.svm", "--quiet",
+                   "--proba", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_allclose([float(v) for v in proc.stdout.split()],
+                               namespace["stream"].predict_proba(namespace["X"])[:, 1],
+                               atol=1e-8)
     assert namespace["river_model"].predict_one({"cheap": 1.0}) is True

@@ -144,9 +144,14 @@ def test_colliding_names_are_summed():
     # AROW's variance update is not linear in x: it shows whether the slots were summed
     reference = OnlineClassifier("arow-p", bits=2)
     reference._slots = {f"s{s}": s for s in summed}
-    reference._shared = set(summed)   # so that its bias (slot 0 here) is summed too
+    reference._late = set(reference._slots)   # so that its bias (slot 0 here) is summed too
     reference.learn_one({f"s{s}": v for s, v in summed.items()}, True)
     np.testing.assert_allclose(variance, reference._learner.state()["variance"], rtol=1e-12)
+    # a model that meets the names in another order reads the slots the first one noted
+    # (the process's name tables) and sums the same ones
+    again = OnlineClassifier("arow-p", bits=2)
+    again.learn_one({n: 1.0 for n in reversed(names)}, True)
+    np.testing.assert_allclose(again._learner.state()["variance"], variance, rtol=1e-12)
 
 
 def test_pickle_and_labels():

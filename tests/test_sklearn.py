@@ -155,6 +155,13 @@ def test_partial_fit_in_chunks_equals_one_pass(files):
         chunked.partial_fit(X[start:start + 70], y[start:start + 70], classes=[1, 2, 3, 4])
     np.testing.assert_array_equal(chunked.coef_, whole.coef_)
     np.testing.assert_array_equal(chunked.sigma_, whole.sigma_)
+    # a label outside the first call's classes is refused before anything is learned
+    with pytest.raises(ValueError, match=r"labels \[9.0\] that are not in classes"):
+        chunked.partial_fit(X[:5], np.full(5, 9.0))
+    np.testing.assert_array_equal(chunked.coef_, whole.coef_)
+    binary = OnlineClassifier("pa2").partial_fit(X[:5], np.r_[1, 1, 2, 2, 1], classes=[1, 2])
+    with pytest.raises(ValueError, match=r"labels \[3.0\] that are not in classes"):
+        binary.partial_fit(X[:2], np.array([1.0, 3.0]))
     with pytest.raises(ValueError, match="classes must be passed"):
         OnlineClassifier().partial_fit(X, y)
 
@@ -256,10 +263,85 @@ def test_invalid_parameters_are_one_line_value_errors(files, make, words):
     assert words in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_predict_proba_only_for_gaussian_learners():
+def test_predict_proba_for_every_calibrated_learner():
     assert hasattr(OnlineClassifier("arow-p"), "predict_proba")
-    assert not hasattr(OnlineClassifier("pa2"), "predict_proba")
-    assert not hasattr(OnlineClassifier("arow-p", multiclass="mira"), "predict_proba")
+    assert hasattr(OnlineClassifier("pa2"), "predict_proba")
+    assert hasattr(OnlineClassifier("perceptron", multiclass="mira"), "predict_proba")
+    # without a calibration, only the Gaussian learners' own probabilities (not mira's)
+    assert hasattr(OnlineClassifier("arow-p", calibration="none"), "predict_proba")
+    assert not hasattr(OnlineClassifier("pa2", calibration="none"), "predict_proba")
+    assert not hasattr(OnlineClassifier("arow-p", multiclass="mira", calibration="none"),
+                       "predict_proba")
+
+
+def _cli_probabilities(run_cli, model, path, classes=None):
+    """``streamherd predict --proba``: binary, P(+1) per row; multiclass, the columns of
+    ``classes`` (numbers) from each row's "class:p" pairs."""
+    lines = _cli_predictions(run_cli, model, path, "--proba")
+    if classes is None:
+        return np.array(lines, float)
+    rows = [dict(pair.split(":") for pair in line.split()) for line in lines]
+    return np.array([[float(row[f"{c:g}"]) for c in classes] for row in rows])
+
+
+def _positive_column(proba, kind):
+    return proba[:, 1] if kind == "binary" else proba
+
+
+@pytest.mark.parametrize("kind, algo, calibration", [
+    ("binary", "pa2", "isotonic"), ("binary", "perceptron", "platt"),
+    ("binary", "arow-p", "probit"), ("binary", "cw", "none"),
+    ("multiclass", "pa1", "isotonic"), ("multiclass", "arow-p", "platt")])
+def test_predict_proba_is_the_cli_calibration(run_cli, files, tmp_path, kind, algo,
+                                              calibration):
+    """One pass in order feeds the calibration the progressive predictions `streamherd train`
+    feeds its own: predict_proba is `predict --proba` of the CLI's model; and the estimator's
+    saved model gives `predict --proba` the same numbers, a CLI model load_model the CLI's."""
+    X, y = load_svmlight(files[kind])
+    estimator = OnlineClassifier(algo, max_iter=1, shuffle=False,
+                                 calibration=calibration).fit(X, y)
+    classes = None if kind == "binary" else estimator.classes_
+    proba = _positive_column(estimator.predict_proba(X), kind)
+    _cli_model(run_cli, files[kind], tmp_path / "cli.npz", algo, 18, "--calibration",
+               calibration)
+    np.testing.assert_allclose(proba, _cli_probabilities(run_cli, tmp_path / "cli.npz",
+                                                         files[kind], classes), atol=1e-8)
+    estimator.save_model(tmp_path / "python.npz")
+    np.testing.assert_allclose(proba, _cli_probabilities(run_cli, tmp_path / "python.npz",
+                                                         files[kind], classes), atol=1e-8)
+    X18, _ = load_svmlight(files[kind], bits=18)
+    from_cli = load_model(tmp_path / "cli.npz")
+    np.testing.assert_allclose(_positive_column(from_cli.predict_proba(X18), kind),
+                               proba, atol=1e-8)
+    # a multiclass model's softmax, which every method but none makes, loads as the default
+    saved = calibration if kind == "binary" or calibration == "none" else "isotonic"
+    assert load_model(tmp_path / "python.npz").calibration == saved
+
+
+def test_calibration_learns_from_first_pass_and_every_partial_fit(files):
+    X, y = load_svmlight(files["binary"])
+    one = OnlineClassifier("pa2", max_iter=1, shuffle=False).fit(X, y)
+    three = OnlineClassifier("pa2", max_iter=3, shuffle=False).fit(X, y)
+    # the later passes predict rows already learned from: the statistics are the first's
+    calibration = three._task.calibration
+    np.testing.assert_array_equal(calibration.positive, one._task.calibration.positive)
+    np.testing.assert_array_equal(calibration.negative, one._task.calibration.negative)
+    assert calibration.positive.sum() == (y > 0).sum()
+    # and by hand: the map of those statistics applied to the final model's margins
+    np.testing.assert_allclose(three.predict_proba(X)[:, 1],
+                               calibration.probabilities(three.decision_function(X)))
+    chunked = OnlineClassifier("pa2")
+    for start in range(0, X.shape[0], 70):
+        chunked.partial_fit(X[start:start + 70], y[start:start + 70], classes=[-1, 1])
+    np.testing.assert_array_equal(chunked.predict_proba(X), one.predict_proba(X))
+
+
+def test_probit_is_for_gaussian_learners(files):
+    X, y = load_svmlight(files["binary"])
+    with pytest.raises(InvalidParameter, match="probit"):
+        OnlineClassifier("pa2", calibration="probit").fit(X, y)
+    with pytest.raises(InvalidParameter, match="unknown --calibration 'nope'"):
+        OnlineClassifier("arow-p", calibration="nope").fit(X, y)
 
 
 def test_columns_sharing_a_slot_are_summed(files):
