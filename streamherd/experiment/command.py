@@ -14,6 +14,7 @@ from streamherd.experiment.plots import MISSING, PLOT_FORMATS, make_plots
 from streamherd.experiment.runner import (Grid, Settings, load_datasets, make_jobs,
                                           run_grid)
 from streamherd.learners.spec import log_grid
+from streamherd.outputs import replaced_on_success
 
 DEFAULT_ALGOS = "nherd-p,nherd-e,nherd-d,arow-p,arow-d,cw,pa2,perceptron"
 DEFAULT_NOISE = "0,0.1,0.3"
@@ -189,7 +190,7 @@ def _write_outputs(results, tasks, algo_list, settings, out, plots, plot_format,
                              curve_task, scatter_pair)
         if written is None:
             print(f"streamherd: {MISSING}", file=sys.stderr)
-    with open(os.path.join(out, "report.md"), "w", encoding="utf-8") as f:
+    with replaced_on_success(os.path.join(out, "report.md"), what="report") as f:
         f.write(report.markdown_report(tables, checks, written or [], command, summary))
     if not quiet:
         print(f"{summary}\nwrote {out}/runs.csv, validation.csv, report.md"
