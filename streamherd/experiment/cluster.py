@@ -158,9 +158,7 @@ def run_on_client(client, source, jobs, settings, on_done=None):
     results = [None] * len(jobs)
     try:
         for future in as_completed(futures):
-            result = future.result()
-            if isinstance(result, Refused):
-                raise StreamherdError(result.message, result.exit_code)
+            result = _result(future, jobs[position[future.key]])
             results[position[future.key]] = result
             if on_done:
                 on_done(result)
@@ -169,6 +167,22 @@ def run_on_client(client, source, jobs, settings, on_done=None):
         # would otherwise run them for nobody)
         client.cancel(futures)
     return results
+
+
+def _result(future, job):
+    """The run's RunResult; its user error, or the workers it killed, as one line."""
+    from dask.distributed import KilledWorker
+
+    try:
+        result = future.result()
+    except KilledWorker:
+        raise StreamherdError(
+            f"the run of {job.algo} on {job.task.name} (fold {job.fold}, noise {job.noise:g}) "
+            f"ended every Dask worker that ran it (out of memory?); see the workers' "
+            f"logs") from None
+    if isinstance(result, Refused):
+        raise StreamherdError(result.message, result.exit_code)
+    return result
 
 
 _LOADED = {}   # this worker process's datasets: Source -> {name: Dataset} (the last one)
