@@ -531,6 +531,14 @@ def experiment(
                                    "herder."),
     seed: int = typer.Option(0, "--seed", help="Fixes every random choice."),
     processes: int = typer.Option(1, "-j", "--jobs", help="Worker processes."),
+    scheduler: Optional[str] = typer.Option(
+        None, "--scheduler", show_default=False,
+        help="Send the runs to a running Dask scheduler (tcp://HOST:8786) instead of -j's "
+             "processes."),
+    workers: Optional[int] = typer.Option(
+        None, "--workers", show_default=False,
+        help="Send the runs to a local Dask cluster of N worker processes (started and "
+             "closed by the command)."),
     out: Path = typer.Option(Path("experiment"), "--out", help="Folder for runs.csv, "
                              "validation.csv, report.md and the plots."),
     bits: int = typer.Option(18, "-b", "--bits", help="At most 2^bits slots per dataset (fewer "
@@ -549,6 +557,7 @@ def experiment(
     quiet: bool = Quiet,
 ):
     """Run the seed papers' tournament: algorithms x hyperparameters x label noise x folds."""
+    from streamherd.experiment.cluster import Cluster
     from streamherd.experiment.command import run_experiment
 
     run_experiment(datasets or [], algos=algos, grid=grid, noise=noise, folds=folds,
@@ -556,6 +565,7 @@ def experiment(
                    all_pairs=all_pairs, multiclass=multiclass, seed=seed, processes=processes, out=str(out), bits=bits,
                    normalize=normalize, fmt=fmt, curve_task=curve_task, scatter=scatter,
                    plots=not no_plots, plot_format=plot_format, quiet=quiet,
+                   cluster=Cluster(scheduler, workers),
                    argv=sys.argv[sys.argv.index("experiment") + 1:]
                    if "experiment" in sys.argv else None)
 

@@ -8,12 +8,14 @@ import time
 
 from streamherd.errors import StreamherdError
 from streamherd.experiment import adapter, report
+from streamherd.experiment.cluster import Cluster, Source, client_of, run_on_client
 from streamherd.experiment.data import (DEFAULT_BITS_CAP, FULL_COVARIANCE_MAX_BITS, LOAD_BITS,
                                         NORMALIZATIONS, tasks_of)
 from streamherd.experiment.plots import MISSING, PLOT_FORMATS, make_plots
 from streamherd.experiment.runner import (Grid, Settings, load_datasets, make_jobs,
                                           run_grid)
 from streamherd.learners.spec import log_grid
+from streamherd.outputs import replaced_on_success
 
 DEFAULT_ALGOS = "nherd-p,nherd-e,nherd-d,arow-p,arow-d,cw,pa2,perceptron"
 DEFAULT_NOISE = "0,0.1,0.3"
@@ -130,7 +132,7 @@ def run_experiment(datasets, algos=DEFAULT_ALGOS, grid=None, noise=DEFAULT_NOISE
                    multiclass="joint", seed=0,
                    processes=1, out="experiment", bits=DEFAULT_BITS_CAP, normalize="l2",
                    fmt="auto", curve_task=None, scatter=None, plots=True, plot_format="png",
-                   quiet=False, argv=None):
+                   quiet=False, argv=None, cluster=Cluster()):
     started = time.perf_counter()
     if not datasets:
         raise StreamherdError("name at least one dataset: FILE (split into --folds) or TRAIN,TEST")
@@ -139,6 +141,7 @@ def run_experiment(datasets, algos=DEFAULT_ALGOS, grid=None, noise=DEFAULT_NOISE
     if plot_format not in PLOT_FORMATS:
         raise StreamherdError(f"--plot-format {plot_format}: use one of {', '.join(PLOT_FORMATS)}")
     check_settings(folds, max_passes, validation, max_train, processes, bits)
+    cluster.check(processes)
     algo_list = parse_algos(algos)
     adapter.check_multiclass(multiclass, algo_list)
     settings = Settings(parse_grids(algo_list, grid), parse_noise(noise), folds, max_passes,
@@ -151,8 +154,14 @@ def run_experiment(datasets, algos=DEFAULT_ALGOS, grid=None, noise=DEFAULT_NOISE
     _check_full_covariance(loaded, tasks, algo_list)
     curve_task = _curve_task(curve_task, tasks)
     jobs = make_jobs(loaded, tasks, settings)
-    with _ProgressBar(len(jobs), quiet) as advance:
-        results = run_grid(loaded, datasets, load_options, jobs, settings, processes, advance)
+    with client_of(cluster) as client, _ProgressBar(len(jobs), quiet) as advance:
+        if client:
+            results = run_on_client(client, Source.of(datasets, load_options, loaded), jobs,
+                                    settings, advance)
+        else:
+            results = run_grid(loaded, datasets, load_options, jobs, settings, processes,
+                               advance)
+    where = cluster.describe() if cluster else f"with -j {processes}"
     seconds = time.perf_counter() - started
     summary = (f"{len(tasks)} tasks from {len(loaded)} datasets; {len(algo_list)} algorithms; "
                f"noise {', '.join(f'{n:g}' for n in settings.noise)}; {folds} folds for datasets "
@@ -162,7 +171,7 @@ def run_experiment(datasets, algos=DEFAULT_ALGOS, grid=None, noise=DEFAULT_NOISE
                                       if max_train else "")
                + f"seed {seed}. {len(results)} runs "
                f"({sum(r.row['status'] != 'ok' for r in results)} diverged) in {seconds:.0f} s "
-               f"wall time with -j {processes}.")
+               f"wall time {where}.")
     command = "streamherd experiment " + " ".join(shlex.quote(a) for a in (argv or []))
     _write_outputs(results, tasks, algo_list, settings, out, plots, plot_format, curve_task,
                    scatter_pair, quiet, summary, command)
@@ -189,7 +198,7 @@ def _write_outputs(results, tasks, algo_list, settings, out, plots, plot_format,
                              curve_task, scatter_pair)
         if written is None:
             print(f"streamherd: {MISSING}", file=sys.stderr)
-    with open(os.path.join(out, "report.md"), "w", encoding="utf-8") as f:
+    with replaced_on_success(os.path.join(out, "report.md"), what="report") as f:
         f.write(report.markdown_report(tables, checks, written or [], command, summary))
     if not quiet:
         print(f"{summary}\nwrote {out}/runs.csv, validation.csv, report.md"

@@ -6,6 +6,7 @@ import os
 import numpy as np
 
 from streamherd.errors import StreamherdError
+from streamherd.outputs import replaced_on_success
 
 PLOT_FORMATS = ("png", "svg")
 MISSING = "plots skipped: matplotlib is not installed; pip install 'streamherd[plot]'"
@@ -35,7 +36,9 @@ def _save(plt, figure, folder, name, fmt, tight_layout=True):
     if tight_layout:
         figure.tight_layout()
     try:
-        figure.savefig(path, dpi=110, bbox_inches=None if tight_layout else "tight")
+        with replaced_on_success(path, "wb", what="plot") as f:
+            figure.savefig(f, format=fmt, dpi=110,
+                           bbox_inches=None if tight_layout else "tight")
     except OSError as e:
         raise StreamherdError(f"cannot write {path}: {e.strerror or e}") from None
     finally:

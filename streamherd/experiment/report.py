@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamherd.experiment import stats
+from streamherd.outputs import replaced_on_success
 
 CSV_FIELDS = ("dataset", "task", "kind", "algo", "noise", "fold", "hyperparameter", "value",
               "passes", "validation_error", "test_error", "train_examples", "test_examples",
@@ -48,7 +49,7 @@ class Table:
 
 
 def write_runs_csv(path, results):
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with replaced_on_success(path, what="runs") as f:
         writer = csv.DictWriter(f, CSV_FIELDS)
         writer.writeheader()
         for result in results:
@@ -57,7 +58,7 @@ def write_runs_csv(path, results):
 
 def write_validation_csv(path, results):
     """Every grid point of every run: the validation error after each number of passes."""
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with replaced_on_success(path, what="validation errors") as f:
         writer = csv.writer(f)
         writer.writerow(VALIDATION_FIELDS)
         for result in results:
