@@ -225,4 +225,6 @@ def test_without_dask_the_command_says_what_to_install(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, "experiment", SAMPLE, "--workers", "2",
                            "--algos", "perceptron", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=300, cwd=REPO)
-    assert 'pip install "streamherd[dask]"' in one_line_error(proc)
+    line = one_line_error(proc)
+    assert line.startswith("streamherd: experiment --workers/--scheduler runs on Dask"), line
+    assert 'pip install "streamherd[dask]"' in line

@@ -35,13 +35,14 @@ INSTALL_HINT = 'pip install "streamherd[dask]"'
 
 
 @contextlib.contextmanager
-def dask_client(scheduler=None, workers=None):
+def dask_client(scheduler=None, workers=None, command="dist-train"):
     """A dask.distributed Client of the cluster at ``scheduler``, or of a LocalCluster of
-    ``workers`` processes (one thread each) started here and closed after."""
+    ``workers`` processes (one thread each) started here and closed after; ``command`` names
+    what needs it in the error when Dask is not installed."""
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
-        raise StreamherdError(f"dist-train runs on Dask (dask.distributed), which is not "
+        raise StreamherdError(f"{command} runs on Dask (dask.distributed), which is not "
                               f"installed: {INSTALL_HINT}") from None
     if scheduler is not None:
         try:

@@ -106,7 +106,8 @@ def client_of(cluster):
     try:
         with contextlib.ExitStack() as stack:
             with _ctrl_c_held():
-                client = stack.enter_context(dask_client(cluster.scheduler, cluster.workers))
+                client = stack.enter_context(dask_client(
+                    cluster.scheduler, cluster.workers, "experiment --workers/--scheduler"))
             try:
                 yield client
             except BaseException:
