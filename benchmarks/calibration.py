@@ -323,7 +323,10 @@ def targets(binary, multiclass, default):
     for name, r in binary.items():
         met["log-loss <= VW"].append((name, r[default]["log-loss"] <= r[VW]["log-loss"]))
         met["ECE <= 0.03"].append((name, r[default]["ECE"] <= ECE_TARGET))
-        met["AUC >= --raw's"].append((name, r[default]["AUC"] >= r[default]["raw AUC"] - 1e-9))
+        # to 1e-6: --proba prints 9 significant digits, which tie a few rows whose
+        # probabilities differ by less than 1e-9 near 0.5 (a9a pa2: 5 of 13,713 values, the
+        # AUC 3e-8 lower), a difference of the printing, not of the map's order
+        met["AUC >= --raw's"].append((name, r[default]["AUC"] >= r[default]["raw AUC"] - 1e-6))
     for name, r in multiclass.items():
         met["multiclass log-loss <= VW"].append(
             (name, r[DEFAULT_MULTICLASS]["log-loss"] <= r[VW]["log-loss"]))
