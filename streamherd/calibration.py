@@ -109,6 +109,11 @@ def _sigmoid(z):
 
 # ---------------------------------------------------------------- the fits (independent of bins)
 
+def _spread(x, weight):
+    """The weighted root mean square of the points x (1 when they are all 0)."""
+    return math.sqrt(np.sum(weight * x * x) / max(weight.sum(), 1e-300)) or 1.0
+
+
 def fit_platt(x, positive, negative, prior=True):
     """(a, b) of sigma(a x + b) maximising the likelihood of ``positive`` and ``negative``
     weights at points x, with Platt's targets (``prior``) or 1/0 ones; Newton's method with a
@@ -119,7 +124,7 @@ def fit_platt(x, positive, negative, prior=True):
     weight = positive + negative
     target = np.divide(positive * high + negative * low, weight, out=np.zeros_like(weight),
                        where=weight > 0)
-    spread = math.sqrt(np.sum(weight * x * x) / max(weight.sum(), 1e-300)) or 1.0
+    spread = _spread(x, weight)
     z = x / spread
     a, b = 0.0, math.log((n_pos + 1.0) / (n_neg + 1.0))
 
@@ -188,8 +193,7 @@ def _increasing(a, b, centroids, weight):
     short stream's margins can run against its labels (a <= 0), then sigma(m / spread)."""
     if a > 0:
         return a, b
-    spread = math.sqrt(np.sum(weight * centroids ** 2) / max(weight.sum(), 1e-300)) or 1.0
-    return 1.0 / spread, 0.0
+    return 1.0 / _spread(centroids, weight), 0.0
 
 
 def _on_the_labels_side(p, margins, slope):

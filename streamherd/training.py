@@ -247,12 +247,7 @@ def _progressive_scores(task, learner, chunk, read, a, b):
     """What the calibration reads of rows a..b before they are learned, of the rows ``read``
     only (NaN elsewhere): a binary model's x' Sigma x (all rows), or every class's score
     (NaN: a class the learner does not know yet)."""
-    starts, ends = chunk.indptr[read], chunk.indptr[read + 1]
-    lengths = ends - starts
-    indptr = np.concatenate([[0], np.cumsum(lengths)])
-    entries = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
-    piece = _Piece(chunk.importance[read], indptr, chunk.indices[entries],
-                   chunk.values[entries], len(read))
+    piece = chunk.take(read)
     if task.kind == "binary":
         confidences = np.empty(piece.n_examples)
         learner.confidences(piece.indptr, piece.indices, piece.values, confidences)
