@@ -120,6 +120,25 @@ def test_predictions_onto_a_pipe_or_device_are_streamed_in_place(work, run_cli):
     assert leftovers(work) == [] and leftovers("/dev") == []
 
 
+def test_a_paused_pipe_does_not_hold_the_end_of_a_run(work):
+    """`--examples N` from a pipe whose writer pauses: the run stops at N examples and ends,
+    though its reading thread still waits for the writer (it used to wait with it, for ever)."""
+    fifo = work / "input.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "streamherd", "train", str(fifo),
+                             "--examples", "100", "--quiet", "-f", "m.npz"], cwd=work,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with open(fifo, "wb") as writer:   # open, and silent after its first lines
+        writer.write(b"".join((work / "x.svm").read_bytes().splitlines(keepends=True)[:500]))
+        writer.flush()
+        try:
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert load_model(work / "m.npz")[0]["examples"] == 100
+
+
 def test_model_output_through_a_symlink_replaces_its_target(work, run_cli):
     (work / "models").mkdir()
     (work / "models" / "m.npz").write_bytes(b"old")

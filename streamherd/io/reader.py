@@ -31,6 +31,9 @@ DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
 # with one. predict with one parser: 1.50 s instead of 1.17 s.
 TRAINING_WORKERS = max(1, min(2, (os.cpu_count() or 1) - 1))
 FORMATS = ("auto", "svmlight", "vw")
+# how long a stopped iteration waits for its reading thread, which stops at its next block
+# within 0.1 s unless a read of a paused pipe holds it (ChunkReader.__iter__)
+READER_STOP_SECONDS = 1.0
 _END = object()
 _CARRY_ROOM = 1 << 16
 # --format auto reads this many lines that tell a format (line_format), at most, from the start
@@ -161,7 +164,11 @@ class ChunkReader:
                 yield chunk
         finally:
             self._stop.set()
-            thread.join()
+            # the reader stops at its next block; but a read of a pipe or a terminal whose
+            # writer pauses (`tail -f ... | streamherd train --examples N`, Ctrl-C there) waits
+            # for the writer, for ever: after READER_STOP_SECONDS it is left to it (a daemon
+            # thread, which fills only this loop's slots and whose blocks nobody takes)
+            thread.join(READER_STOP_SECONDS)
             jobs.shutdown()
 
     def _submit_all(self, jobs, free_slots):
