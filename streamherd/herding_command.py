@@ -8,7 +8,8 @@ import numpy as np
 
 from streamherd import compilation, herding
 from streamherd.errors import StreamherdError, say
-from streamherd.outputs import check_inputs, replaced_on_success, resolve_output
+from streamherd.outputs import (check_inputs, refuse_shared_outputs, replaced_on_success,
+                                resolve_output)
 
 
 def parse_ratios(text):
@@ -30,10 +31,9 @@ def _check_outputs(train_file, test, predictions, final_model):
     if predictions is None and final_model is None:
         raise StreamherdError("herd writes nothing without -f MODEL or --test FILE -p PRED; "
                               "pass one of them")
-    outputs = [resolve_output(p, inputs, what) for p, what in
-               ((predictions, "predictions"), (final_model, "model")) if p is not None]
-    if len(outputs) == 2 and os.path.abspath(outputs[0]) == os.path.abspath(outputs[1]):
-        raise StreamherdError(f"-p and -f are both {outputs[0]}; give them different files")
+    refuse_shared_outputs([(what, p, resolve_output(p, inputs, what)) for p, what in
+                           ((final_model, "model"), (predictions, "predictions"))
+                           if p is not None])
 
 
 def run_herd(train_file, test=None, predictions=None, final_model=None, ratio="1",

@@ -114,6 +114,28 @@ def resolve_output(path, inputs, what):
     return real
 
 
+def refuse_shared_outputs(outputs):
+    """Refuse two outputs of one run that are one file (``outputs``: (what, the path given,
+    its resolve_output) of each; None paths skipped): the one renamed last would replace the
+    other's whole content, and the run would say it wrote both. By real path, and by file
+    identity for files already there (a hard link); text streams (a pipe, a device) aside."""
+    seen = []
+    for what, given, real in outputs:
+        if real is None or isinstance(real, StreamTarget):
+            continue
+        try:
+            info = os.stat(real)
+        except OSError:
+            info = None
+        for other_what, other_given, other_real, other_info in seen:
+            if real == other_real or (info is not None and other_info is not None
+                                      and _same_file(info, other_info)):
+                raise StreamherdError(f"cannot write {what} {given}: it is also the "
+                                      f"{other_what} output ({other_given}); write them to "
+                                      f"different files")
+        seen.append((what, given, real, info))
+
+
 def _refuse_an_input(path, info, inputs, what):
     for name, input_info in _input_stats(inputs):
         if _same_file(info, input_info):

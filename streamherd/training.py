@@ -27,8 +27,8 @@ from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkRead
 from streamherd.learners import bank
 from streamherd.learners.base import UnstableUpdate
 from streamherd.model import HERDING_KIND, load_model, model_meta, save_model
-from streamherd.outputs import (check_inputs, check_stdout_output, replaced_on_success,
-                                resolve_output)
+from streamherd.outputs import (check_inputs, check_stdout_output, refuse_shared_outputs,
+                                replaced_on_success, resolve_output)
 from streamherd.passes import (BestPass, PassChunks, Passes, copied, held_out_rows,
                                per_pass_path, replayable)
 from streamherd.progress import ProgressiveValidation, Schedule
@@ -405,6 +405,12 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     start = plan(algo, options, bits, bias, normalize, choice, initial_model, skip_bad,
                  namespaces, calibration, grid)
     bank_paths = _bank_paths(start, save_bank, final_model, paths, test_only or audit)
+    refuse_shared_outputs([("model", final_model, model_path),
+                           *(("--save_per_pass model", per_pass_path(final_model, k + 1), path)
+                             for k, path in enumerate(pass_paths or ())),
+                           *(("--save-bank model", bank.bank_path(final_model, k + 1), path)
+                             for k, path in enumerate(bank_paths or ())),
+                           ("predictions", predictions, predictions_path)])
     trainer = Trainer(start, test_only)
 
     def note(text):   # silenced by --quiet, as every notice (notices_silenced below)

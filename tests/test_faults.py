@@ -170,6 +170,40 @@ def test_an_output_that_is_an_input_is_refused(work, run_cli, args, what):
     assert load_model(work / "good.npz")[0]["algo"] == "pa2"
 
 
+@pytest.mark.parametrize("args, what, other", [
+    (["-f", "good.npz", "-p", "good.npz"], "predictions", "model"),
+    (["-f", "good.npz", "-p", "hard.npz"], "predictions", "model"),
+    (["-f", "good.npz", "-p", "link.npz"], "predictions", "model"),
+    (["-f", "m.npz", "--passes", "2", "--save_per_pass", "-p", "m.pass1.npz"], "predictions",
+     "--save_per_pass model"),
+    (["-f", "m.npz", "-C", "auto", "--grid", "1,2", "--save-bank", "-p", "m.bank2.npz"],
+     "predictions", "--save-bank model"),
+])
+def test_two_outputs_on_one_file_are_refused(work, run_cli, args, what, other):
+    """-f and -p on one file used to exit 0 with the model replaced by the predictions (the one
+    renamed last wins), as did -p onto a --save_per_pass or --save-bank model's name."""
+    os.link(work / "good.npz", work / "hard.npz")
+    (work / "link.npz").symlink_to(work / "good.npz")
+    (work / "m.pass1.npz").write_bytes(b"kept")
+    (work / "m.bank2.npz").write_bytes(b"kept")
+    before = (work / "good.npz").read_bytes()
+    line = one_line_error(run_cli("train", "x.svm", *args, cwd=work))
+    assert f"cannot write {what}" in line and f"also the {other} output" in line, line
+    assert (work / "good.npz").read_bytes() == before
+    assert (work / "m.pass1.npz").read_bytes() == (work / "m.bank2.npz").read_bytes() == b"kept"
+    assert not (work / "m.npz").exists() and not leftovers(work)
+
+
+def test_herd_refuses_its_model_and_predictions_on_one_file(work, run_cli):
+    (work / "t.svm").write_bytes(SAMPLE.read_bytes())
+    os.link(work / "good.npz", work / "hard.npz")
+    before = (work / "good.npz").read_bytes()
+    line = one_line_error(run_cli("herd", "x.svm", "--test", "t.svm", "-f", "good.npz", "-p",
+                                  "hard.npz", cwd=work))
+    assert "cannot write predictions hard.npz: it is also the model output (good.npz)" in line
+    assert (work / "good.npz").read_bytes() == before
+
+
 def test_predictions_appended_to_an_input_through_stdout_are_refused(work):
     with open(work / "x.svm", "ab") as out:
         proc = subprocess.run([sys.executable, "-m", "streamherd", "predict", "-m", "good.npz",
