@@ -88,15 +88,18 @@ class _RiverModel:
     def _setup(self):
         self._space = FeatureSpace(int(self.bits), bool(self.fit_intercept),
                                    normalization.L2 if self.normalize else normalization.NONE)
-        # the space's numbers, read per example (no bias: bias slot -1)
-        self._mask = self._space.mask
-        self._bias_slot = self._space.bias_slot if self._space.bias else -1
-        self._normalized = self._space.normalize != normalization.NONE
+        self._read_space()
         self._packers = {}        # row length -> the struct of its values and the bias's
         self._learner = None
         self._rows = None
         self._buffers = _RowBuffers(_ROW_CAPACITY)
         self._fast = None         # (compiled entry, its arguments): _prepare_fast
+
+    def _read_space(self):
+        """The space's numbers, read per example (no bias: bias slot -1)."""
+        self._mask = self._space.mask
+        self._bias_slot = self._space.bias_slot if self._space.bias else -1
+        self._normalized = self._space.normalize != normalization.NONE
 
     @property
     def _raw_memory_usage(self):
@@ -265,6 +268,7 @@ class _RiverModel:
     def __setstate__(self, state):
         saved = state.pop("_saved", None)
         vars(self).update(state)
+        self._read_space()   # (a model pickled before bias_slot -1 meant no bias)
         self._rows, self._buffers, self._fast = None, _RowBuffers(_ROW_CAPACITY), None
         self._packers, self._learner = {}, None
         if saved is not None:

@@ -184,6 +184,18 @@ def test_names_with_a_nul_or_not_str_hash_as_their_text():
     assert classifier._slots_of(["a\0b", 7]) == [mmh3.hash(b"a\0b", 0, signed=False) & 4095, 7]
 
 
+def test_without_intercept_no_bias_slot_is_learned():
+    mmh3 = pytest.importorskip("mmh3")
+    classifier = OnlineClassifier("pa", bits=12, fit_intercept=False)
+    classifier.learn_one({"word": 1.0, "37": 2.0}, True)
+    mean = classifier._learner.state()["mean"]
+    assert set(np.flatnonzero(mean)) == {mmh3.hash("word", 0, signed=False) & 4095, 37}
+    copy = pickle.loads(pickle.dumps(classifier))
+    copy.learn_one({"other": 1.0}, False)
+    assert set(np.flatnonzero(copy._learner.state()["mean"])) == {
+        mmh3.hash("word", 0, signed=False) & 4095, 37, mmh3.hash("other", 0, signed=False) & 4095}
+
+
 def test_pickle_and_labels():
     classifier = OnlineClassifier("cw")
     classifier.learn_one({"a": 1.0}, "spam")
