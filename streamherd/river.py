@@ -15,9 +15,10 @@ bytes object, and one compiled call (_fill_row) hashes every name into the slots
 appends the bias and sums repeated slots, as the parser does; every name is hashed at every
 row, in machine code: no name table, so a model's first pass costs what its later ones do (a
 table of Python dict lookups, with a Python hash call per new name, cost more than hashing).
-The one-row chunk goes to the learner's kernel; a binary or regression ``learn_one`` calls the compiled
-machine code of the learner's entry point for those arguments' types directly (_direct_entry),
-not numba's dispatcher, which types every call in Python when its arguments hold tuples.
+The one-row chunk goes to the learner's kernel; a binary or regression ``learn_one`` calls the
+compiled machine code of the learner's entry point for those arguments' types directly
+(_direct_entry), not numba's dispatcher, which types every call in Python when its arguments
+hold tuples.
 ``learn_many``/``predict_many`` (pandas DataFrames) take the block path of streamherd.sklearn
 (io/matrix.MatrixRows: the columns' slots, one numba kernel per chunk).
 

@@ -444,9 +444,9 @@ def test_the_plain_input_fast_path_validates_as_validate_data():
     ys = [labels, labels.astype(np.int64), labels > 0, np.where(labels > 0, np.nan, 1.0),
           np.repeat(labels, 2)[::2], labels[:, None], labels[:5], labels.tolist(),
           np.where(labels > 0, "a", "b"), labels.astype(object)]
-    for estimator, fit_X in ((OnlineClassifier(bits=8), dense),
-                             (OnlineRegressor(bits=8), dense),
-                             (OnlineClassifier(bits=8), pd.DataFrame(dense, columns=list("abcde")))):
+    named = pd.DataFrame(dense, columns=list("abcde"))
+    for estimator, fit_X in ((OnlineClassifier(bits=8), dense), (OnlineRegressor(bits=8), dense),
+                             (OnlineClassifier(bits=8), named)):
         estimator.fit(fit_X, labels)
         numeric = isinstance(estimator, OnlineRegressor)
         for X in plain:
