@@ -6,14 +6,19 @@ A river example is a dict {name: value}. Its names are VW feature names in the d
 namespace: ``learn_one({"a": 1.0, "7": 2.0}, y)`` learns what ``streamherd train`` learns from
 the VW line ``y | a:1 7:2`` (features/hashing.hashstring, seed 0; the bias appended; names whose
 slots collide summed), so ``river.evaluate.progressive_val_score`` gives the command line's
-progressive loss on the same stream. Each name is hashed once per process: its slot is kept in
-a name table that every model of the same bits shares (_NameSlots).
+progressive loss on the same stream. A name's text is the name (str(name) for a name that is
+not a str).
 
-Per example, ``learn_one`` and ``predict_one`` make no numpy array: the row's values and slots
-are packed by one struct.pack_into into a buffer kept from call to call, and given to the
-learner's kernel as a one-row chunk; a binary or regression ``learn_one`` calls the compiled
-machine code of the learner's entry point for those arguments' types directly (_direct_entry),
-not numba's dispatcher, which types every call in Python when its arguments hold tuples.
+Per example, ``learn_one`` and ``predict_one`` make no numpy array: the row's values are packed
+by one struct.pack_into into a buffer kept from call to call, its names joined by NULs into one
+bytes object, and one compiled call (_fill_row) hashes every name into the slots beside them,
+appends the bias and sums repeated slots, as the parser does; every name is hashed at every
+row, in machine code: no name table, so a model's first pass costs what its later ones do (a
+table of Python dict lookups, with a Python hash call per new name, cost more than hashing).
+The one-row chunk goes to the learner's kernel; a binary or regression ``learn_one`` calls the
+compiled machine code of the learner's entry point for those arguments' types directly
+(_direct_entry), not numba's dispatcher, which types every call in Python when its arguments
+hold tuples.
 ``learn_many``/``predict_many`` (pandas DataFrames) take the block path of streamherd.sklearn
 (io/matrix.MatrixRows: the columns' slots, one numba kernel per chunk).
 
@@ -36,14 +41,14 @@ import sys
 import numba
 import numpy as np
 import pandas as pd
-from numba import types
+from numba import njit, types
 from river import base
 
 from streamherd import learners, tasks
 from streamherd.errors import StreamherdError
 from streamherd.features import normalize as normalization
 from streamherd.features.hashing import hashstring
-from streamherd.features.rows import merge_row, new_merge_table
+from streamherd.features.rows import _FIBONACCI, MERGE_TABLE_SIZE, merge_row
 from streamherd.features.space import FeatureSpace
 from streamherd.io.csr import Chunk
 from streamherd.io.matrix import MatrixRows
@@ -58,17 +63,17 @@ _ROW_CAPACITY = 1024
 
 
 class _RowBuffers:
-    """One example's row as a one-row Chunk over buffers reused from call to call: its values
-    and its slots are two views of one byte array (capacity values, then capacity slots), so
-    that one struct.pack_into writes both (numpy's allocation: aligned, as the kernels' types
-    say)."""
+    """One example's row as a one-row Chunk over buffers reused from call to call, and the
+    scratch of _fill_row in one int64 array (each array argument of a compiled call costs its
+    unboxing): rows.merge_row's table (keys, stamps, positions), then the chunk's indptr and
+    the table's last stamp."""
 
     def __init__(self, capacity):
         self.capacity = capacity
-        self.memory = np.zeros(capacity * 12, np.uint8)
-        self.values = self.memory[:capacity * 8].view(np.float64)
-        self.indices = self.memory[capacity * 8:].view(np.int32)
-        self.indptr = np.zeros(2, np.int64)
+        self.values = np.zeros(capacity)
+        self.indices = np.zeros(capacity, np.int32)
+        self.scratch = np.zeros((4, MERGE_TABLE_SIZE), np.int64)
+        self.indptr = self.scratch[3, :2]
         self.target = np.zeros(1)
         self.out = np.zeros(1)
         ones, absent = np.ones(1), np.full(1, -1, np.int64)
@@ -84,30 +89,29 @@ class _RiverModel:
     def _setup(self):
         self._space = FeatureSpace(int(self.bits), bool(self.fit_intercept),
                                    normalization.L2 if self.normalize else normalization.NONE)
-        self._slots = _name_table(self._space)
-        self._late = self._slots.late
-        # the space's numbers, read per example
-        self._bias, self._bias_slot = self._space.bias, self._space.bias_slot
-        self._normalized = self._space.normalize != normalization.NONE
-        self._packers = {}        # row length -> the struct of its values and slots
+        self._read_space()
+        self._packers = {}        # row length -> the struct of its values and the bias's
         self._learner = None
         self._rows = None
         self._buffers = _RowBuffers(_ROW_CAPACITY)
         self._fast = None         # (compiled entry, its arguments): _prepare_fast
-        self._merge_table, self._merge_stamp = new_merge_table(), 0   # rows.merge_row's scratch
+
+    def _read_space(self):
+        """The space's numbers, read per example (no bias: bias slot -1)."""
+        self._mask = self._space.mask
+        self._bias_slot = self._space.bias_slot if self._space.bias else -1
+        self._normalized = self._space.normalize != normalization.NONE
 
     @property
     def _raw_memory_usage(self):
-        """The bytes the model holds: the learner's arrays, the row buffers, the merge's
-        scratch and the name tables. river's own walk (base.Base._raw_memory_usage) follows every reference, into
-        numba's compiled kernels and their weak proxies, which may be dead by then."""
+        """The bytes the model holds: the learner's arrays and the row buffers (the merge's
+        scratch among them). river's own walk (base.Base._raw_memory_usage) follows every
+        reference, into numba's compiled kernels and their weak proxies, which may be dead by
+        then."""
         arrays = [*(self._learner.state().values() if self._learner is not None else ()),
-                  *(a for name, a in vars(self._buffers).items()   # values, indices: views
-                    if isinstance(a, np.ndarray) and name not in ("values", "indices")),
-                  *self._merge_table]
-        tables = (self._slots, self._slots.owners, self._late, self._packers)
-        return (sum(a.nbytes for a in arrays) + sum(map(sys.getsizeof, tables))
-                + sum(map(sys.getsizeof, self._slots)))
+                  *(a for name, a in vars(self._buffers).items()   # indptr: scratch's
+                    if isinstance(a, np.ndarray) and name != "indptr")]
+        return sum(a.nbytes for a in arrays) + sys.getsizeof(self._packers)
 
     # ------------------------------------------------------------ parameters
 
@@ -129,15 +133,12 @@ class _RiverModel:
     # ------------------------------------------------------------ one row
 
     def _packer(self, n):
-        """The struct of n values and the bias's 1, then (at the buffer's slots) their n slots
-        and the bias slot; a row longer than the buffers (twice the row: merge_row's scratch)
-        makes new buffers, and new packers for their layout."""
+        """The struct of n values and the bias's 1; a row longer than the buffers (twice the
+        row: merge_row's scratch) makes new buffers."""
         if 2 * (n + 1) > self._buffers.capacity:
             self._buffers = _RowBuffers(2 * (n + 1))
-            self._packers.clear()
             self._fast = None
-        gap = (self._buffers.capacity - n - 1) * 8
-        packer = self._packers[n] = struct.Struct(f"={n + 1}d{gap}x{n + 1}i")
+        packer = self._packers[n] = struct.Struct(f"={n + 1}d")
         return packer
 
     def _row(self, x):
@@ -145,37 +146,46 @@ class _RiverModel:
         n = len(x)
         packer = self._packers.get(n) or self._packer(n)
         rows = self._buffers
-        try:   # (a name no model has met yet: hashed by _NameSlots.__missing__)
-            packer.pack_into(rows.memory, 0, *x.values(), 1.0, *map(self._slots.__getitem__, x),
-                             self._bias_slot)
+        try:
+            packer.pack_into(rows.values, 0, *x.values(), 1.0)
         except struct.error:
             raise ValueError(f"feature values must be numbers; got {x!r}") from None
-        end = n + self._bias   # the bias written last, kept when the model has one
-        late = self._late
-        if late and not late.isdisjoint(x) and self._repeats(x):
-            end = self._merge(end, rows)
-        rows.indptr[1] = end
+        try:
+            text = "\0".join(x).encode()
+        except TypeError:   # a name that is not a str
+            text = "\0".join(map(str, x)).encode()
+        end = (_FILL_ROW or _fill_entry())(text, n, self._mask, self._bias_slot, rows.indices,
+                                            rows.values, rows.scratch)
+        if end < 0:
+            self._row_apart(x, n, end, rows)
         if self._normalized:
             self._space.transform(rows.chunk)
         return rows.chunk
 
-    def _repeats(self, x):
-        """Whether the slots of example ``x``'s names repeat (the bias's among them)."""
-        row_slots = list(map(self._slots.__getitem__, x))
-        return len(set(row_slots)) < len(row_slots) or (self._bias and
-                                                         self._bias_slot in row_slots)
-
-    def _merge(self, end, rows):
-        """Sum the values of repeated slots among the row's first ``end`` entries, in
-        first-seen order, by the parser's own merge (features/rows.merge_row; the buffers hold
-        twice the row, its scratch for a row too long for the table); the new end."""
-        keys, stamps, positions, _ = self._merge_table
-        self._merge_stamp += 1
-        end = merge_row(rows.indices, rows.values, 0, end, keys, stamps, positions,
-                        self._merge_stamp)
+    def _row_apart(self, x, n, end, rows):
+        """_row's names hashed one by one, for a name holding a NUL (the joined text's
+        separator); or the error of a row whose summed values overflow."""
+        if end == _NAME_NUL:
+            for i, name in enumerate(x):
+                text = str(name).encode()
+                _hash_entry()(text, -1, self._mask, rows.indices, i)
+            end = _finish_entry()(n, self._bias_slot, rows.indices, rows.values, rows.scratch)
         if end < 0:
             raise ValueError("feature values of one slot sum to infinity; scale the features")
-        return end
+
+    def _slots_of(self, names):
+        """The slots of ``names`` (VW's hash of each name's text, masked)."""
+        names = list(names)
+        slots = np.empty(len(names), np.int32)
+        try:
+            text = "\0".join(map(str, names)).encode()
+            joined = _hash_entry()(text, len(names), self._mask, slots, 0) == len(names)
+        except UnicodeEncodeError:   # (raised again below, by the name's own encoding)
+            joined = False
+        if not joined:   # a name holding a NUL: one by one
+            for i, name in enumerate(names):
+                _hash_entry()(str(name).encode(), -1, self._mask, slots, i)
+        return slots.tolist()
 
     def _fast_learn(self, kind, y):
         """Learn from the row in the buffers (target ``y``) through the learner's compiled
@@ -231,7 +241,7 @@ class _RiverModel:
         whose slot is ``slot`` (MatrixRows reads column j as slot j + 1): the block path."""
         from scipy.sparse import csr_matrix
 
-        columns = list(map(self._slots.__getitem__, X.columns))
+        columns = self._slots_of(X.columns)
         columns = (np.asarray(columns, np.int64) - 1) & self._space.mask
         dense = csr_matrix(np.asarray(X.to_numpy(dtype=np.float64, na_value=0.0)))
         matrix = csr_matrix((dense.data, columns[dense.indices], dense.indptr),
@@ -248,8 +258,7 @@ class _RiverModel:
 
     def __getstate__(self):
         state = dict(vars(self))
-        for transient in ("_rows", "_buffers", "_fast", "_packers", "_merge_table", "_slots",
-                          "_late"):
+        for transient in ("_rows", "_buffers", "_fast", "_packers"):
             state.pop(transient, None)
         learner = state.pop("_learner", None)
         if learner is not None:
@@ -260,67 +269,124 @@ class _RiverModel:
     def __setstate__(self, state):
         saved = state.pop("_saved", None)
         vars(self).update(state)
+        self._read_space()   # (a model pickled before bias_slot -1 meant no bias)
         self._rows, self._buffers, self._fast = None, _RowBuffers(_ROW_CAPACITY), None
         self._packers, self._learner = {}, None
-        self._merge_table = new_merge_table()
-        self._slots = _name_table(self._space)
-        self._late = self._slots.late
         if saved is not None:
             arrays, meta, options = saved
             self._learner = self._task.new_learner(self._algo(), self._space.dim, options,
                                                    arrays, meta)
 
 
-# features/hashing.hashstring's machine code for a name's bytes (_compiled_hash)
-_HASH_TEXT = None
+_NAME_NUL = -2   # _fill_row: a name holds a NUL (the joined names' separator)
 
 
-def _compiled_hash():
-    """hashstring compiled for (a name's bytes object, start, end, seed), called directly:
-    numba's dispatcher would type each call in Python, and a numpy view of the bytes would
-    cost as much again (1.0 us a name, against 0.34)."""
-    global _HASH_TEXT
-    _HASH_TEXT = hashstring.compile((numba.typeof(b""), types.int64, types.int64, types.int64))
-    return _HASH_TEXT
+@njit(cache=True, nogil=True)
+def _hash_names(text, n, mask, slots, at):
+    """The ``n`` NUL-separated names of ``text`` (n = -1: one name, all of text) hashed as VW
+    hashes a name of the default namespace (hashstring, seed 0), masked, into slots[at:].
+    Returns the names hashed, or _NAME_NUL when text does not hold n names (one holds a NUL)."""
+    if n < 0:
+        slots[at] = np.int32(hashstring(text, 0, len(text), 0) & np.uint64(mask))
+        return 1
+    start = 0
+    for i in range(n):
+        end = start
+        while end < len(text) and text[end] != 0:
+            end += 1
+        if end == len(text) and i < n - 1:
+            return _NAME_NUL
+        slots[at + i] = np.int32(hashstring(text, start, end, 0) & np.uint64(mask))
+        start = end + 1
+    if n > 0 and start != len(text) + 1:
+        return _NAME_NUL
+    return n
 
 
-class _NameSlots(dict):
-    """Feature name -> slot in one space (bits, bias), read and filled by every model of the
-    process in that space (a name's slot never changes, so a model meeting a name another
-    model met does not hash it again). A name not in it yet is hashed by ``__missing__``, which
-    dict's own lookup calls (no exception, no Python per name already there): VW's hash of its
-    text in the default namespace. ``owners``: slot -> the first name that has it; ``late``:
-    the names whose slot an earlier name or the bias has. A row whose slots repeat holds a late
-    name whatever order the names came in (of two names of one slot, one at most is its
-    owner), so ``late`` serves every model."""
+@njit(cache=True, nogil=True)
+def _finish_row(n, bias_slot, indices, values, scratch):
+    """A row of n slots (its values beside them, the bias's 1 after them): the bias slot
+    appended (bias_slot >= 0), and repeated slots summed by the parser's merge
+    (features/rows.merge_row) when there are any (only then: a long row's merge sorts it);
+    the row's end, which it returns (-1: a sum overflowed), into indptr[1]. ``scratch``
+    (_RowBuffers'): the merge table's keys, stamps and positions, then indptr and the table's
+    last stamp."""
+    keys, stamps, positions = scratch[0], scratch[1], scratch[2]
+    end = n
+    if bias_slot >= 0:
+        indices[n] = bias_slot
+        end = n + 1
+    repeats = False
+    if end <= MERGE_TABLE_SIZE // 2:   # the merge table's own probe, marking this row's slots
+        stamp = scratch[3, 2] + 1
+        scratch[3, 2] = stamp
+        for k in range(end):
+            slot = indices[k]
+            h = ((slot * _FIBONACCI) >> 12) & (MERGE_TABLE_SIZE - 1)
+            while stamps[h] == stamp and keys[h] != slot:
+                h = (h + 1) & (MERGE_TABLE_SIZE - 1)
+            if stamps[h] == stamp:
+                repeats = True
+                break
+            stamps[h] = stamp
+            keys[h] = slot
+    else:
+        ordered = np.sort(indices[:end])
+        for k in range(1, end):
+            if ordered[k] == ordered[k - 1]:
+                repeats = True
+                break
+    if repeats:
+        stamp = scratch[3, 2] + 1
+        scratch[3, 2] = stamp
+        end = merge_row(indices, values, 0, end, keys, stamps, positions, stamp)
+    scratch[3, 1] = end   # indptr[1]
+    return end
 
-    def __init__(self, space):
-        super().__init__()
-        self.mask = space.mask
-        self.bias_slot = space.bias_slot if space.bias else None
-        self.owners, self.late = {}, set()
 
-    def __missing__(self, name):
-        text = str(name).encode()
-        slot = int((_HASH_TEXT or _compiled_hash())(text, 0, len(text), 0)) & self.mask
-        if slot in self.owners or slot == self.bias_slot:
-            self.late.add(name)
-        else:
-            self.owners[slot] = name
-        self[name] = slot
-        return slot
+@njit(cache=True, nogil=True)
+def _fill_row(text, n, mask, bias_slot, indices, values, scratch):
+    """The slots of a row whose n values are in ``values``: its names (``text``, NUL-separated)
+    hashed, then _finish_row. Returns the row's end, -1 for an overflowed sum, or _NAME_NUL
+    (nothing done) when a name holds a NUL."""
+    if _hash_names(text, n, mask, indices, 0) != n:
+        return _NAME_NUL
+    return _finish_row(n, bias_slot, indices, values, scratch)
 
 
-_NAME_TABLES = {}           # (bits, bias) -> _NameSlots
-_NAMES_KEPT = 1 << 20       # a new model starts a fresh table past this many names
+# The machine code of _fill_row, _hash_names and _finish_row for their one set of argument
+# types, called directly: numba's dispatcher types a bytes argument in Python at every call.
+_FILL_ROW = _HASH_NAMES = _FINISH_ROW = None
 
 
-def _name_table(space):
-    key = (space.bits, space.bias)
-    table = _NAME_TABLES.get(key)
-    if table is None or len(table) >= _NAMES_KEPT:
-        table = _NAME_TABLES[key] = _NameSlots(space)
-    return table
+def _signature(*names):
+    array, int64 = types.Array, types.int64
+    kinds = {"text": numba.typeof(b""), "int": int64, "slots": array(types.int32, 1, "C"),
+             "values": array(types.float64, 1, "C"), "scratch": array(int64, 2, "C")}
+    return tuple(kinds[name] for name in names)
+
+
+_ROW_ARGUMENTS = ("int", "int", "slots", "values", "scratch")
+
+
+def _fill_entry():
+    global _FILL_ROW
+    _FILL_ROW = _fill_row.compile(_signature("text", "int", *_ROW_ARGUMENTS))
+    return _FILL_ROW
+
+
+def _hash_entry():
+    global _HASH_NAMES
+    if _HASH_NAMES is None:
+        _HASH_NAMES = _hash_names.compile(_signature("text", "int", "int", "slots", "int"))
+    return _HASH_NAMES
+
+
+def _finish_entry():
+    global _FINISH_ROW
+    if _FINISH_ROW is None:
+        _FINISH_ROW = _finish_row.compile(_signature(*_ROW_ARGUMENTS))
+    return _FINISH_ROW
 
 
 def _direct_entry(dispatcher, call, kind):

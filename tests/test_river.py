@@ -112,7 +112,7 @@ def test_proba_is_the_gaussian_formula_and_absent_for_others():
         arow.learn_one(x, y)
     space, state = arow._space, arow._learner.state()
     x = {"a": 2.0, "c": 1.0}
-    slots = [arow._slots[n] for n in x] + [space.bias_slot]
+    slots = arow._slots_of(x) + [space.bias_slot]
     values = [2.0, 1.0, 1.0]
     margin = sum(state["mean"][s] * v for s, v in zip(slots, values))
     spread = math.sqrt(sum(state["variance"][s] * v * v for s, v in zip(slots, values)))
@@ -138,20 +138,62 @@ def test_colliding_names_are_summed():
     merged = OnlineClassifier("arow-p", bits=2)
     merged.learn_one({n: 1.0 for n in names}, True)
     summed = {}
-    for n in names:
-        summed[merged._slots[n]] = summed.get(merged._slots[n], 0.0) + 1.0
+    for slot in merged._slots_of(names):
+        summed[slot] = summed.get(slot, 0.0) + 1.0
     variance = merged._learner.state()["variance"]
     # AROW's variance update is not linear in x: it shows whether the slots were summed
+    # (an all-digit name is its number, VW's hash: name "s" is slot s; "0" the bias's slot,
+    # summed with it)
     reference = OnlineClassifier("arow-p", bits=2)
-    reference._slots = {f"s{s}": s for s in summed}
-    reference._late = set(reference._slots)   # so that its bias (slot 0 here) is summed too
-    reference.learn_one({f"s{s}": v for s, v in summed.items()}, True)
+    assert reference._slots_of(map(str, summed)) == list(summed)
+    reference.learn_one({str(s): v for s, v in summed.items()}, True)
     np.testing.assert_allclose(variance, reference._learner.state()["variance"], rtol=1e-12)
-    # a model that meets the names in another order reads the slots the first one noted
-    # (the process's name tables) and sums the same ones
+    # a model that meets the names in another order hashes them to the same slots and sums
+    # the same ones
     again = OnlineClassifier("arow-p", bits=2)
     again.learn_one({n: 1.0 for n in reversed(names)}, True)
     np.testing.assert_allclose(again._learner.state()["variance"], variance, rtol=1e-12)
+
+
+def test_a_long_row_with_colliding_names_is_summed():
+    """A row longer than the merge table's half (3000 names on 1024 slots) takes the sorted
+    repeat check and merge: the same model as its names' values summed per slot beforehand."""
+    names = [f"w{i}" for i in range(3000)]
+    merged = OnlineClassifier("arow-p", bits=10)
+    merged.learn_one({n: 0.01 for n in names}, True)
+    summed = {}
+    for slot in merged._slots_of(names):
+        summed[slot] = summed.get(slot, 0.0) + 0.01
+    reference = OnlineClassifier("arow-p", bits=10)
+    reference.learn_one({str(s): v for s, v in summed.items()}, True)
+    np.testing.assert_allclose(merged._learner.state()["variance"],
+                               reference._learner.state()["variance"], rtol=1e-12)
+    np.testing.assert_allclose(merged._learner.state()["mean"],
+                               reference._learner.state()["mean"], rtol=1e-12)
+
+
+def test_names_with_a_nul_or_not_str_hash_as_their_text():
+    """A name is hashed as str(name)'s UTF-8 text, a NUL inside it (the joined names'
+    separator) included; murmur3 (mmh3) computes the expected slots independently."""
+    mmh3 = pytest.importorskip("mmh3")
+    classifier = OnlineClassifier("pa", bits=12)
+    classifier.learn_one({"a\0b": 1.0, 7: 2.0, ("t", 1): 1.0, "é": 1.0}, True)
+    expected = {mmh3.hash(text.encode(), 0, signed=False) & 4095
+                for text in ("a\0b", "('t', 1)", "é")} | {7, classifier._space.bias_slot}
+    assert set(np.flatnonzero(classifier._learner.state()["mean"])) == expected
+    assert classifier._slots_of(["a\0b", 7]) == [mmh3.hash(b"a\0b", 0, signed=False) & 4095, 7]
+
+
+def test_without_intercept_no_bias_slot_is_learned():
+    mmh3 = pytest.importorskip("mmh3")
+    classifier = OnlineClassifier("pa", bits=12, fit_intercept=False)
+    classifier.learn_one({"word": 1.0, "37": 2.0}, True)
+    mean = classifier._learner.state()["mean"]
+    assert set(np.flatnonzero(mean)) == {mmh3.hash("word", 0, signed=False) & 4095, 37}
+    copy = pickle.loads(pickle.dumps(classifier))
+    copy.learn_one({"other": 1.0}, False)
+    assert set(np.flatnonzero(copy._learner.state()["mean"])) == {
+        mmh3.hash("word", 0, signed=False) & 4095, 37, mmh3.hash("other", 0, signed=False) & 4095}
 
 
 def test_pickle_and_labels():

@@ -384,3 +384,85 @@ def test_partial_fit_after_a_refused_first_call_starts_anew(files):
     model.partial_fit(X, y)
     np.testing.assert_array_equal(
         model.coef_, OnlineRegressor("arow-p", r=2.0, max_iter=1, shuffle=False).fit(X, y).coef_)
+
+
+def _outcome(call):
+    """What a call gives: ("ok", its result) or ("error", type, message), and its warnings."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = ("ok", call())
+        except Exception as e:   # the error itself is the outcome compared
+            result = ("error", type(e), str(e))
+    return result, [(w.category, str(w.message)) for w in caught]
+
+
+def _same_outcome(ours, theirs):
+    (result, warned), (expected, expected_warned) = ours, theirs
+    assert warned == expected_warned
+    assert result[0] == expected[0], (result, expected)
+    if result[0] == "error":
+        assert result[1:] == expected[1:]
+        return
+    got, want = result[1], expected[1]
+    for a, b in zip(got if isinstance(got, tuple) else (got,),
+                    want if isinstance(want, tuple) else (want,)):
+        assert type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape
+        if hasattr(a, "tocsr"):
+            assert a.format == "csr" and (a != b).nnz == 0
+        else:
+            np.testing.assert_array_equal(a, b)
+
+
+def test_the_plain_input_fast_path_validates_as_validate_data():
+    """partial_fit's and predict's validation of a fitted model skips validate_data for a
+    float64 CSR or ndarray X of the model's columns (and a 1-D numeric ndarray y): its result,
+    errors and warnings are validate_data's on every kind of input, plain or not."""
+    from scipy.sparse import csr_array, csr_matrix
+    from sklearn.utils.validation import validate_data
+
+    from streamherd.sklearn import _SPARSE, _as_csr
+
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(3)
+    dense = rng.normal(size=(12, 5))
+    dense[dense < 0] = 0.0
+    labels = np.array([1.0, -1.0] * 6)
+    nan, inf = dense.copy(), dense.copy()
+    nan[2, 3], inf[4, 1] = np.nan, np.inf
+    wide = csr_matrix(np.hstack([dense, dense[:, :1]]))
+    int64_indices = csr_matrix(dense)
+    int64_indices.indices = int64_indices.indices.astype(np.int64)
+    int64_indices.indptr = int64_indices.indptr.astype(np.int64)
+    plain = [csr_matrix(dense), csr_array(dense), csr_matrix(nan), csr_matrix(inf), dense,
+             np.asfortranarray(dense), nan, inf, int64_indices]
+    other = [csr_matrix(dense, dtype=np.float32), dense.astype(np.float32), wide,
+             csr_matrix((0, 5)), np.zeros((0, 5)), dense.tolist(), csr_matrix(dense).tocsc(),
+             pd.DataFrame(dense, columns=list("abcde")), dense[:, :, None]]
+    ys = [labels, labels.astype(np.int64), labels > 0, np.where(labels > 0, np.nan, 1.0),
+          np.repeat(labels, 2)[::2], labels[:, None], labels[:5], labels.tolist(),
+          np.where(labels > 0, "a", "b"), labels.astype(object)]
+    named = pd.DataFrame(dense, columns=list("abcde"))
+    for estimator, fit_X in ((OnlineClassifier(bits=8), dense), (OnlineRegressor(bits=8), dense),
+                             (OnlineClassifier(bits=8), named)):
+        estimator.fit(fit_X, labels)
+        numeric = isinstance(estimator, OnlineRegressor)
+        for X in plain:
+            assert estimator._plain(X) == (not hasattr(estimator, "feature_names_in_"))
+        for X in other:
+            assert not estimator._plain(X)
+        for X in plain + other:
+            _same_outcome(_outcome(lambda: estimator._validated(X)),
+                          _outcome(lambda: _as_csr(validate_data(
+                              estimator, X, accept_sparse=_SPARSE, dtype=np.float64,
+                              reset=False))))
+            for y in ys:
+                def reference():
+                    X_checked, y_checked = validate_data(
+                        estimator, X, y, accept_sparse=_SPARSE, dtype=np.float64, reset=False,
+                        y_numeric=numeric)
+                    return _as_csr(X_checked), y_checked
+                _same_outcome(_outcome(lambda: estimator._validated_pair(X, y, reset=False)),
+                              _outcome(reference))
