@@ -236,6 +236,25 @@ def test_grid_search_over_algorithms(files):
     assert search.best_params_["algo"] in ("perceptron", "arow-p", "pa1")
 
 
+def test_numpy_hyperparameter_values_are_numbers(files):
+    """A grid of numpy values (np.array, np.logspace) hands GridSearchCV's candidates over as
+    numpy scalars, which were refused as "must be a number > 0, got 2" (every candidate then
+    scored NaN under GridSearchCV's default error_score); each learns as the Python number."""
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = load_svmlight(files["binary"])
+    for algo, name, value in (("pa2", "C", np.int64(2)), ("arow-p", "r", np.float32(0.5)),
+                              ("nherd-p", "C", np.float64(0.125))):
+        numpy_model = OnlineClassifier(algo, max_iter=1, shuffle=False, **{name: value})
+        plain_model = OnlineClassifier(algo, max_iter=1, shuffle=False, **{name: float(value)})
+        np.testing.assert_array_equal(numpy_model.fit(X, y).coef_, plain_model.fit(X, y).coef_)
+    search = GridSearchCV(OnlineClassifier("pa2", random_state=0), {"C": np.array([1, 10])},
+                          cv=3, error_score="raise").fit(X, y)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+    with pytest.raises(InvalidParameter, match="got True"):
+        OnlineClassifier("pa2", C=np.bool_(True)).fit(X, y)
+
+
 def test_parameters_are_the_registry_hyperparameters():
     import inspect
 

@@ -7,6 +7,7 @@ This module imports neither numpy nor numba: the command line builds its flags f
 registry (learners/__init__.py) before it knows whether it will run a kernel.
 """
 import math
+import numbers
 from dataclasses import dataclass
 
 from streamherd.errors import StreamherdError
@@ -64,7 +65,9 @@ class Hyperparameter:
 
     def check(self, value, algo):
         """The value, or a one-line error naming the learner, the flag and the range."""
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+        # numbers.Real: numpy's scalars too (GridSearchCV over np.array([...]) or np.logspace
+        # hands them over); a bool (numpy's bool_ is no Real) is no value of a hyperparameter
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
                 value not in self.domain:
             raise StreamherdError(f"{algo}: {self.flag} ({self.help.split(';')[0]}) must be "
                                   f"{self.domain.text()}, got {value}")
