@@ -38,6 +38,39 @@ def test_unit_norm_rows_matches_the_definition(kept_slot):
     np.testing.assert_allclose(got, reference(indptr, indices, values, kept_slot), rtol=1e-14)
 
 
+@pytest.mark.parametrize("magnitude", [1e200, 1e-170, 1e-310, 1e307])
+def test_rows_whose_squares_overflow_or_underflow_get_unit_norm(magnitude):
+    """Values whose squares overflow (>= ~1e154) summed to inf and scaled the row to zeros, so
+    that a model learned only its bias; those whose squares underflow lost digits (or the row
+    was left as it was). Each row is now a unit vector in the direction of its values, as
+    Python's math.hypot (which scales by the largest value) computes it."""
+    import math
+
+    rows = [[3.0, 4.0], [1.0, -2.0, 2.0], [5.0, 0.0]]
+    indptr = np.cumsum([0] + [len(r) + 1 for r in rows]).astype(np.int64)
+    values = np.concatenate([[*(magnitude * x for x in r), 1.0] for r in rows])
+    indices = np.concatenate([[*range(len(r)), 9] for r in rows]).astype(np.int32)
+    got = values.copy()
+    normalization.unit_norm_rows(indptr, indices, got, 9)
+    for i, r in enumerate(rows):
+        row = got[indptr[i]:indptr[i + 1]]
+        norm = math.hypot(*r)
+        np.testing.assert_allclose(row[:-1], [x / norm for x in r], rtol=1e-12, atol=1e-300)
+        assert row[-1] == 1.0
+
+
+def test_huge_values_are_learned_from_with_normalize(run_cli, tmp_path):
+    data = tmp_path / "huge.svm"
+    data.write_text("+1 1:1e200\n-1 2:1e200\n+1 1:2e200\n")
+    small = tmp_path / "small.svm"
+    small.write_text("+1 1:1\n-1 2:1\n+1 1:2\n")
+    for name in ("huge", "small"):
+        assert run_cli("train", tmp_path / f"{name}.svm", "--normalize", "-f",
+                       tmp_path / f"{name}.npz", "--quiet").returncode == 0
+    np.testing.assert_array_equal(load_model(tmp_path / "huge.npz")[1]["mean"],
+                                  load_model(tmp_path / "small.npz")[1]["mean"])
+
+
 def test_train_and_experiment_normalize_alike(tmp_path):
     path = tmp_path / "d.svm"
     path.write_text("1 1:3 2:4\n-1 3:10\n1 4:0.5 1:2 7:1\n-1\n")

@@ -30,20 +30,49 @@ def meta_of_rule(rule):
     return {NONE: False, L2: L2, L2_WITH_BIAS: True}[rule]
 
 
+# below this a sum of squares has lost digits to underflow (the smallest normal double)
+SMALLEST_NORMAL = 2.2250738585072014e-308
+
+
+@njit(cache=True, nogil=True)
+def _scaled_norm(start, end, indices, values, kept_slot):
+    """The L2 norm of a row's entries (``kept_slot``'s left out) whose squares overflow or
+    underflow: the largest magnitude times the norm of the entries divided by it."""
+    largest = 0.0
+    for k in range(start, end):
+        if indices[k] != kept_slot:
+            largest = max(largest, abs(values[k]))
+    if largest == 0.0:
+        return 0.0
+    ratio2 = 0.0
+    for k in range(start, end):
+        if indices[k] != kept_slot:
+            ratio2 += (values[k] / largest) * (values[k] / largest)
+    return largest * np.sqrt(ratio2)
+
+
 @njit(cache=True, nogil=True)
 def unit_norm_rows(indptr, indices, values, kept_slot):
     """Scale each row to unit L2 norm in place, leaving out the entries at ``kept_slot`` (the
-    bias slot; -1: none), which keep their value; all-zero rows stay zero."""
+    bias slot; -1: none), which keep their value; all-zero rows stay zero. A row whose sum of
+    squares is not a finite normal number (values beyond ~1e154, which squared overflowed and
+    scaled the row to zeros, or below ~1e-154) has its norm taken over its largest value."""
     for i in range(len(indptr) - 1):
         norm2 = 0.0
         for k in range(indptr[i], indptr[i + 1]):
             if indices[k] != kept_slot:
                 norm2 += values[k] * values[k]
-        if norm2 > 0.0:
+        if SMALLEST_NORMAL <= norm2 < np.inf:
             scale = 1.0 / np.sqrt(norm2)
             for k in range(indptr[i], indptr[i + 1]):
                 if indices[k] != kept_slot:
                     values[k] *= scale
+            continue
+        norm = _scaled_norm(indptr[i], indptr[i + 1], indices, values, kept_slot)
+        if norm > 0.0:   # divided: 1 / norm may overflow where each value / norm is <= 1
+            for k in range(indptr[i], indptr[i + 1]):
+                if indices[k] != kept_slot:
+                    values[k] /= norm
 
 
 def normalize(rule, indptr, indices, values, bias_slot):
