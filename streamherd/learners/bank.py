@@ -386,6 +386,8 @@ class Bank(Choosing):
     ``options``, ``meta()``, ``state()`` (those of the member chosen now)."""
 
     def __init__(self, task, algo, dim, options, auto):
+        from streamherd.learners.kernels.bank import WORK_ROWS
+
         self.auto = auto
         members = len(auto.grid)
         probe = task.new_learner(algo, 1, {**options, auto.name: auto.grid[0]})
@@ -405,7 +407,7 @@ class Bank(Choosing):
             self.members.append(member)
         self.views = tuple(packed[:, w, :members] for w in range(len(attrs)))
         self.flat = packed.reshape(-1)
-        self.work = np.empty((2, packed.shape[2]))   # a slot's padded members (kernels/bank)
+        self.work = np.zeros((WORK_ROWS, packed.shape[2]))   # a slot's padded members
         self.params = tuple(member.kernel_params() for member in self.members)
         self.alive = np.ones(members, np.bool_)
         self.updates = np.zeros(members, np.int64)
