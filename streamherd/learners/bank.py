@@ -466,16 +466,21 @@ class Bank(Choosing):
         the rows, into the recent window) and on its held-out rows (importance < 0,
         passes.mark_held_out)."""
         labeled = ~np.isnan(y)
-        mistakes = (margins[labeled] > 0.0) != (y[labeled] > 0.0)[:, None]
-        weight = importance[labeled]
-        learned, held = np.maximum(weight, 0.0), np.maximum(-weight, 0.0)
+        if not labeled.all():   # (the usual chunk is labeled whole: no copies of it then)
+            y, importance, margins = y[labeled], importance[labeled], margins[labeled]
+        mistakes = (margins > 0.0) != (y > 0.0)[:, None]
+        learned, held = np.maximum(importance, 0.0), np.maximum(-importance, 0.0)
         if self.passes_done == 0:
             self.progressive += learned @ mistakes
             self.progressive_weight += learned.sum()
             rows = learned > 0
-            self.recent.add(y[labeled][rows], learned[rows], margins[labeled][rows])
-        self.holdout += held @ mistakes
-        self.holdout_weight += held.sum()
+            if rows.all():
+                self.recent.add(y, learned, margins)
+            else:
+                self.recent.add(y[rows], learned[rows], margins[rows])
+        if held.any():
+            self.holdout += held @ mistakes
+            self.holdout_weight += held.sum()
 
     def end_pass(self):
         """A pass ended: its holdout loss per member becomes what the bank chooses on (when it
