@@ -15,8 +15,11 @@ from streamherd.learners.bank import Auto, Bank, Scores, default_grid
 from streamherd.model import load_model
 
 # (algo, the hyperparameter auto chooses): every family with a bank, and an auto on -a
-BANKED = [("nherd-p", "C"), ("nherd-e", "a"), ("arow-p", "r"), ("arow-d", "r"), ("pa2", "C"),
-          ("pa1", "C"), ("cw", "eta"), ("scw1", "C"), ("narow-p", "b")]
+# and every diagonal rule of the Gaussian families (each compiled into its own copy of the
+# bank's update: kernels/bank.diag_bank_loop), cw's floor changing with -a
+BANKED = [("nherd-p", "C"), ("nherd-e", "a"), ("nherd-d", "C"), ("arow-p", "r"), ("arow-d", "r"),
+          ("pa2", "C"), ("pa1", "C"), ("cw", "eta"), ("cw", "a"), ("scw1", "C"), ("scw2", "eta"),
+          ("narow-p", "b"), ("narow-d", "b")]
 
 
 def random_chunks(seed, chunks=3, n=400, dim=128):
@@ -86,6 +89,28 @@ def test_every_member_is_the_single_learner_of_its_value(algo, name, seed):
     lowest = losses.min()
     assert scores.spread == pytest.approx(np.sqrt(lowest * (1 - lowest) * (w ** 2).sum())
                                           / w.sum(), abs=1e-12)
+
+
+@pytest.mark.parametrize("module, rules", [("nherd", (0, 1, 2)), ("arow", (False, True)),
+                                           ("cw", (0,)), ("scw", (0,))])
+def test_the_numbers_of_no_step_keep_every_variance(module, rules):
+    """The bank writes the members that do not learn from a row with their family's keep()
+    numbers (kernels/bank.diag_bank_loop): each diagonal rule then returns sigma_r itself, bit
+    for bit, over variances and feature values of many magnitudes (those whose products
+    sigma_r^2 x_r^2 are finite)."""
+    from importlib import import_module
+
+    family = import_module(f"streamherd.learners.algorithms.{module}")
+    variance = {"nherd": "nherd_variance", "arow": "arow_variance", "cw": "cw_variance",
+                "scw": "scw_variance"}[module]
+    rng = np.random.default_rng(7)
+    sigmas = np.concatenate([10.0 ** rng.uniform(-12, 12, 200), [1.0, 1e-12, 5e-324]])
+    xs = np.concatenate([rng.normal(size=200) * 10.0 ** rng.uniform(-6, 6, 200),
+                         [0.0, -0.0, 1e150]])
+    for rule in rules:
+        for sigma, x in zip(sigmas, xs):
+            kept = getattr(family, variance)(sigma, x, family.keep(), rule)
+            assert kept == sigma, (rule, sigma, x, kept)
 
 
 def pairwise_auc(margins, y, w):

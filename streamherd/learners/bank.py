@@ -386,6 +386,8 @@ class Bank(Choosing):
     ``options``, ``meta()``, ``state()`` (those of the member chosen now)."""
 
     def __init__(self, task, algo, dim, options, auto):
+        from streamherd.learners.kernels.bank import WORK_ROWS
+
         self.auto = auto
         members = len(auto.grid)
         probe = task.new_learner(algo, 1, {**options, auto.name: auto.grid[0]})
@@ -405,7 +407,7 @@ class Bank(Choosing):
             self.members.append(member)
         self.views = tuple(packed[:, w, :members] for w in range(len(attrs)))
         self.flat = packed.reshape(-1)
-        self.work = np.empty((2, packed.shape[2]))   # a slot's padded members (kernels/bank)
+        self.work = np.zeros((WORK_ROWS, packed.shape[2]))   # a slot's padded members
         self.params = tuple(member.kernel_params() for member in self.members)
         self.alive = np.ones(members, np.bool_)
         self.updates = np.zeros(members, np.int64)
@@ -464,16 +466,21 @@ class Bank(Choosing):
         the rows, into the recent window) and on its held-out rows (importance < 0,
         passes.mark_held_out)."""
         labeled = ~np.isnan(y)
-        mistakes = (margins[labeled] > 0.0) != (y[labeled] > 0.0)[:, None]
-        weight = importance[labeled]
-        learned, held = np.maximum(weight, 0.0), np.maximum(-weight, 0.0)
+        if not labeled.all():   # (the usual chunk is labeled whole: no copies of it then)
+            y, importance, margins = y[labeled], importance[labeled], margins[labeled]
+        mistakes = (margins > 0.0) != (y > 0.0)[:, None]
+        learned, held = np.maximum(importance, 0.0), np.maximum(-importance, 0.0)
         if self.passes_done == 0:
             self.progressive += learned @ mistakes
             self.progressive_weight += learned.sum()
             rows = learned > 0
-            self.recent.add(y[labeled][rows], learned[rows], margins[labeled][rows])
-        self.holdout += held @ mistakes
-        self.holdout_weight += held.sum()
+            if rows.all():
+                self.recent.add(y, learned, margins)
+            else:
+                self.recent.add(y[rows], learned[rows], margins[rows])
+        if held.any():
+            self.holdout += held @ mistakes
+            self.holdout_weight += held.sum()
 
     def end_pass(self):
         """A pass ended: its holdout loss per member becomes what the bank chooses on (when it

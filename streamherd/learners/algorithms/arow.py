@@ -15,53 +15,77 @@ Regression (``--loss squared``) is recursive least squares (AROW paper, footnote
 on every example mu += (y - mu.x) Sigma x / (r + v) and the same covariance updates with
 beta = 1 / (r + v).
 """
+import numpy as np
 from numba import njit
 
 from streamherd.learners.gaussian import GaussianLearner
-from streamherd.learners.kernels.covariance import diag_update, full_sigma_x, full_update
+from streamherd.learners.kernels.covariance import full_sigma_x, full_update, planned_step
 from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.sparse import finite
 
 
 @njit(cache=True, inline="always")
-def arow_variance(sj, x, coefficients):
+def arow_variance(sj, x, numbers, drop):
     """arow-d's and arow-p's diagonal rules (module docstring) on the old sigma_r,
-    coefficients = (beta, r, drop)."""
-    beta, rs, drop = coefficients
+    numbers = (beta, r) (diag_plan)."""
+    beta, rs = numbers[0], numbers[1]
     if drop:
         return sj - beta * sj * sj * x * x
     return sj / (1.0 + sj * x * x / rs)  # = 1 / (1/s + x^2/r), one division
 
 
+# the numbers of no step (beta 0, r infinite): both rules then keep sigma_r (the bank's members
+# that do not learn from a row, kernels/bank.py)
+KEEP = (0.0, np.inf)
+
+
 @njit(cache=True, inline="always")
-def diag_apply(mu, sigma, indices, values, start, end, v, scale, beta, rs, drop):
-    """mu += scale Sigma x and the diagonal rule (old sigma_r in both); returns ok: False when
-    the confidence v or the step (scale, beta) is not finite (v = inf makes beta 0: an update
-    that learns nothing), or an entry written is not (covariance.entry_ok)."""
-    if not finite(v, scale, beta):
-        return False
-    return diag_update(mu, sigma, indices, values, start, end, scale, arow_variance,
-                       (beta, rs, drop))
+def keep():
+    return KEEP
+
+
+@njit(cache=True, inline="always")
+def rule_of(params):
+    """Whether the variant drops (arow-d), params = (r, drop)."""
+    return params[1]
+
+
+@njit(cache=True, inline="always")
+def planned(v, scale, beta, rs):
+    """(True, ok, scale, (beta, r)): ok False when the confidence v or the step (scale, beta) is
+    not finite (v = inf makes beta 0: an update that learns nothing)."""
+    return True, finite(v, scale, beta), scale, (beta, rs)
+
+
+@njit(cache=True, inline="always")
+def diag_plan(params, m, v, y, s):
+    """The classification step (Fig. 1; params = (r, drop), s divides r): an update when m < 1,
+    mu += alpha y Sigma x and the diagonal rule (covariance.planned_step)."""
+    if m >= 1.0:
+        return False, True, 0.0, KEEP
+    rs = params[0] / s
+    beta = 1.0 / (v + rs)
+    return planned(v, (1.0 - m) * beta * y, beta, rs)
+
+
+@njit(cache=True, inline="always")
+def diag_regression_plan(params, m, v, y, s):
+    rs = params[0] / s
+    beta = 1.0 / (v + rs)                                   # recursive least squares
+    return planned(v, (y - m) * beta, beta, rs)
 
 
 @njit(cache=True, inline="always")
 def diag_step(state, params, indices, values, start, end, m, v, y, s):
-    """The classification update (Fig. 1; params = (r, drop), s divides r); returns (updated,
-    ok)."""
-    if m >= 1.0:
-        return False, True
-    rs = params[0] / s
-    beta = 1.0 / (v + rs)
-    return True, diag_apply(state[0], state[1], indices, values, start, end, v,
-                            (1.0 - m) * beta * y, beta, rs, params[1])
+    """The classification update; returns (updated, ok)."""
+    return planned_step(diag_plan, rule_of, arow_variance, state, params, indices, values,
+                        start, end, m, v, y, s)
 
 
 @njit(cache=True, inline="always")
 def diag_regression_step(state, params, indices, values, start, end, m, v, y, s):
-    rs = params[0] / s
-    beta = 1.0 / (v + rs)                                   # recursive least squares
-    return True, diag_apply(state[0], state[1], indices, values, start, end, v, (y - m) * beta,
-                            beta, rs, params[1])
+    return planned_step(diag_regression_plan, rule_of, arow_variance, state, params, indices,
+                        values, start, end, m, v, y, s)
 
 
 @entry_point("numpy")

@@ -36,8 +36,8 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.gaussian import GaussianLearner
-from streamherd.learners.kernels.covariance import (diag_update, full_reset, full_sigma_x,
-                                                    full_update)
+from streamherd.learners.kernels.covariance import (full_reset, full_sigma_x, full_update,
+                                                    planned_step)
 from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.sparse import finite, squared_norm
 
@@ -80,31 +80,54 @@ def cw_full_apply(mu, Sigma, g, active, n, m, alpha, y, v, v_min, phi, floor):
 
 
 @njit(cache=True, inline="always")
-def cw_variance(sj, x, coefficients):
-    """cw's diagonal rule on the old sigma_r, floored: coefficients = (alpha phi / sqrt(u),
-    floor)."""
-    k, floor = coefficients
+def cw_variance(sj, x, numbers, rule):
+    """cw's diagonal rule on the old sigma_r, floored: numbers = (alpha phi / sqrt(u), floor)
+    (diag_plan; cw has one rule)."""
+    k, floor = numbers[0], numbers[1]
     return max(floor, sj / (1.0 + sj * k * x * x))  # = 1 / (1/s + k x^2)
 
 
+# the numbers of no step: cw's and scw's diagonal rules then keep sigma_r (> 0) (the bank's
+# members that do not learn from a row, kernels/bank.py)
+KEEP = (0.0, 0.0)
+
+
 @njit(cache=True, inline="always")
-def diag_step(state, params, indices, values, start, end, m, v, y, s):
-    """The cw update on row x with signed margin m; returns (updated, ok): ok is False when m,
-    the confidence v or alpha is not finite (v = inf makes alpha 0/0), or an entry written is not
-    (covariance.entry_ok). v = 0 (an empty example) is no update. params = (phi, floor); the
-    importance weight s is ignored (see the module docstring)."""
-    mu, sigma = state[0], state[1]
+def keep():
+    return KEEP
+
+
+@njit(cache=True, inline="always")
+def rule_of(params):
+    """cw and scw have one diagonal rule each (their floor is a number of the step: ``-a auto``
+    changes it with the member)."""
+    return 0
+
+
+@njit(cache=True, inline="always")
+def diag_plan(params, m, v, y, s):
+    """The cw step on row x with signed margin m (covariance.planned_step): not ok when m, the
+    confidence v or alpha is not finite (v = inf makes alpha 0/0); v = 0 (an empty example) is
+    no update. params = (phi, floor); the importance weight s is ignored (see the module
+    docstring)."""
     phi, floor = params[0], params[1]
     psi = 1.0 + phi * phi / 2.0
     xi = 1.0 + phi * phi
     alpha = cw_alpha(m, v, phi, psi, xi) if v > 0.0 else 0.0
     if not finite(m, v, alpha):
-        return False, False
+        return False, False, 0.0, KEEP
     if not alpha > 0.0:
-        return False, True
+        return False, True, 0.0, KEEP
     sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
-    return True, diag_update(mu, sigma, indices, values, start, end, alpha * y, cw_variance,
-                             (alpha * phi / sqrt_u, floor))
+    return True, True, alpha * y, (alpha * phi / sqrt_u, floor)
+
+
+@njit(cache=True, inline="always")
+def diag_step(state, params, indices, values, start, end, m, v, y, s):
+    """The cw update; returns (updated, ok): ok also False when an entry written is not
+    (covariance.entry_ok)."""
+    return planned_step(diag_plan, rule_of, cw_variance, state, params, indices, values, start,
+                        end, m, v, y, s)
 
 
 @entry_point()

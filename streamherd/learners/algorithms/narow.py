@@ -21,8 +21,11 @@ Joint multiclass: the same step on Delta = f(x, y) - f(x, y') with y = +1
 """
 from numba import njit
 
-from streamherd.learners.algorithms.arow import Arow, diag_apply
-from streamherd.learners.kernels.covariance import full_reset, full_sigma_x, full_update
+from streamherd.learners.algorithms.arow import (KEEP, Arow, arow_variance, keep, planned,
+                                                 rule_of)
+# (keep: AROW's, for narow's bank too, kernels/bank.py)
+from streamherd.learners.kernels.covariance import (full_reset, full_sigma_x, full_update,
+                                                    planned_step)
 from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.sparse import finite
 
@@ -36,16 +39,22 @@ def regularizer(v, b, s):
 
 
 @njit(cache=True, inline="always")
-def diag_step(state, params, indices, values, start, end, m, v, y, s):
-    """params = (b, drop); returns (updated, ok): ok False when v is not finite, or the update's
-    (arow.diag_apply)."""
+def diag_plan(params, m, v, y, s):
+    """params = (b, drop): AROW's step (arow.planned) with r_t when m < 1 and v > 1/b; a v that
+    is not finite is not ok."""
     if m >= 1.0:
-        return False, True
+        return False, True, 0.0, KEEP
     if not v > 1.0 / params[0]:           # r_t = +inf: no update
-        return False, finite(v)
+        return False, finite(v), 0.0, KEEP
     rs, beta = regularizer(v, params[0], s)
-    return True, diag_apply(state[0], state[1], indices, values, start, end, v,
-                            (1.0 - m) * beta * y, beta, rs, params[1])
+    return planned(v, (1.0 - m) * beta * y, beta, rs)
+
+
+@njit(cache=True, inline="always")
+def diag_step(state, params, indices, values, start, end, m, v, y, s):
+    """Returns (updated, ok) (covariance.planned_step, with AROW's diagonal rules)."""
+    return planned_step(diag_plan, rule_of, arow_variance, state, params, indices, values,
+                        start, end, m, v, y, s)
 
 
 @entry_point("numpy")

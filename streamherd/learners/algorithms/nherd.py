@@ -17,7 +17,7 @@ example mu += (y - mu.x) Sigma x / (v + 1/C), with the same covariance updates.
 from numba import njit
 
 from streamherd.learners.gaussian import GaussianLearner
-from streamherd.learners.kernels.covariance import diag_update, full_sigma_x, full_update
+from streamherd.learners.kernels.covariance import full_sigma_x, full_update, planned_step
 from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.sparse import finite
 
@@ -40,9 +40,9 @@ def nherd_shrink(c, v):
 
 
 @njit(cache=True, inline="always")
-def nherd_variance(s, x, coefficients):
-    """The rules of Eq. 14 on the old sigma_r = s, coefficients = (C, v, shrink, variant)."""
-    c, v, shrink, variant = coefficients
+def nherd_variance(s, x, numbers, variant):
+    """The rules of Eq. 14 on the old sigma_r = s, numbers = (C, v, shrink) (diag_plan)."""
+    c, v, shrink = numbers[0], numbers[1], numbers[2]
     x2 = x * x
     if variant == EXACT:                                        # Eq. 14
         q = 1.0 + c * x2 * s
@@ -53,33 +53,57 @@ def nherd_variance(s, x, coefficients):
     return s - s * s * x2 * shrink
 
 
+# the numbers of no step: every rule of Eq. 14 then keeps sigma_r (the bank's members that do
+# not learn from a row, kernels/bank.py)
+KEEP = (0.0, 0.0, 0.0)
+
+
 @njit(cache=True, inline="always")
-def diag_apply(mu, sigma, indices, values, start, end, scale, c, v, variant):
-    """mu += scale Sigma x and the diagonal rule of Eq. 14 (old sigma_r in both); returns ok:
-    False when the confidence v or the step (scale, shrink) is not finite, or an entry written is
-    not (covariance.entry_ok)."""
+def keep():
+    return KEEP
+
+
+@njit(cache=True, inline="always")
+def rule_of(params):
+    """The variant of Eq. 14 (params = (C, variant))."""
+    return params[1]
+
+
+@njit(cache=True, inline="always")
+def planned(scale, c, v):
+    """(True, ok, scale, (C, v, shrink)): ok False when the confidence v or the step (scale,
+    shrink) is not finite."""
     shrink = nherd_shrink(c, v)
-    if not finite(v, scale, shrink):
-        return False
-    return diag_update(mu, sigma, indices, values, start, end, scale, nherd_variance,
-                       (c, v, shrink, variant))
+    return True, finite(v, scale, shrink), scale, (c, v, shrink)
+
+
+@njit(cache=True, inline="always")
+def diag_plan(params, m, v, y, s):
+    """The classification step (params = (C, variant); s scales C): an update when m <= 1,
+    mu += alpha y Sigma x (Eq. 9) and Eq. 14 (covariance.planned_step)."""
+    if m > 1.0:
+        return False, True, 0.0, KEEP
+    c = params[0] * s
+    return planned(nherd_alpha(max(0.0, 1.0 - m), v, c) * y, c, v)
+
+
+@njit(cache=True, inline="always")
+def diag_regression_plan(params, m, v, y, s):
+    c = params[0] * s
+    return planned(nherd_alpha(y - m, v, c), c, v)
 
 
 @njit(cache=True, inline="always")
 def diag_step(state, params, indices, values, start, end, m, v, y, s):
-    """The classification update (params = (C, variant); s scales C); returns (updated, ok)."""
-    if m > 1.0:
-        return False, True
-    c = params[0] * s
-    return True, diag_apply(state[0], state[1], indices, values, start, end,
-                            nherd_alpha(max(0.0, 1.0 - m), v, c) * y, c, v, params[1])
+    """The classification update; returns (updated, ok)."""
+    return planned_step(diag_plan, rule_of, nherd_variance, state, params, indices, values,
+                        start, end, m, v, y, s)
 
 
 @njit(cache=True, inline="always")
 def diag_regression_step(state, params, indices, values, start, end, m, v, y, s):
-    c = params[0] * s
-    return True, diag_apply(state[0], state[1], indices, values, start, end,
-                            nherd_alpha(y - m, v, c), c, v, params[1])
+    return planned_step(diag_regression_plan, rule_of, nherd_variance, state, params, indices,
+                        values, start, end, m, v, y, s)
 
 
 @entry_point()

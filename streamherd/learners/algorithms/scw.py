@@ -18,9 +18,10 @@ SCW has no regression form in the paper: ``--loss squared`` refuses it.
 import numpy as np
 from numba import njit
 
-from streamherd.learners.algorithms.cw import (VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha,
-                                               cw_full_apply, cw_sqrt_u_beta)
-from streamherd.learners.kernels.covariance import diag_update, full_sigma_x
+from streamherd.learners.algorithms.cw import (KEEP, VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha,
+                                               cw_full_apply, cw_sqrt_u_beta, keep, rule_of)
+# (keep: cw's, for scw's bank too, kernels/bank.py)
+from streamherd.learners.kernels.covariance import full_sigma_x, planned_step
 from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.sparse import finite, squared_norm
 
@@ -36,31 +37,36 @@ def scw_alpha(m, v, phi, psi, xi, C, variant):
 
 
 @njit(cache=True, inline="always")
-def scw_variance(sj, x, coefficients):
-    """The diagonal of Sigma -= beta Sigma x x' Sigma on the old sigma_r, floored: coefficients
-    = (beta, floor)."""
-    beta, floor = coefficients
+def scw_variance(sj, x, numbers, rule):
+    """The diagonal of Sigma -= beta Sigma x x' Sigma on the old sigma_r, floored: numbers
+    = (beta, floor) (diag_plan; cw.KEEP keeps sigma_r)."""
+    beta, floor = numbers[0], numbers[1]
     return max(floor, sj - beta * sj * sj * x * x)
 
 
 @njit(cache=True, inline="always")
-def diag_step(state, params, indices, values, start, end, m, v, y, s):
-    """The scw update on row x with signed margin m when the loss max(0, phi sqrt(v) - m) is
-    > 0 (counted as an update even when alpha is 0); returns (updated, ok): ok is False when m,
-    the confidence v or alpha is not finite, or an entry written is not (covariance.entry_ok).
-    params = (phi, C, variant, floor); s scales C."""
-    mu, sigma = state[0], state[1]
+def diag_plan(params, m, v, y, s):
+    """The scw step on row x with signed margin m when the loss max(0, phi sqrt(v) - m) is > 0
+    (counted as an update even when alpha is 0; covariance.planned_step): not ok when m, the
+    confidence v or alpha is not finite. params = (phi, C, variant, floor); s scales C."""
     phi, c, variant, floor = params[0], params[1] * s, params[2], params[3]
     if not finite(m, v):
-        return False, False
+        return False, False, 0.0, KEEP
     if not scw_loss(m, v, phi):
-        return False, True
+        return False, True, 0.0, KEEP
     alpha = scw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi, c, variant)
     if not finite(alpha):
-        return True, False
+        return True, False, 0.0, KEEP
     sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
-    return True, diag_update(mu, sigma, indices, values, start, end, alpha * y, scw_variance,
-                             (beta, floor))
+    return True, True, alpha * y, (beta, floor)
+
+
+@njit(cache=True, inline="always")
+def diag_step(state, params, indices, values, start, end, m, v, y, s):
+    """The scw update; returns (updated, ok): ok also False when an entry written is not
+    (covariance.entry_ok)."""
+    return planned_step(diag_plan, rule_of, scw_variance, state, params, indices, values, start,
+                        end, m, v, y, s)
 
 
 @entry_point()

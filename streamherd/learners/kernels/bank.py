@@ -10,21 +10,30 @@ of the same numba type as the interleaved columns a single learner runs on
 
 Per row: every member's margin in one pass over the row's slots (``diag_margins`` and
 ``mean_margins``: the sums of kernels/loops.diag_margin and mean_margin for all members at once,
-in the row's order with the same arithmetic, so equal to them), then each member's update
-by the family's own ``step`` rule on its views: no update formula is written twice, and member
-k's numbers are those of a single learner run with its value (tests/test_auto.py). A member
+in the row's order with the same arithmetic, so equal to them), then the members' updates, by
+the family's own rules: no update formula is written twice, and member k's numbers are those of
+a single learner run with its value (tests/test_auto.py). A family without a covariance (pa)
+runs its ``step`` on each member's views in turn (``bank_loop``); a diagonal Gaussian family
+runs its step's parts (covariance.planned_step): each member's ``plan`` (its step's numbers),
+then one pass over the row's slots that updates all members at once (``diag_bank_loop``), a
+loop over contiguous members that LLVM vectorises where K strided ones did not. A member
 whose margin or update fails (not finite: a value at the edge of the grid can diverge where
 the others do not) is dropped from the bank (``alive``) and never chosen; its margins are NaN
 from that example on.
 
-One entry point per family (its error model as its own entry points'), the step rule closed
-over as in loops.run_rules, so numba inlines it.
+One entry point per family, the rules closed over as in loops.run_rules, so numba inlines
+them. The diagonal families' entry points use numpy's error model whatever their own: with
+Python's, each division tests its divisor for zero to raise, and that branch kept LLVM from
+vectorising the update; their divisors are never zero (the steps divide by v + 1/C, v + r,
+1 + (a product >= 0) and the like; keep's r is infinite, not zero), and a step that makes a
+number not finite fails the member as before.
 """
 import numpy as np
 from numba import njit
 from numba.extending import overload
 
 from streamherd.learners.algorithms import arow, cw, narow, nherd, pa, scw
+from streamherd.learners.kernels.covariance import entry_ok
 from streamherd.learners.kernels.loops import entry_point
 from streamherd.learners.kernels.prefetch import prefetch, row_ahead
 from streamherd.learners.kernels.sparse import finite
@@ -58,31 +67,37 @@ def prefetch_slots(flat, indices, ahead, p, width):
 
 
 @njit(cache=True, inline="always")
+def slot_views(flat, base, padded, width):
+    """The slot at ``base`` of the bank flattened (``width`` doubles): its (padded) members'
+    means, then their variances (empty when the learner has none), as views, indexed by a
+    loop's own counter from 0: numba's index of flat[base + k] handles a negative one (base is
+    not known to be >= 0), and LLVM then read the members with gathers instead of vectors."""
+    return flat[base:base + padded], flat[base + padded:base + width]
+
+
+@njit(cache=True, inline="always")
 def slot_sums(flat, indices, values, start, end, ahead, arrays, margins, confidences):
     """Every member's margin mu_k.x (and, ``arrays`` 2, its confidence x' diag(sigma_k) x) of
     the row, into ``margins`` and ``confidences``, of a slot's padded member count
     (bank.line_aligned; the padding's sums are zeros, never read as a member's).
 
     One pass over the row's features, and per feature an inner loop over the slot's contiguous
-    members: LLVM vectorises it (4 or 8 members per instruction), each member's sum still
-    taken in the row's order with diag_margin's arithmetic ((sigma x) x, not sigma (x x)), so
-    equal to a single learner's. Against the loop it replaced (4 members summed in registers, a
-    pass of the row per group), nherd-p's 11 members on 400k in-memory lines of the 1M-line
-    benchmark: the margin pass alone 0.35-0.41 s against
-    0.44-0.49 s, the whole bank 1.05 s against 1.10 s (CPU time, 3 alternating runs)."""
+    members (slot_views): LLVM vectorises it (4 or 8 members per instruction), each member's
+    sum still taken in the row's order with diag_margin's arithmetic ((sigma x) x, not
+    sigma (x x)), so equal to a single learner's."""
     padded = len(margins)
     width = arrays * padded   # doubles per slot: the means, then the variances
     margins[:] = 0.0
     confidences[:] = 0.0
     for p in range(start, end):
         prefetch_slots(flat, indices, ahead, ahead[0] + p - start, width)
-        base = indices[p] * width
+        means, variances = slot_views(flat, indices[p] * width, padded, width)
         x = values[p]
         for k in range(padded):
-            margins[k] += flat[base + k] * x
+            margins[k] += means[k] * x
         if arrays == 2:
             for k in range(padded):
-                confidences[k] += flat[base + padded + k] * x * x
+                confidences[k] += variances[k] * x * x
     for p in range(ahead[0] + end - start, ahead[1]):
         prefetch_slots(flat, indices, ahead, p, width)
 
@@ -139,6 +154,140 @@ def bank_loop(margins_of, step, bank):
     return left
 
 
+# rows of the bank's work array (Bank.work, a slot's padded member count each): the margins, the
+# confidences, the steps, whether each member learns from the row, its failures, then its
+# numbers (a family's variance rule takes NUMBERS at most)
+NUMBERS = 4
+WORK_ROWS = 5 + NUMBERS
+
+
+@njit(cache=True, inline="always")
+def keep_member(scales, table, k, kept):
+    """Member k's step the one that changes nothing: scale 0 and the family's ``keep()``."""
+    scales[k] = 0.0
+    for n in range(len(kept)):
+        table[n, k] = kept[n]
+
+
+@njit(cache=True, inline="always")
+def update_slots(variance, rule, flat, indices, values, start, end, scales, table, bad):
+    """mu_k += scale_k Sigma_k x and sigma_k,r <- variance(sigma_k,r, x_r, numbers_k, rule)
+    (covariance.diag_update's arithmetic, the old sigma in both) for every member k at once:
+    per feature an inner loop over the slot's contiguous members, which LLVM vectorises.
+    Every member is written, a member that does not learn from the row with the step that
+    changes nothing (keep_member); ``bad[k]`` += each entry of member k that is not ok
+    (covariance.entry_ok)."""
+    padded = len(scales)
+    width = 2 * padded
+    for p in range(start, end):
+        means, variances = slot_views(flat, indices[p] * width, padded, width)
+        x = values[p]
+        for k in range(padded):
+            sj = variances[k]
+            mu = means[k] + scales[k] * sj * x
+            sigma = variance(sj, x, table[:, k], rule)
+            means[k] = mu
+            variances[k] = sigma
+            bad[k] += not entry_ok(mu, sigma)
+
+
+@njit(cache=True, inline="always")
+def diag_bank_loop(plan, keep, rule_of, variance, bank):
+    """bank_loop for a diagonal Gaussian family, from its step's rules (covariance.planned_step:
+    ``plan``, ``rule_of``, ``variance``) and ``keep()``, the numbers of its step that changes
+    nothing (sigma_r kept; with scale 0 mu_r is kept). Per row: every member's margin and
+    confidence (diag_margins), each live member's plan in turn (its numbers into a column of
+    ``work``), then one pass over the row's slots updating all members at once
+    (update_slots), those that do not learn from the row with keep's numbers: one vectorised
+    loop instead of K strided ones. Member k's numbers are its own plan's, and its arithmetic
+    per entry that of a single learner. Keep's numbers leave a live member's entries exactly as
+    they are (scale 0 adds a zero to the mean, which starts at +0.0 and so is never -0.0; the
+    variance rules multiply their change by a zero) while the products they multiply are
+    finite: x_r^2 is, on a row some member learns from (its v is), and sigma_r x_r^2
+    (nherd-d: sigma_r^2 x_r^2) can overflow only where a x_r^2 (a^2 x_r^2) does, as the
+    variances never grow past their initial a. An entry that keep made not ok drops its member, as a failed update
+    does, rather than leaving it wrong. A dead member's entries go on being written with keep's
+    numbers: they are never read again."""
+    y, importance, indptr, indices, values, views, flat, params, alive, margins_out, \
+        updates_out, failed_at, work = bank
+    margins, confidences, scales, learns, bad = work[0], work[1], work[2], work[3], work[4]
+    table = work[5:]
+    kept = keep()
+    if len(kept) > len(table):
+        raise ValueError("a variance rule of the bank takes more numbers than kernels/bank.py's "
+                         "NUMBERS")
+    members = len(alive)
+    rule = rule_of(params[0])
+    for k in range(len(scales)):   # the padding's too
+        keep_member(scales, table, k, kept)
+    for i in range(len(y)):
+        start, end = indptr[i], indptr[i + 1]
+        diag_margins(flat, indices, values, start, end, row_ahead(indptr, i), margins,
+                     confidences)
+        learn = not np.isnan(y[i]) and importance[i] > 0.0
+        learning = False
+        for k in range(members):
+            m = margins[k]
+            margins_out[i, k] = m if alive[k] else np.nan
+            learns[k] = 0.0
+            if not alive[k]:
+                continue
+            ok = finite(m)
+            if ok and learn:
+                updated, ok, scale, numbers = plan(params[k], y[i] * m, confidences[k], y[i],
+                                                   importance[i])
+                updates_out[k] += updated
+                if updated and ok:
+                    scales[k] = scale
+                    for n in range(len(numbers)):
+                        table[n, k] = numbers[n]
+                    learns[k] = 1.0
+                    learning = True
+            if not ok:
+                alive[k] = False
+                failed_at[k] = i
+                margins_out[i, k] = np.nan
+        if not learning:
+            continue
+        bad[:] = 0.0
+        # the rule a constant of its own copy of the loop (nherd's variant, arow's drop: 0 or 1
+        # for every family but nherd-d): LLVM then drops the variance rule's branches and
+        # vectorises the loop over members, which it did not with the rule a variable
+        if rule == 0:
+            update_slots(variance, 0, flat, indices, values, start, end, scales, table, bad)
+        elif rule == 1:
+            update_slots(variance, 1, flat, indices, values, start, end, scales, table, bad)
+        else:
+            update_slots(variance, rule, flat, indices, values, start, end, scales, table, bad)
+        for k in range(members):
+            if learns[k] != 0.0:
+                keep_member(scales, table, k, kept)
+            if alive[k] and bad[k] != 0.0:
+                alive[k] = False
+                failed_at[k] = i
+                margins_out[i, k] = np.nan
+    left = 0
+    for k in range(members):
+        left += alive[k]
+    return left
+
+
+def run_diag_bank(plan, keep, rule_of, variance, bank):
+    """The body of a diagonal family's bank entry point: diag_bank_loop with its rules (the
+    overload below, as run_bank)."""
+    raise TypeError("run_diag_bank is the body of a numba entry point (learners/kernels/bank.py)")
+
+
+@overload(run_diag_bank, inline="always")
+def _run_diag_bank_of_rules(plan, keep, rule_of, variance, bank):
+    plan_rule, keep_rule, rule_rule = plan.dispatcher, keep.dispatcher, rule_of.dispatcher
+    variance_rule = variance.dispatcher
+
+    def run(plan, keep, rule_of, variance, bank):
+        return diag_bank_loop(plan_rule, keep_rule, rule_rule, variance_rule, bank)
+    return run
+
+
 def run_bank(margins_of, step, bank):
     """The body of a bank entry point: bank_loop with the family's rules (the overload below,
     closed over them as loops.run_rules is, so that numba inlines them)."""
@@ -159,29 +308,29 @@ def pa_bank(bank):
     return run_bank(mean_margins, pa.step, bank)
 
 
-@entry_point()
+@entry_point("numpy")
 def nherd_bank(bank):
-    return run_bank(diag_margins, nherd.diag_step, bank)
+    return run_diag_bank(nherd.diag_plan, nherd.keep, nherd.rule_of, nherd.nherd_variance, bank)
 
 
 @entry_point("numpy")
 def arow_bank(bank):
-    return run_bank(diag_margins, arow.diag_step, bank)
+    return run_diag_bank(arow.diag_plan, arow.keep, arow.rule_of, arow.arow_variance, bank)
 
 
 @entry_point("numpy")
 def narow_bank(bank):
-    return run_bank(diag_margins, narow.diag_step, bank)
+    return run_diag_bank(narow.diag_plan, narow.keep, narow.rule_of, narow.arow_variance, bank)
 
 
-@entry_point()
+@entry_point("numpy")
 def cw_bank(bank):
-    return run_bank(diag_margins, cw.diag_step, bank)
+    return run_diag_bank(cw.diag_plan, cw.keep, cw.rule_of, cw.cw_variance, bank)
 
 
-@entry_point()
+@entry_point("numpy")
 def scw_bank(bank):
-    return run_bank(diag_margins, scw.diag_step, bank)
+    return run_diag_bank(scw.diag_plan, scw.keep, scw.rule_of, scw.scw_variance, bank)
 
 
 # the bank entry point of each family (its learner class's module) and covariance kind

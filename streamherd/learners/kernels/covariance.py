@@ -9,7 +9,8 @@ no d x d temporary.
 
 Diagonal step rules read mu and sigma in one pass (``diag_margin_confidence``) and update both in
 a second one (``diag_update``: the mean step uses the old sigma_r, read before sigma_r is
-overwritten, and the family's per-coordinate rule gives the new sigma_r).
+overwritten, and the family's per-coordinate rule gives the new sigma_r); a family's diagonal
+step is its ``plan`` (the step's numbers) and ``variance`` rule (``planned_step``).
 """
 import numpy as np
 from numba import njit
@@ -62,20 +63,40 @@ def entry_ok(mu_j, sigma_j):
 
 
 @njit(cache=True, inline="always")
-def diag_update(mu, sigma, indices, values, start, end, scale, variance, coefficients):
-    """mu += scale Sigma x and sigma_r <- variance(sigma_r, x_r, coefficients) over the row, the
+def diag_update(mu, sigma, indices, values, start, end, scale, variance, numbers, rule):
+    """mu += scale Sigma x and sigma_r <- variance(sigma_r, x_r, numbers, rule) over the row, the
     old sigma_r in both; returns whether every entry written is ok (entry_ok). ``variance`` is
-    the family's diagonal rule (algorithms/), an inline function of numbers, ``coefficients``
-    the tuple of the step's numbers it takes."""
+    the family's diagonal rule (algorithms/), an inline function of numbers: ``numbers`` the
+    step's (a tuple of floats, from its ``plan``), ``rule`` the variant's constant (its
+    ``rule_of(params)``)."""
     ok = True
     for k in range(start, end):
         j = indices[k]
         x = values[k]
         sj = sigma[j]
         mu[j] += scale * sj * x                     # mu += alpha y Sigma x
-        sigma[j] = variance(sj, x, coefficients)
+        sigma[j] = variance(sj, x, numbers, rule)
         ok = ok and entry_ok(mu[j], sigma[j])
     return ok
+
+
+@njit(cache=True, inline="always")
+def planned_step(plan, rule_of, variance, state, params, indices, values, start, end, m, v, y,
+                 s):
+    """A diagonal family's step (kernels/loops.py) from its rules, written so that the bank
+    (kernels/bank.py) runs the same rules for K members at once:
+      plan(params, m, v, y, s) -> (updated, ok, scale, numbers): whether the example is an
+        update (counted), whether the numbers it is made of are finite, the mean's step and
+        the floats ``variance`` takes; the state is written when updated and ok;
+      rule_of(params): the variant's constant that ``variance`` takes (the same for every
+        member of a bank: never the hyperparameter auto chooses);
+      variance(sigma_r, x_r, numbers, rule): the new sigma_r (diag_update).
+    Returns (updated, ok)."""
+    updated, ok, scale, numbers = plan(params, m, v, y, s)
+    if updated and ok:
+        ok = diag_update(state[0], state[1], indices, values, start, end, scale, variance,
+                         numbers, rule_of(params))
+    return updated, ok
 
 
 @njit(cache=True, nogil=True)
