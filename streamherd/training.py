@@ -276,10 +276,24 @@ class Trainer:
         self.calibrating = not test_only   # the first pass's predictions only are progressive
 
     def _new_calibration(self, saved=None):
+        """The calibration the model learns (None: none); with auto, each member of the bank
+        learns its own instead (bank.calibrate_members), and the model written takes the
+        chosen member's (calibration_now)."""
         if saved is not None or self.start.calibration == "none":
             return calibrations.of_meta({"calibration": saved, "task": self.task.kind},
                                         self.start.calibration)
-        return calibrations.new(self.start.calibration, self.task.kind)
+        calibration = calibrations.new(self.start.calibration, self.task.kind)
+        if calibration is not None and isinstance(self.learner, bank.Choosing):
+            self.learner.calibrate_members(
+                lambda: calibrations.new(self.start.calibration, self.task.kind))
+            return None
+        return calibration
+
+    def calibration_now(self):
+        """The calibration of the model as it is: the chosen member's with auto."""
+        if isinstance(self.learner, bank.Choosing):
+            return self.learner.member_calibration(self.learner.chosen())
+        return self.calibration
 
     def _new_learner(self, state=None, learner_meta=None):
         """The learner; with auto, a bank of them, once the labels chose the task."""
@@ -335,11 +349,12 @@ class Trainer:
 
     def model_meta(self, examples, progressive_loss):
         """The model's meta, after ``examples`` labeled examples more than the initial model."""
+        calibration = self.calibration_now()
         return {"algo": self.start.algo, "hyperparameters": self.learner.options,
                 **self.start.space.to_meta(), **self.task.meta(),
                 "examples": self.start.examples + examples, "progressive_loss": progressive_loss,
                 "learner": self.learner.meta(),
-                **({"calibration": self.calibration.to_meta()} if self.calibration else {}),
+                **({"calibration": calibration.to_meta()} if calibration else {}),
                 **(self.learner.model_meta() if self.start.auto is not None else {})}
 
     def end_pass(self, progress):

@@ -24,10 +24,12 @@ lowest; training keeps the best pass, as without auto); with several passes and 
 first pass's rows (the only ones not already learned from). The model written is an ordinary
 model of the chosen value; its meta's "auto" records the grid, each value's loss and AUC.
 
-While learning, the bank's own predictions (the progress table, -p, the calibration) are those
-of the member of the lowest progressive 0/1 loss on the examples before each chunk (cheap to
-keep; the AUC is computed once, at the end): the progressive loss of the whole procedure,
-honestly.
+While learning, the bank's own predictions (the progress table, -p) are those of the member of
+the lowest progressive 0/1 loss on the examples before each chunk (cheap to keep; the AUC is
+computed once, at the end): the progressive loss of the whole procedure, honestly. The
+calibration (--proba's map) is each member's own, from its own progressive margins
+(calibrate_members), so that the model written, and each --save-bank file, is the model
+``train`` with that value alone writes, its map included.
 
 The K states are stored slot-major in one array (kernels/bank.py); each member learner's state
 arrays are views into it, so a member is an ordinary learner of its value (its ``state()``,
@@ -133,8 +135,9 @@ def parse_grid(text, hyperparameter):
         raise StreamherdError(f"--grid {text!r} is not a list of values; {how}") from None
     values = tuple(sorted(set(values)))
     if len(values) < 2:
-        raise StreamherdError(f"--grid {text!r} gives {len(values)} value; auto chooses among "
-                              f"two or more: {how}")
+        raise StreamherdError(f"--grid {text!r} gives {'one value' if values else 'no value'}"
+                              f"{' (a range runs from low to high)' if '..' in text else ''}; "
+                              f"auto chooses among two or more: {how}")
     for value in values:
         if value not in hyperparameter.domain:
             raise StreamherdError(f"--grid {text!r}: {value:g} is not a valid {flag} (it must be "
@@ -370,13 +373,16 @@ class Choosing:
 
     def member_models(self, meta):
         """(k, meta, arrays) of each live member (--save-bank) as the run left it, ``meta``
-        the model's; a member's "progressive_loss" is its own (on the first pass)."""
+        the model's; a member's "progressive_loss" and calibration are its own (on the first
+        pass)."""
         weight = self.progressive_weight
         for k, member in enumerate(self.members):
             if self.alive[k]:
+                calibration = self.member_calibration(k)
                 yield k, {**meta, "hyperparameters": member.options, "learner": member.meta(),
                           "progressive_loss": self.progressive[k] / weight if weight > 0
-                          else math.nan, **self.model_meta(k), "algo": self.member_algos[k]}, \
+                          else math.nan, **self.model_meta(k), "algo": self.member_algos[k],
+                          **({"calibration": calibration.to_meta()} if calibration else {})}, \
                     member.state()
 
 
@@ -415,6 +421,7 @@ class Bank(Choosing):
         self.progressive = np.zeros(members)     # weighted 0/1 losses, first pass
         self.progressive_weight = 0.0
         self.recent = RecentRows(RECENT, members)   # the first pass's latest learned rows
+        self.calibrations = None                 # each member's (calibrate_members)
         self.holdout = np.zeros(members)         # this pass's held-out rows
         self.holdout_weight = 0.0
         self.pass_holdout = None                 # the last pass's holdout loss per member
@@ -478,9 +485,22 @@ class Bank(Choosing):
                 self.recent.add(y, learned, margins)
             else:
                 self.recent.add(y[rows], learned[rows], margins[rows])
+            if self.calibrations is not None:
+                by_member = np.ascontiguousarray(margins.T)
+                for k in np.flatnonzero(self.alive):
+                    self.calibrations[k].observe(by_member[k], y, learned)
         if held.any():
             self.holdout += held @ mistakes
             self.holdout_weight += held.sum()
+
+    def calibrate_members(self, new_calibration):
+        """Each member learns a calibration (``new_calibration()``'s) from its own progressive
+        margins on the first pass."""
+        self.calibrations = [new_calibration() for _ in self.members]
+
+    def member_calibration(self, k):
+        """Member k's calibration (None: none learned)."""
+        return None if self.calibrations is None else self.calibrations[k]
 
     def end_pass(self):
         """A pass ended: its holdout loss per member becomes what the bank chooses on (when it
@@ -632,6 +652,14 @@ class AlgoBank(Choosing):
             raise UnstableUpdate(int(max(b.failed_at.max() for b in self.banks)),
                                  "the update of every learner failed for every value of its grid")
         return int(leading.updates[k] - before)
+
+    def calibrate_members(self, new_calibration):
+        for b in self.banks:
+            b.calibrate_members(new_calibration)
+
+    def member_calibration(self, k):
+        bank, j = self._locate(k)
+        return bank.member_calibration(j)
 
     def end_pass(self):
         for b in self.banks:
