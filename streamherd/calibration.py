@@ -57,6 +57,7 @@ TIE_BREAK = 1e-4
 DECISION_GAP = 1e-3
 RESERVOIR_ENTRIES = 200_000                 # scores kept at most (rows x classes)
 RESERVOIR_ROWS = 4000
+RESERVOIR_MIN_ROWS = 100                    # the sample's rows whatever the classes
 
 
 @njit(cache=True, inline="always")
@@ -275,6 +276,31 @@ class BinaryCalibration:
                      np.sqrt(np.maximum(confidences, 0.0) + params["s2"]))
         return _on_the_labels_side(p, margins, params["a"])
 
+    @property
+    def empty(self):
+        """Whether no row was observed (merging it changes nothing)."""
+        return not np.any(self.positive + self.negative > 0)
+
+    def merged(self, other):
+        """The statistics of both streams: the histograms are sums per cell, so merging is
+        adding (dist-train's shards, each of which observed its own rows). Either one's
+        statistics as they are when the other observed nothing (0 + x is x, but a cell's
+        -0.0 margin sum would become 0.0)."""
+        if self.needs_confidences != other.needs_confidences:
+            raise ValueError("probit statistics merge with probit statistics only")
+        if other.empty or self.empty:
+            kept = self if other.empty else other
+            merged = BinaryCalibration(self.method)
+            for name in ("positive", "negative", "margin_sums", "confidence_sums"):
+                if getattr(kept, name) is not None:
+                    setattr(merged, name, getattr(kept, name).copy())
+            return merged
+        merged = BinaryCalibration(self.method)
+        for name in ("positive", "negative", "margin_sums", "confidence_sums"):
+            if getattr(self, name) is not None:
+                setattr(merged, name, getattr(self, name) + getattr(other, name))
+        return merged
+
     def to_meta(self):
         used = np.flatnonzero(self.positive + self.negative > 0)
         meta = {"method": self.method, "cells": used.tolist(),
@@ -299,6 +325,11 @@ class BinaryCalibration:
 
 
 # ---------------------------------------------------------------- multiclass
+
+def _capacity(classes):
+    """The reservoir's rows over ``classes`` classes (RESERVOIR_ENTRIES scores at most)."""
+    return max(RESERVOIR_MIN_ROWS, min(RESERVOIR_ROWS, RESERVOIR_ENTRIES // max(classes, 1)))
+
 
 @njit(cache=True, inline="always")
 def _mix(t):
@@ -402,7 +433,7 @@ class MulticlassCalibration:
         self.params = None
 
     def _grow(self, classes):
-        rows = max(100, min(RESERVOIR_ROWS, RESERVOIR_ENTRIES // max(classes, 1)))
+        rows = _capacity(classes)
         if self.kept.shape[1] >= classes and self.kept.shape[0] == max(rows, len(self.kept)):
             return
         grown = np.full((max(rows, len(self.kept)), max(classes, self.kept.shape[1])), np.nan)
@@ -455,6 +486,46 @@ class MulticlassCalibration:
         e = np.exp(logits - logits.max(axis=1, keepdims=True))
         return _top_class_first(e / e.sum(axis=1, keepdims=True), scores)
 
+    @property
+    def empty(self):
+        return self.seen == 0
+
+    def _sample(self, width):
+        """(the rows in use, NaN-padded to ``width`` classes, and their classes)."""
+        rows = min(self.seen, len(self.kept))
+        scores = np.full((rows, width), np.nan)
+        scores[:, :self.kept.shape[1]] = self.kept[:rows]
+        return scores, self.kept_classes[:rows].copy()
+
+    def merged(self, other):
+        """A uniform sample of both streams' rows, as one reservoir over them would hold (in
+        distribution): of the merged sample's n rows, a hypergeometric number m comes from
+        this stream's seen rows and n - m from the other's, each a uniform choice among its
+        sample (itself uniform over its stream). The draws are seeded by the counts only, so
+        merging the same samples gives the same bits (dist-train's retries, any worker count).
+        Either sample as it is when the other saw nothing; both whole when they fit.
+        Capacity: the reservoir's for the wider one's classes (dist-train's shards share
+        theirs); a sample that already dropped rows gives at most as many as it holds."""
+        width = max(self.kept.shape[1], other.kept.shape[1])
+        (a, a_classes), (b, b_classes) = self._sample(width), other._sample(width)
+        seen = self.seen + other.seen
+        if other.empty or self.empty:
+            scores, classes = (a, a_classes) if other.empty else (b, b_classes)
+        elif seen <= _capacity(width) and len(a) == self.seen and len(b) == other.seen:
+            scores, classes = np.concatenate([a, b]), np.concatenate([a_classes, b_classes])
+        else:
+            n = min(_capacity(width), seen, *(len(s) for s, whole in
+                                              ((a, len(a) == self.seen), (b, len(b) == other.seen))
+                                              if not whole))
+            rng = np.random.default_rng([self.seen, other.seen, len(a), len(b), n])
+            from_a = int(rng.hypergeometric(self.seen, other.seen, n))
+            from_a = min(max(from_a, n - len(b)), len(a))
+            pick_a = np.sort(rng.choice(len(a), from_a, replace=False))
+            pick_b = np.sort(rng.choice(len(b), n - from_a, replace=False))
+            scores = np.concatenate([a[pick_a], b[pick_b]])
+            classes = np.concatenate([a_classes[pick_a], b_classes[pick_b]])
+        return MulticlassCalibration(seen=seen, kept=scores, kept_classes=classes)
+
     def to_meta(self):
         rows = min(self.seen, len(self.kept))
         sample = [[None if np.isnan(x) else float(x) for x in row] for row in self.kept[:rows]]
@@ -464,8 +535,12 @@ class MulticlassCalibration:
 
     @classmethod
     def from_meta(cls, meta):
-        sample = np.array([[np.nan if x is None else x for x in row] for row in meta["scores"]],
-                          dtype=np.float64).reshape(len(meta["scores"]), -1)
+        """The saved sample; an empty one (a model that learned from no example, as train
+        --allow-empty writes) has no class columns yet, and predicts uniform probabilities."""
+        rows = meta["scores"]
+        width = len(rows[0]) if rows else 0
+        sample = np.array([[np.nan if x is None else x for x in row] for row in rows],
+                          dtype=np.float64).reshape(len(rows), width)
         calibration = cls(seen=meta["seen"], kept=sample,
                           kept_classes=np.asarray(meta["classes"], np.int64))
         calibration.params = meta["params"]
@@ -510,6 +585,18 @@ def of_meta(meta, method=None):
     return BinaryCalibration.from_meta(saved, method)
 
 
+def merged(parts):
+    """The statistics of every part's stream (BinaryCalibration or MulticlassCalibration, in
+    order; None: no calibration), folded left (dist-train: the model's, then each shard's)."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    total = parts[0]
+    for part in parts[1:]:
+        total = total.merged(part)
+    return total
+
+
 def _reals(value, length=None):
     """Whether ``value`` is a list of finite numbers (of ``length`` if given)."""
     return isinstance(value, list) and (length is None or len(value) == length) and all(
@@ -546,8 +633,11 @@ def meta_ok(saved):
         if saved["method"] == "softmax":
             rows, classes = saved["scores"], saved["classes"]
             width = len(rows[0]) if isinstance(rows, list) and rows else 0
+            # a reservoir keeps every row up to RESERVOIR_MIN_ROWS at least: fewer rows than
+            # that of a count beyond them is a sample that lost its rows (or never had any)
             return isinstance(saved["seen"], int) and not isinstance(saved["seen"], bool) and \
-                saved["seen"] >= len(rows) and isinstance(classes, list) and \
+                saved["seen"] >= len(rows) >= min(saved["seen"], RESERVOIR_MIN_ROWS) and \
+                (width > 0 or not rows) and isinstance(classes, list) and \
                 len(classes) == len(rows) and \
                 all(isinstance(z, int) and not isinstance(z, bool) and 0 <= z < width
                     for z in classes) and \

@@ -431,3 +431,105 @@ def test_a_damaged_map_is_a_one_line_error(run_cli, tmp_path, data_dir):
         "format", "format_version", "streamherd_version", "fill")}, arrays)
     assert "calibration" in one_line_error(run_cli("predict", data_dir / "spambase.test.svm",
                                                    "-m", damaged, "--proba"))
+
+
+def test_binary_statistics_merged_are_those_of_both_streams():
+    """Merging two streams' histograms (dist-train's shards) is observing both: the same
+    counts per cell, the margin sums up to rounding; an empty part merges as nothing."""
+    rng = np.random.default_rng(3)
+    margins, y = rng.normal(scale=2.0, size=5000), np.where(rng.random(5000) < 0.4, 1.0, -1.0)
+    weights = np.ones(5000)
+    for method in ("isotonic", "probit"):
+        confidences = rng.uniform(0.01, 4.0, 5000) if method == "probit" else None
+        whole, a, b = (calibration.BinaryCalibration(method) for _ in range(3))
+        whole.observe(margins, y, weights, confidences)
+        a.observe(margins[:1800], y[:1800], weights[:1800],
+                  None if confidences is None else confidences[:1800])
+        b.observe(margins[1800:], y[1800:], weights[1800:],
+                  None if confidences is None else confidences[1800:])
+        both = calibration.merged([calibration.BinaryCalibration(method), a, None, b])
+        np.testing.assert_array_equal(both.positive, whole.positive)
+        np.testing.assert_array_equal(both.negative, whole.negative)
+        np.testing.assert_allclose(both.margin_sums, whole.margin_sums, rtol=1e-12, atol=1e-12)
+        alone = calibration.merged([calibration.BinaryCalibration(method), a])
+        assert json.dumps(alone.to_meta()) == json.dumps(a.to_meta())
+
+
+def _stream(rng, n, K, offset):
+    """Rows whose first score tells where they come from (offset + row number)."""
+    scores = rng.normal(size=(n, K))
+    scores[:, 0] = offset + np.arange(n)
+    return scores, rng.integers(0, K, n)
+
+
+def test_multiclass_samples_merge_into_a_uniform_sample_of_both():
+    rng = np.random.default_rng(4)
+    K, capacity = 3, calibration._capacity(3)
+    (sa, ca), (sb, cb) = _stream(rng, 3000, K, 0), _stream(rng, 9000, K, 10 ** 6)
+    a, b = calibration.MulticlassCalibration(), calibration.MulticlassCalibration()
+    a.observe(sa, ca, np.ones(3000))
+    b.observe(sb, cb, np.ones(9000))
+    merged = a.merged(b)
+    assert merged.seen == 12000 and len(merged.kept) == capacity
+    # every row is one of the parts' sampled rows, once, with its class
+    rows_a = {tuple(r): c for r, c in zip(a.kept[:a.seen], a.kept_classes)}
+    rows_b = {tuple(r): c for r, c in zip(b.kept[:capacity], b.kept_classes)}
+    keys = [tuple(r) for r in merged.kept]
+    assert len(set(keys)) == capacity
+    assert all(rows_a.get(k, rows_b.get(k)) == c for k, c in zip(keys, merged.kept_classes))
+    # hypergeometric share of a: mean capacity * 3000 / 12000, sd about 23
+    from_a = int(np.sum(merged.kept[:, 0] < 10 ** 6))
+    sd = math.sqrt(capacity * 0.25 * 0.75 * (12000 - capacity) / 11999)
+    assert abs(from_a - capacity / 4) < 4 * sd
+    # deterministic: the same parts give the same bits; an empty part changes nothing
+    again = a.merged(b)
+    np.testing.assert_array_equal(again.kept, merged.kept)
+    empty = calibration.MulticlassCalibration()
+    for kept in (empty.merged(b), b.merged(empty)):
+        assert kept.seen == b.seen
+        np.testing.assert_array_equal(kept.kept, b.kept[:capacity])
+    # small parts fit whole: the rows of a then b
+    small = calibration.MulticlassCalibration()
+    small.observe(sa[:50], ca[:50], np.ones(50))
+    whole = small.merged(small)
+    np.testing.assert_array_equal(whole.kept, np.concatenate([sa[:50], sa[:50]]))
+    # over many seeds (other counts) the share of a stays unbiased
+    shares = []
+    for n_b in range(9000, 9040):
+        part = calibration.MulticlassCalibration(seen=n_b, kept=b.kept, kept_classes=b.kept_classes)
+        shares.append(np.sum(a.merged(part).kept[:, 0] < 10 ** 6) / capacity)
+    assert abs(np.mean(shares) - np.mean([3000 / (3000 + n) for n in range(9000, 9040)])) < 0.01
+
+
+def test_an_empty_multiclass_sample_loads_and_a_lost_one_is_refused(run_cli, tmp_path, data_dir):
+    """A sample of no row (a model that learned from nothing) predicts uniform probabilities;
+    a count of rows with fewer rows than any reservoir keeps is a damaged model."""
+    empty = {"method": "softmax", "seen": 0, "scores": [], "classes": [], "params": {}}
+    assert calibration.meta_ok(empty)
+    loaded = calibration.MulticlassCalibration.from_meta(empty)
+    np.testing.assert_array_equal(loaded.probabilities(np.zeros((2, 4))), np.full((2, 4), 0.25))
+    assert not calibration.meta_ok({**empty, "seen": 2000})
+    assert not calibration.meta_ok({**empty, "seen": 2000, "scores": [[0.5, 1.0]] * 99,
+                                    "classes": [0] * 99})
+    assert calibration.meta_ok({**empty, "seen": 2000, "scores": [[0.5, 1.0]] * 100,
+                                "classes": [0] * 100})
+    model, damaged = tmp_path / "m.npz", tmp_path / "d.npz"
+    data = tmp_path / "c.svm"
+    data.write_text("".join(f"{1 + i % 3} {1 + i % 5}:1 {6 + i % 7}:0.5\n" for i in range(300)))
+    assert run_cli("train", data, "-f", model, "--quiet").returncode == 0
+    meta, arrays = load_model(model)
+    from streamherd.model import save_model
+
+    def saved(calibration_meta):
+        save_model(damaged, {**{k: v for k, v in meta.items() if k not in (
+            "format", "format_version", "streamherd_version", "fill")},
+            "calibration": calibration_meta}, arrays)
+        return damaged
+
+    assert "calibration" in one_line_error(run_cli("predict", data, "-m",
+                                                   saved({**empty, "seen": 300}), "--proba"))
+    proc = run_cli("predict", data, "-m", saved(empty), "--proba")
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()]
+    assert len(rows) == 300 and all(len(r) == 3 for r in rows)
+    assert all(abs(float(x.split(":")[1]) - 1 / 3) < 1e-6 for r in rows for x in r)

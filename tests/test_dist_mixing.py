@@ -200,3 +200,70 @@ def test_the_averaged_perceptrons_average_is_over_every_shards_examples(shards):
         meta = mixing.mix_learner_meta(meta, [r.learner_meta for r in results])
         assert meta["examples_seen"] == seen
         state = flat
+
+
+def _unchanged(start, learner_meta=None, examples=0):
+    """The result of a shard that learned nothing: the round's start, as it came."""
+    return ShardResult({k: v.copy() for k, v in start.items()}, dict(learner_meta or {}),
+                       {"task": "binary", "labels": {"negative": None, "positive": None}},
+                       Counters(examples=examples))
+
+
+@pytest.mark.parametrize("rule,weights", [("mean", "uniform"), ("prec", "mistakes"),
+                                          ("jubatus", "uniform"), ("sum", "uniform")])
+def test_a_shard_that_learned_nothing_is_left_out_of_the_mix(rule, weights):
+    """An empty shard (or one of unlabeled lines) beside one that learned gives that shard's
+    model bit for bit (driver.mixed), and beside two that learned, their mix of two."""
+    from streamherd.distributed.driver import mixed
+
+    rng = np.random.default_rng(5)
+    start = _start(rng, 8)
+    learned = [ShardResult(r.state, {}, {"task": "binary", "labels": {"negative": -1.0,
+                                                                      "positive": 1.0}},
+                           Counters(examples=10, labeled=10, weighted=10.0, mistakes=3 + i))
+               for i, r in enumerate(_results(rng, 2, 8))]
+    meta = {"learner": {}, "examples": 0}
+    names = ["a", "b", "c"]
+    one, _ = mixed((meta, start), [learned[0], _unchanged(start, examples=4)], rule, weights,
+                   names)
+    assert all(np.array_equal(one[1][k], learned[0].state[k]) for k in start)
+    two, counters = mixed((meta, start), [learned[0], _unchanged(start), learned[1]], rule,
+                          weights, names)
+    expected = mix_states(Rule(rule, start), learned, weights)
+    assert all(np.array_equal(two[1][k], expected[k]) for k in start)
+    assert counters.examples == 20 and two[0]["examples"] == 20
+    # no shard learned: the model stays as it was
+    none, _ = mixed((meta, start), [_unchanged(start), _unchanged(start)], rule, weights, names)
+    assert none[1] is start
+
+
+def test_an_empty_shard_leaves_the_running_average_as_one_shards():
+    """The averaged perceptron beside an empty shard: the average (and examples_seen) of the
+    shard that learned, bit for bit, and with two that learned, the numpy transcription's
+    average over both."""
+    from streamherd.distributed.driver import mixed
+
+    rng = np.random.default_rng(9)
+    dim = 10
+    X = rng.normal(size=(80, dim))
+    y = np.sign(X @ rng.normal(size=dim))
+    y[y == 0] = 1
+    state = {"mean": np.zeros(dim), "average": np.zeros(dim)}
+    meta = {"learner": {"examples_seen": 0}, "examples": 0}
+    learned = []
+    for block in (slice(0, 40), slice(40, 80)):
+        result = _learned(state, meta["learner"], X[block], y[block])
+        learned.append(ShardResult(result.state, result.learner_meta,
+                                   {"task": "binary", "labels": {"negative": -1.0,
+                                                                 "positive": 1.0}},
+                                   Counters(examples=40, labeled=40, weighted=40.0)))
+    empty = _unchanged(state, meta["learner"])
+    alone, _ = mixed((meta, state), [empty, learned[0]], "mean", "uniform", ["e", "a"])
+    assert all(np.array_equal(alone[1][k], learned[0].state[k]) for k in state)
+    assert alone[0]["learner"]["examples_seen"] == 40
+    pair, _ = mixed((meta, state), [learned[0], empty, learned[1]], "mean", "uniform",
+                    ["a", "e", "b"])
+    total = sum(_numpy_averaged_perceptron(state["mean"], X[b], y[b])[1]
+                for b in (slice(0, 40), slice(40, 80)))
+    np.testing.assert_allclose(pair[1]["average"], total / 80, rtol=1e-12, atol=1e-12)
+    assert pair[0]["learner"]["examples_seen"] == 80

@@ -108,6 +108,7 @@ def test_same_model_for_any_worker_count_and_after_a_resume(data, client, tmp_pa
          initial_model=tmp_path / "resumed.npz")
     models = [load_model(tmp_path / f"{name}.npz") for name in ("two", "one", "resumed")]
     assert _same_arrays(models[0][1], models[1][1])
+    assert models[0][0]["calibration"] == models[1][0]["calibration"]
     assert _same_arrays(models[0][1], models[2][1])
     assert models[0][0]["examples"] == models[2][0]["examples"] == 3 * 1200
     single = tmp_path / "single.npz"
@@ -278,3 +279,104 @@ def test_without_holdout_every_example_is_learned(run_cli, data, tmp_path):
     """No --holdout_period: no holdout column, and --holdout_period 1 is refused."""
     assert "every line" in _error(run_cli, data["binary"], "--holdout_period", 1, "--shards", 1,
                                   "-f", tmp_path / "m.npz")
+
+
+def _proba(run_cli, model, path):
+    proc = run_cli("predict", "--proba", "-m", model, path)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize("algo,task", [("arow-p", "binary"), ("pa2", "binary"),
+                                       ("pa2", "multiclass")])
+def test_one_shard_one_round_has_trains_calibration(run_cli, data, client, tmp_path, algo,
+                                                    task):
+    """The calibration learns from round 1's progressive predictions, as train from its first
+    pass: one shard, one round gives train's --proba bit for bit."""
+    trained = tmp_path / "train.npz"
+    assert run_cli("train", data[task], "--algo", algo, *TASKS[task], "-f", trained,
+                   "--quiet").returncode == 0
+    dist_train([str(data[task])], tmp_path / "dist.npz", rounds=1, cluster=Cluster(shards="1"),
+               client=client, quiet=True, algo=algo, **FLAGS[task])
+    assert load_model(tmp_path / "dist.npz")[0]["calibration"] == \
+        load_model(trained)[0]["calibration"]
+    assert _proba(run_cli, tmp_path / "dist.npz", data[task]) == \
+        _proba(run_cli, trained, data[task])
+
+
+def _labels(path):
+    return [line.split()[0] for line in path.read_text().splitlines()]
+
+
+def test_shards_merge_their_calibration_statistics(data, client, tmp_path):
+    """Three shards, two rounds: the binary histograms hold round 1's examples, each once,
+    with their labels' counts (the file's); the multiclass sample (all of them fit) holds
+    every example's class once; -i adds the next run's round 1 to the saved statistics."""
+    labels = _labels(data["binary"])
+    model = tmp_path / "b.npz"
+    _run(client, data["binary"], model, rounds=2, algo="arow-p")
+    saved = load_model(model)[0]["calibration"]
+    assert saved["method"] == "isotonic" and saved["params"]["x"]
+    assert (sum(saved["positive"]), sum(saved["negative"])) == \
+        (labels.count("1"), labels.count("0"))
+    _run(client, data["binary"], model, rounds=1, initial_model=model)
+    continued = load_model(model)[0]["calibration"]
+    assert (sum(continued["positive"]), sum(continued["negative"])) == \
+        (2 * labels.count("1"), 2 * labels.count("0"))
+    classes = _labels(data["multiclass"])
+    _run(client, data["multiclass"], tmp_path / "m.npz", rounds=2, algo="pa2",
+         calibration="platt")   # any method: multiclass models calibrate by softmax
+    sample = load_model(tmp_path / "m.npz")[0]["calibration"]
+    assert sample["seen"] == len(classes) == len(sample["scores"])
+    names = load_model(tmp_path / "m.npz")[0]["classes"]
+    assert sorted(names[z] for z in sample["classes"]) == sorted(classes)
+    _run(client, data["binary"], tmp_path / "p.npz", rounds=1, algo="pa2", calibration="platt")
+    assert set(load_model(tmp_path / "p.npz")[0]["calibration"]["params"]) == {"a", "b"}
+
+
+@pytest.mark.parametrize("algo,mix", [("avg-perceptron", Mix()), ("arow-p", Mix()),
+                                      ("nherd-p", Mix("jubatus", "mistakes"))])
+def test_an_empty_shard_gives_the_model_of_the_others(data, client, tmp_path, algo, mix):
+    """An empty file beside the data (two shards) gives the model of the data alone (one
+    shard) bit for bit, calibration included: the empty shard learned nothing, so it is not
+    mixed in (it halved every weight under mean)."""
+    empty = tmp_path / "empty.svm"
+    empty.write_text("")
+    for name, paths, shards in (("two", [data["binary"], empty], "2"),
+                                ("one", [data["binary"]], "1")):
+        dist_train([str(p) for p in paths], tmp_path / f"{name}.npz", rounds=2,
+                   cluster=Cluster(shards=shards), client=client, quiet=True, algo=algo, mix=mix)
+    (meta_two, two), (meta_one, one) = (load_model(tmp_path / f"{n}.npz") for n in ("two", "one"))
+    assert _same_arrays(two, one)
+    for key in ("calibration", "learner", "examples", "labels"):
+        assert meta_two[key] == meta_one[key]
+
+
+def test_cli_ova_without_classes_scans_them_and_its_model_predicts(run_cli, data, tmp_path):
+    """--multiclass ova without --classes: the classes of the label scan (it failed before
+    the cluster started); the model predicts, gives probabilities that sum to 1 and continues
+    with train -i (the multiclass calibration was an empty sample that did not load)."""
+    model = tmp_path / "ova.npz"
+    proc = run_cli("dist-train", data["multiclass"], "--workers", 2, "--shards", 2,
+                   "--algo", "pa2", "--multiclass", "ova", "-f", model, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    meta = load_model(model)[0]
+    assert meta["classes"] == list(dict.fromkeys(_labels(data["multiclass"])))
+    assert meta["calibration"]["seen"] == 1200 and meta["calibration"]["params"]["biases"]
+    assert run_cli("predict", "-m", model, data["multiclass"]).returncode == 0
+    rows = [[float(x.split(":")[1]) for x in line.split()]
+            for line in _proba(run_cli, model, data["multiclass"]).splitlines()]
+    assert len(rows) == 1200 and all(abs(sum(r) - 1) < 1e-6 for r in rows)
+    assert len({tuple(r) for r in rows}) > 100   # not one uniform row
+    again = run_cli("train", data["multiclass"], "-i", model, "-f", tmp_path / "t.npz",
+                    "--quiet")
+    assert again.returncode == 0, again.stderr
+
+
+def test_cli_auto_and_no_workers_are_refused_before_a_cluster(run_cli, data, tmp_path):
+    model = tmp_path / "m.npz"
+    assert "train -C auto" in _error(run_cli, data["binary"], "-C", "auto", "-f", model)
+    assert "train --algo auto" in _error(run_cli, data["binary"], "--algo", "auto", "-f", model)
+    assert "start at least 1 worker" in _error(run_cli, data["binary"], "--workers", 0,
+                                               "-f", model)
+    assert not model.exists()

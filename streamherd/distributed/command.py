@@ -29,7 +29,7 @@ def dist_train(
     multiclass=TRAIN, classes=TRAIN, loss=TRAIN, normalize=TRAIN, bits=TRAIN, no_bias=TRAIN,
     quadratic=TRAIN, cubic=TRAIN, interactions=TRAIN, ignore=TRAIN, keep=TRAIN,
     ignore_linear=TRAIN, hash_mode=TRAIN, final_model=TRAIN, initial_model=TRAIN, fmt=TRAIN,
-    quiet=TRAIN, skip_bad=TRAIN,
+    quiet=TRAIN, skip_bad=TRAIN, calibration=TRAIN,
     passes: int = typer.Option(1, "--passes", help="Rounds: each shard trains one epoch from "
                                "the mixed model, then the shards' models are mixed (the model "
                                "is written after each round)."),
@@ -72,7 +72,7 @@ def dist_train(
         settings=Settings(fmt, skip_bad, holdout_period=holdout_period), quiet=quiet, initial_model=initial_model,
         algo=algo, options=hyperparameters, bits=bits, bias=False if no_bias else None,
         normalize=True if normalize else None, multiclass=multiclass, classes=classes,
-        loss=loss, namespaces=cli._namespaces(quadratic, cubic, interactions, ignore, keep,
+        loss=loss, calibration=calibration, namespaces=cli._namespaces(quadratic, cubic, interactions, ignore, keep,
                                               ignore_linear, hash_mode))
 
 

@@ -16,6 +16,7 @@ import logging
 import time
 import uuid
 
+from streamherd import calibration as calibrations
 from streamherd import learners, tasks, training
 from streamherd.errors import StreamherdError, say
 from streamherd.labels import ClassLabels
@@ -24,8 +25,9 @@ from streamherd.outputs import check_inputs, resolve_output
 from streamherd.passes import copied
 
 from streamherd.distributed import mixing
-from streamherd.distributed.epoch import (Settings, UserError, reader_of, shard_classes,
-                                         shard_lines, train_shard)
+from streamherd.distributed.epoch import (Calibrating, Settings, UserError, reader_of,
+                                         shard_classes, shard_lines, train_shard)
+from streamherd.learners import bank
 from streamherd.distributed.shards import numbered, plan_shards
 
 # a task is run again this many times when it fails (its worker lost: the scheduler also
@@ -99,7 +101,10 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
         raise StreamherdError(f"--holdout_period {settings.holdout_period} would hold out "
                               f"every line; give 2 or more")
     shard_count = _shard_count(cluster.shards)
+    if cluster.scheduler is None and cluster.workers is not None and cluster.workers < 1:
+        raise StreamherdError(f"--workers {cluster.workers}: start at least 1 worker")
     _check_mix(mix)
+    _refuse_auto(flags.get("algo"), flags.get("options") or {})
     task_flags = {k: flags.pop(k, None) for k in ("loss", "multiclass", "classes")}
     start = training.plan(choice=tasks.choose(**task_flags), initial_model=initial_model,
                           skip_bad=settings.skip_bad, **flags)
@@ -107,7 +112,7 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
         raise StreamherdError("the voted perceptron keeps a list of updates, which shards "
                               "cannot average; use --algo avg-perceptron")
     # every check that needs no shard is made before a cluster starts
-    _rule(mix, training.Trainer(start).state(), start.task.kind, shard_count)
+    _rule(mix, _checked_state(start), start.task.kind, shard_count)
     token = uuid.uuid4().hex   # the run's tasks' keys
     with (_given(client) if client is not None
           else dask_client(cluster.scheduler, cluster.workers)) as client:
@@ -117,7 +122,39 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
         rule = _rule(mix, model[1], trainer.task.kind, len(shards))
         return _run_rounds(client, shards, model, rule, rounds, mix.weights, settings,
                            RoundTable(quiet, trainer.task.loss_name,
-                                      settings.holdout_period > 0), model_path, token)
+                                      settings.holdout_period > 0), model_path, token,
+                           trainer.calibration)
+
+
+def _refuse_auto(algo, options):
+    """-C auto (any hyperparameter auto) and --algo auto train a bank of models in one stream
+    and keep the best (learners/bank.py); dist-train has no bank across shards, and would write
+    one default model under auto's name: refused before the cluster starts."""
+    if algo == bank.AUTO:
+        flag = "--algo"
+    else:
+        names = [name for name, value in options.items() if value == bank.AUTO]
+        if not names:
+            return
+        from streamherd.learners.spec import _flag_of
+
+        flag = _flag_of(names[0])
+    raise StreamherdError(f"dist-train cannot choose {flag} auto (a bank of models is not "
+                          f"mixed across shards); choose it with 'streamherd train {flag} auto' "
+                          f"on the data or a sample, then pass the value it reports to "
+                          f"dist-train ({flag} VALUE)")
+
+
+def _checked_state(start):
+    """The state arrays the mixing rule is checked against before the cluster starts. A new
+    multiclass model without --classes has no class yet (its classes come from the label
+    scan), and a one-vs-all learner of no class has no arrays: one stand-in class gives the
+    arrays' names and kinds, which is what the rule reads."""
+    task = start.task
+    if task.kind == "multiclass" and start.state is None and not len(task.labels):
+        task = tasks.MulticlassTask(ClassLabels(["stand-in"]), task.mode, task.skip_bad)
+        start = dataclasses.replace(start, task=task, chosen_from_labels=False)
+    return training.Trainer(start).state()
 
 
 def starting_model(client, start, shards, settings, token):
@@ -138,15 +175,20 @@ def _rule(mix, state, kind, shards):
 
 
 def _run_rounds(client, shards, model, rule, rounds, weights, settings, table, model_path,
-                token):
+                token, calibration=None):
     """The rounds from ``model``, each mixed by ``rule`` into the model written to
-    ``model_path`` and a row of ``table``; returns the summary."""
+    ``model_path`` and a row of ``table``; returns the summary. ``calibration``: the model's
+    calibration statistics at the start (None: it has none), which round 1's progressive
+    predictions add to, as train's first pass does."""
     names = [s.describe() for s in shards]
     for number in range(1, rounds + 1):
         began = time.perf_counter()
-        results = run_round(client, shards, model, settings, f"{token}-{number}")
+        calibrating = _calibrating(calibration, len(shards)) if number == 1 else None
+        results = run_round(client, shards, model, settings, f"{token}-{number}", calibrating)
         mixed_from = time.perf_counter()
         model, counters = mixed(model, results, rule, weights, names)
+        if calibrating is not None:
+            model = _with_calibration(model, calibration, results, calibrating)
         mix_seconds = time.perf_counter() - mixed_from
         if counters.labeled == 0:
             raise StreamherdError(f"no labeled example was read from {', '.join(names[:3])}"
@@ -156,6 +198,26 @@ def _run_rounds(client, shards, model, rule, rounds, weights, settings, table, m
         table.row(number, counters, time.perf_counter() - began, mix_seconds)
     return table.finish({"shards": len(shards), "mix": f"{rule} ({weights})",
                          "final_regressor": str(model_path)})
+
+
+def _calibrating(calibration, shards):
+    """Round 1's Calibrating: the statistics' method, and (one shard) the model's statistics
+    for the shard to continue, so that one shard is exactly train -i; None: no calibration."""
+    if calibration is None:
+        return None
+    return Calibrating(calibration.method,
+                       calibration.to_meta() if shards == 1 and not calibration.empty else None)
+
+
+def _with_calibration(model, calibration, results, calibrating):
+    """``model`` with the calibration of round 1: the shard's statistics when it continued the
+    model's (Calibrating.saved), else the model's and every shard's merged (calibration.merged:
+    histograms added, reservoir samples merged uniformly), in shard order."""
+    meta, state = model
+    parts = [r.calibration for r in results]
+    total = parts[0] if calibrating.saved is not None else \
+        calibrations.merged([calibration, *parts])
+    return {**meta, "calibration": total.to_meta()}, state
 
 
 @contextlib.contextmanager
@@ -226,12 +288,14 @@ def _settled(client, start, shards, settings, token):
     return dataclasses.replace(start, task=task, chosen_from_labels=False)
 
 
-def run_round(client, shards, model, settings, name):
+def run_round(client, shards, model, settings, name, calibrating=None):
     """Every shard's ShardResult of one round, in shard order (the model sent once to every
-    worker); the tasks' keys: dist-train-NAME-shard-I."""
+    worker); the tasks' keys: dist-train-NAME-shard-I. ``calibrating``: epoch.Calibrating in
+    the round the calibration learns from."""
     key = f"dist-train-model-{name}"
     scattered = client.scatter({key: model}, broadcast=True)[key]
     futures = client.map(train_shard, shards, model=scattered, settings=settings,
+                         calibrating=calibrating,
                          key=[f"dist-train-{name}-shard-{i}" for i in range(len(shards))],
                          retries=TASK_RETRIES)
     return gathered(client, futures)
@@ -249,18 +313,24 @@ def gathered(client, futures):
 
 def mixed(model, results, rule, weights, names):
     """(the model (meta, arrays) mixed from the shards' ``results`` by ``rule``, the round's
-    Counters summed)."""
+    Counters summed). Only the shards that learned (mixing.informative) are mixed: a shard
+    that learned nothing returns the round's start, and mixing it in would pull the model back
+    towards it (an empty shard halved every weight under mean). None learned: the model stays
+    as it was."""
     meta, state = model
     counters = sum((r.counters for r in results), mixing.Counters())
-    arrays = mixing.mix_running_averages(
-        state, meta.get("learner"), results,
-        mixing.mix_states(mixing.Rule(rule, state), results, weights))
-    meta = {**meta, **mixing.mix_task_meta([r.task_meta for r in results], names),
-            "learner": mixing.mix_learner_meta(meta.get("learner", {}),
-                                               [r.learner_meta for r in results]),
+    meta = {**meta, **mixing.mix_task_meta([r.task_meta for r in results], names)}
+    learned = mixing.informative(results)
+    if learned:
+        state = mixing.mix_running_averages(
+            state, meta.get("learner"), learned,
+            mixing.mix_states(mixing.Rule(rule, state), learned, weights))
+        meta["learner"] = mixing.mix_learner_meta(meta.get("learner", {}),
+                                                  [r.learner_meta for r in learned])
+    meta = {**meta,
             "examples": meta.get("examples", 0) + counters.labeled,
             "progressive_loss": counters.average_loss}
-    return (meta, arrays), counters
+    return (meta, state), counters
 
 
 class RoundTable:

@@ -32,12 +32,26 @@ class Settings:
     holdout_period: int = 0
 
 
-def start_of(meta, state, skip_bad=False):
+@dataclass(frozen=True)
+class Calibrating:
+    """A round whose progressive predictions the calibration learns from (the run's first, as
+    train's first pass): its ``method``, and ``saved``, the model's statistics the shard
+    continues (one shard: exactly train -i), or None (several shards: each observes from
+    nothing, and the driver adds the model's statistics and every shard's)."""
+
+    method: str
+    saved: "dict | None" = None
+
+
+def start_of(meta, state, skip_bad=False, calibrating=None):
     """The training.Start that continues the model (``meta``, ``state``), whose arrays are
-    copied: the caller's (the driver's, in a threaded cluster) are left as they are."""
+    copied: the caller's (the driver's, in a threaded cluster) are left as they are;
+    ``calibrating``: a Calibrating, or None (no calibration learned)."""
     return Start(meta["algo"], dict(meta["hyperparameters"]), FeatureSpace.from_meta(meta),
                  tasks.of_model(meta, skip_bad), False, copied(state),
-                 meta.get("learner", {}), meta.get("examples", 0))
+                 meta.get("learner", {}), meta.get("examples", 0),
+                 calibrating.method if calibrating else "none",
+                 calibrating.saved if calibrating else None)
 
 
 def reader_of(shard, space, settings, workers=TRAINING_WORKERS, process=None):
@@ -72,12 +86,14 @@ def user_errors_returned(task):
 
 
 @user_errors_returned
-def train_shard(shard, model, settings=Settings()):
+def train_shard(shard, model, settings=Settings(), calibrating=None):
     """One epoch over ``shard`` (shards.Shard) from ``model`` = (meta, state arrays); returns
-    the shard's ShardResult."""
+    the shard's ShardResult, with the calibration's statistics of its progressive predictions
+    when ``calibrating`` (a Calibrating) says so."""
     meta, state = model
-    start = start_of(meta, state, settings.skip_bad)
+    start = start_of(meta, state, settings.skip_bad, calibrating)
     trainer = Trainer(start)
+    trainer.calibrating = calibrating is not None
     progress = ProgressiveValidation(quiet=True)
     chunks = reader_of(shard, start.space, settings, process=start.task.check_labels)
     period = settings.holdout_period
@@ -86,7 +102,8 @@ def train_shard(shard, model, settings=Settings()):
     return ShardResult(copied(trainer.state()), trainer.learner.meta(), trainer.task.meta(),
                        Counters(progress.examples, progress.labeled, progress.weighted,
                                 progress.loss_sum, progress.mistakes, progress.updates,
-                                progress.holdout_loss_sum, progress.holdout_weight))
+                                progress.holdout_loss_sum, progress.holdout_weight),
+                       trainer.calibration if calibrating is not None else None)
 
 
 def held_out_lines(chunks, period):

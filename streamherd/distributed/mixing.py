@@ -68,13 +68,22 @@ class Counters:
 
 @dataclass
 class ShardResult:
-    """A shard's model after its epoch (state arrays, the learner's and the task's meta) and
-    its counters."""
+    """A shard's model after its epoch (state arrays, the learner's and the task's meta), its
+    counters, and in a calibrating round the calibration's statistics (calibration.py's
+    BinaryCalibration or MulticlassCalibration; None otherwise)."""
 
     state: dict
     learner_meta: dict
     task_meta: dict
     counters: Counters
+    calibration: object = None
+
+    @property
+    def learned(self):
+        """Whether the shard learned from a labeled example of weight > 0 this round: a shard
+        that did not (no example, all unlabeled or held out) returns the round's start
+        unchanged, which carries no information and would only dilute the mix."""
+        return self.counters.weighted > 0
 
 
 @dataclass
@@ -270,5 +279,12 @@ def check_rule(rule, kind, shards, force):
                               f"mean), or pass --force to run it anyway")
 
 
+def informative(results):
+    """The results of the shards that learned this round (ShardResult.learned), in shard
+    order: the only ones every rule, weighting and running average mixes."""
+    return [r for r in results if r.learned]
+
+
 __all__ = ["RULES", "WEIGHTS", "Counters", "ShardResult", "Partial", "Rule", "mix_states",
+           "informative",
            "mix_running_averages", "mix_learner_meta", "mix_task_meta", "check_rule", "shard_weights"]
