@@ -487,6 +487,8 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
     # ------------------------------------------------------------ learning
 
     def learn_one(self, x, y):
+        if y is None:   # (it would start a multiclass model whose first class is None)
+            raise ValueError("learn_one needs the row's label; got None")
         if self._task is None:
             self._start(y)
         if self._binary:
@@ -503,6 +505,8 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
         y = list(y)
         if not y:
             return
+        if any(v is None for v in y):
+            raise ValueError("learn_many needs every row's label; got None")
         if self._task is None:
             self._start(y[0])
         if self._binary:

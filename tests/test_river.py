@@ -212,6 +212,25 @@ def test_pickle_and_labels():
         OnlineClassifier("nope").learn_one({"a": 1.0}, True)
 
 
+def test_a_missing_label_is_refused_before_anything_is_learned():
+    """learn_one(x, None) as the first call made a multiclass model whose first class was
+    None; later it was a class like any other."""
+    for first in (None, True):
+        classifier = OnlineClassifier("pa")
+        if first is not None:
+            classifier.learn_one({"a": 1.0}, first)
+        with pytest.raises(ValueError, match="needs the row's label"):
+            classifier.learn_one({"a": 1.0}, None)
+        with pytest.raises(ValueError, match="needs every row's label"):
+            classifier.learn_many(pd.DataFrame({"a": [1.0, 2.0]}), pd.Series([True, None]))
+        assert classifier.predict_one({"a": 1.0}) is False or first is not None
+    fresh = OnlineClassifier("pa")
+    with pytest.raises(ValueError):
+        fresh.learn_one({"a": 1.0}, None)
+    fresh.learn_one({"a": 1.0}, True)   # the model's first label decides: binary
+    assert fresh.predict_one({"a": 1.0}) is True
+
+
 @pytest.mark.parametrize("cls", [OnlineClassifier, OnlineRegressor])
 def test_river_estimator_checks(cls):
     from river import checks
