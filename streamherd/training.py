@@ -97,13 +97,27 @@ def _gaussian(algo):
 
 
 def _check_namespaces(path, space, namespaces):
-    """-i with namespace flags (-q, --ignore ...): only those the model was trained with."""
+    """-i with namespace flags (-q, --ignore ..., --hash all): only those the model was trained
+    with. Without any, the model's own continue (its meta holds them), as its bits do."""
+    if not namespaces:
+        return
     given = FeatureSpace(space.bits, space.bias, space.normalize, **namespaces)
-    saved = {k: v for k, v in space.to_meta().items() if k not in ("bits", "bias", "normalize")}
     if given.to_meta() != space.to_meta():
-        said = " ".join(f"--{k} {v}" for k, v in saved.items()) or "no namespace flags"
+        saved = {k: v for k, v in space.to_meta().items()
+                 if k not in ("bits", "bias", "normalize")}
+        said = " ".join(_flag_text(k, v) for k, v in saved.items() if v) or "no namespace flags"
         raise StreamherdError(f"{path} was trained with {said}; drop -q/--cubic/--interactions/"
-                              f"--ignore/--keep/--ignore_linear to continue it with its own")
+                              f"--ignore/--keep/--ignore_linear/--hash to continue it with its "
+                              f"own")
+
+
+def _flag_text(name, value):
+    """A namespace flag of a model's meta as the command line gives it."""
+    if name == "hash_all":
+        return "--hash all"
+    flag = {"quadratic": "-q"}.get(name, f"--{name}")
+    return " ".join(f"{flag} {v}" for v in value) if isinstance(value, (list, tuple)) \
+        else f"{flag} {value}"
 
 
 def _continued(path, algo, options, bits, bias, normalize, choice, skip_bad, calibration=None):

@@ -198,4 +198,28 @@ def test_continuing_a_model_with_other_crosses_is_a_user_error(run_cli, namespac
                    "--quiet").returncode == 0
     result = run_cli("train", str(namespaced_sms), "-i", str(model), "-q", "nw", "--quiet")
     assert result.returncode == 2
-    assert "was trained with --quadratic ['wO']" in one_line_error(result)
+    assert "was trained with -q wO; drop -q" in one_line_error(result)
+
+
+@pytest.mark.parametrize("flags", [["-q", "wO"], ["--keep", "w"], ["--ignore_linear", "w", "-q",
+                                                                    "wO"], ["--hash", "all"]])
+def test_continuing_a_model_without_its_flags_keeps_them(run_cli, namespaced_sms, tmp_path,
+                                                         flags):
+    """-i without namespace or --hash flags continues with the model's own, as with its bits
+    (it was refused: "trained with --quadratic ['wO']; drop -q ...", with no -q given): the
+    two runs make the model one run over both halves makes, and -t -i reads them too."""
+    lines = namespaced_sms.read_text().splitlines(keepends=True)
+    first, second = tmp_path / "a.vw", tmp_path / "b.vw"
+    half = len(lines) // 2
+    first.write_text("".join(lines[:half]))
+    second.write_text("".join(lines[half:]))
+    whole, part, continued = tmp_path / "whole.npz", tmp_path / "part.npz", tmp_path / "c.npz"
+    assert run_cli("train", first, second, *flags, "-f", whole, "--quiet").returncode == 0
+    assert run_cli("train", first, *flags, "-f", part, "--quiet").returncode == 0
+    done = run_cli("train", second, "-i", part, "-f", continued, "--quiet")
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(load_model(continued)[1]["mean"], load_model(whole)[1]["mean"])
+    assert run_cli("train", "-t", "-i", continued, second, "--quiet").returncode == 0
+    # the model's own flags given again are no change
+    again = run_cli("train", second, "-i", part, *flags, "-f", tmp_path / "d.npz", "--quiet")
+    assert again.returncode == 0, again.stderr
