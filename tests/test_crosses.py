@@ -90,6 +90,11 @@ CASES = [
     (dict(interactions=("::::",)), ["--interactions", "::::"]),
     (dict(interactions=("wO,wwO",)), ["--interactions", "wO", "--interactions", "wwO"]),
     (dict(interactions=("nOww",)), ["--interactions", "nOww"]),
+    # a namespace named twice apart ('aba'): VW sorts it ('aab', whose pair then takes each
+    # unordered pair once), as must_be_left_sorted says of the sorted letters
+    (dict(cubic=("wOw",)), ["--cubic", "wOw"]),
+    (dict(interactions=("OwO",)), ["--interactions", "OwO"]),
+    (dict(interactions=("wnOw",)), ["--interactions", "wnOw"]),
     (dict(interactions=("words|Other",)),
      ["--experimental_full_name_interactions", "words|Other"]),
     (dict(interactions=("wide|words", "wide|wide")),

@@ -90,7 +90,8 @@ def _vw_sorted_and_deduplicated(terms):
         key = bytes(sorted(term))
         if key not in seen:
             seen.add(key)
-            kept.append(key if _must_be_sorted(term) else term)
+            # (VW asks must_be_left_sorted of the sorted letters: 'uiu' -> 'iuu' has a pair)
+            kept.append(key if _must_be_sorted(key) else term)
     return kept
 
 
