@@ -158,6 +158,35 @@ def parse_audit(text):
     return predictions, features
 
 
+def test_crosses_of_an_ignore_linear_namespace_are_named_as_vw(run_cli, namespaced_sms,  # noqa: F811
+                                                                tmp_path):
+    """--ignore_linear w -q wO: the w features are no features of their own but members of
+    the crosses; the crosses took other features' names (inspect --names: 'Other^x' for
+    'words^y*Other^x'; predict --audit: the last name read). VW's audit lists the ignored
+    linear features too, so only the crosses compare, and ours name no linear w feature."""
+    flags = ["--ignore_linear", "w", "-q", "wO"]
+    found = feature_names([namespaced_sms], FeatureSpace(BITS, ignore_linear="w",
+                                                         quadratic=("wO",)))
+    vw = vw_audit_names(namespaced_sms, flags)
+    crosses = {(slot, name) for slot, names in found.items() for name in names if "*" in name}
+    assert crosses and crosses == {(slot, name) for slot, names in vw.items() for name in names
+                                   if "*" in name}
+    assert not any(name.startswith(("words^", "wide^")) and "*" not in name
+                   for names in found.values() for name in names)
+    model = tmp_path / "m.npz"
+    assert run_cli("train", "--quiet", *flags, namespaced_sms, "-f", model).returncode == 0
+    audit = run_cli("predict", "--audit", "-m", model, namespaced_sms)
+    assert audit.returncode == 0, audit.stderr
+    vw_lines = subprocess.run([sys.executable, "-m", "vowpalwabbit", "--audit", "-t", "--quiet",
+                               "-b", str(BITS), "-d", str(namespaced_sms), *flags],
+                              capture_output=True, text=True, check=True,
+                              timeout=300).stdout.split("\n")[1::2]
+    for ours, theirs in zip(parse_audit(audit.stdout)[1], vw_lines, strict=True):
+        theirs = [i.rsplit(":", 3) for i in theirs.split("\t")[1:]]
+        assert sorted((n, s) for n, s, _, _ in ours if "*" in n) == sorted(
+            (n, int(s)) for n, s, _, _ in theirs if "*" in n)
+
+
 @pytest.mark.parametrize("flags", [[], ["-q", "wO", "--cubic", "wOn"]], ids=["linear", "crossed"])
 def test_predict_audit_is_weights_times_values_of_vws_features(  # noqa: F811
         run_cli, namespaced_sms, tmp_path, flags):

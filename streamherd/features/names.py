@@ -211,7 +211,11 @@ class _Names:
         slots = outputs[4][:nnz].astype(np.int64)
         records, members = naming[0][:nnz], naming[1][:nnz]
         kind = members[:, 0]
-        ids = self._line_feature_ids(buf, slots, records, kind == LINE_FEATURE)
+        # an --ignore_linear feature (UNREAD) is no feature itself, but a cross's member: it
+        # needs its name's id as a line's feature does (a cross read ids[member] of -1, and
+        # took the name of another feature)
+        ids = self._line_feature_ids(buf, slots, records, kind == LINE_FEATURE,
+                                     kind == UNREAD)
         return outputs[3][:rows + 1], slots, outputs[5][:nnz], kind, ids, members
 
     def add_block(self, buf, n, fmt_code, merge_table):
@@ -222,11 +226,11 @@ class _Names:
         if crossed.any():
             self._name_crosses(slots[crossed], members[crossed], ids)
 
-    def _line_feature_ids(self, buf, slots, records, line):
-        """The index in texts of each position's feature of a line (-1 elsewhere), the new
-        ones named."""
+    def _line_feature_ids(self, buf, slots, records, line, unread):
+        """The index in texts of each position's feature of a line, read (``line``: its slot
+        named) or only crossed (``unread``: --ignore_linear's), -1 elsewhere."""
         ids = np.full(len(slots), -1, np.int64)
-        where = np.flatnonzero(line)
+        where = np.flatnonzero(line | unread)
         if not len(where):
             return ids
         # a feature is its namespace's seed, its key and its name's length: "03" and "3" are
@@ -244,7 +248,8 @@ class _Names:
                 known[u] = self.ids[identity] = len(self.texts)
                 self.texts.append(_audit_name(raw, ns_start, name_start))
         ids[where] = known[inverse.reshape(-1)]
-        self._name(slots[where[first]], [self.texts[i] for i in known])
+        named = line[where[first]]   # (a feature is read or unread by its namespace alone)
+        self._name(slots[where[first][named]], [self.texts[i] for i in known[named]])
         return ids
 
     def position_names(self, kind, ids, members):
