@@ -220,9 +220,11 @@ def train(
         "strings", "--hash", help="strings: a feature name of digits only is its number plus "
         "the namespace's seed (VW's default); all: every name hashed as a string, as VW's "
         "--hash all (saved in the model)."),
-    final_model: Optional[Path] = typer.Option(None, "-f", "--final-model", show_default=False,
+    final_model: Optional[Path] = typer.Option(None, "-f", "--final-model",
+                                               "--final_regressor", show_default=False,
                                                help="Write the model here (.npz)."),
-    initial_model: Optional[Path] = typer.Option(None, "-i", "--initial-model", show_default=False,
+    initial_model: Optional[Path] = typer.Option(None, "-i", "--initial-model",
+                                                 "--initial_regressor", show_default=False,
                                                  help="Continue training this model."),
     fmt: str = Format,
     quiet: bool = Quiet,
@@ -596,7 +598,13 @@ VW_SPELLINGS = {
                      "no retraining)",
     "--daemon": "no daemon: pipe examples to streamherd predict, which answers each line as it "
                 "arrives",
+    "--binary": "a binary model predicts its labels' two values already (--raw: the margin); "
+                "drop the flag",
 }
+# the flags that make a model's features: predict reads them from the model
+_FEATURE_FLAGS = ("-q", "--quadratic", "--cubic", "--interactions", "--ignore", "--keep",
+                  "--ignore_linear", "--hash", "-b", "--bits", "--bit_precision", "--noconstant",
+                  "--no-bias", "--normalize")
 
 
 def _vw_hint(e, command):
@@ -608,6 +616,10 @@ def _vw_hint(e, command):
     hint = VW_SPELLINGS.get(option)
     if command.endswith("predict") and option in ("-t", "--testonly"):
         hint = "predict never updates the model; drop the flag"
+    if command.endswith("predict") and option in _FEATURE_FLAGS:
+        return (f"no such option {option} for predict: the model makes its features as it was "
+                f"trained to (its bits, bias, crosses and hashing are saved in it); drop the "
+                f"flag")
     return hint and f"no such option {option} (Vowpal Wabbit's); streamherd: {hint}"
 
 

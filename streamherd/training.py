@@ -570,6 +570,12 @@ def _model_now(trainer, progress, copy=False):
     return meta, copied(trainer.state()) if copy else trainer.state()
 
 
+def _ordinal(n):
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def _passes_summary(used, best, loss_name):
     """The summary lines of several passes: how many ran and, with a holdout set, the holdout
     loss of each and the best."""
@@ -698,8 +704,9 @@ def _preamble(final_model, trainer, paths, passes=Passes(), extras=Extras()):
               ("num sources", len(paths))]
     if passes.count > 1:
         holdout = ("off" if not passes.holdout else
-                   f"every example after the {passes.holdout_after}th" if passes.holdout_after
-                   else f"every {passes.holdout_period}th example")
+                   f"every example after the {_ordinal(passes.holdout_after)}"
+                   if passes.holdout_after else
+                   f"every {_ordinal(passes.holdout_period)} example")
         lines += [("passes", passes.count), ("holdout", holdout)]
     if extras.examples is not None:
         lines.append(("examples", f"at most {extras.examples}"))

@@ -27,6 +27,7 @@ def usage_error(proc):
     ("train", ["--passes_nonexistent"], None),
     ("train", ["-l", "0.5"], "no learning rate"),
     ("train", ["--sgd"], "no SGD"),
+    ("train", ["--binary"], "predicts its labels' two values already"),
 ])
 def test_a_vw_flag_gets_a_hint_naming_the_equivalent(run_cli, command, flags, equivalent,
                                                      tmp_path):
@@ -61,6 +62,17 @@ def test_vw_spellings_of_flags_streamherd_has(run_cli, tmp_path):
     (meta_a, a), (meta_b, b) = load_model(ours), load_model(vws)
     assert meta_a["bits"] == meta_b["bits"] == 12 and meta_a["bias"] is meta_b["bias"] is False
     np.testing.assert_array_equal(a["mean"], b["mean"])
+    # VW's long names of -i and -f
+    continued = tmp_path / "continued.npz"
+    assert run_cli("train", "--quiet", "samples/sample.svm", "--initial_regressor", vws,
+                   "--final_regressor", continued).returncode == 0
+    assert load_model(continued)[0]["examples"] == 2 * meta_b["examples"]
+
+
+@pytest.mark.parametrize("flags", [["-q", "ff"], ["--hash", "all"], ["-b", "12"]])
+def test_predict_says_the_feature_flags_come_from_the_model(run_cli, flags):
+    line = usage_error(run_cli("predict", "-m", "absent.npz", *flags, "samples/sample.svm"))
+    assert f"no such option {flags[0]} for predict: the model makes its features" in line
 
 
 @pytest.mark.parametrize("command", ["train", "predict", "experiment"])
