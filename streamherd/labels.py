@@ -52,7 +52,12 @@ def numbers_only(chunk, skip_bad, expected=None):
         return chunk.select(~text)
     i = int(np.argmax(text))
     what, default_expected = linecodes.MESSAGES[linecodes.BAD_LABEL]
-    token = describe_token(chunk.block[chunk.label_start[i]:chunk.label_end[i]].tobytes())
+    raw = chunk.block[chunk.label_start[i]:chunk.label_end[i]].tobytes()
+    marked = linecodes.byte_order_mark_error(f"{chunk.source}:{int(chunk.line_numbers[i])}",
+                                             raw, chunk.source)
+    if marked:
+        raise StreamherdError(marked)
+    token = describe_token(raw)
     raise StreamherdError(
         f"{chunk.source}:{int(chunk.line_numbers[i])}: {what} '{token}'; expected "
         f"{expected or default_expected}. Fix the line, or pass --skip-bad to skip such lines")

@@ -453,3 +453,53 @@ def test_select_keeps_the_bad_line_numbers_consistent(tmp_path):
     assert kept.bad_line_numbers.tolist() == [2, 3, 6] and kept.bad_lines == 3
     unchanged = chunk.select(np.array([True, False, True, True]), dropped_as_bad=False)
     assert unchanged.bad_line_numbers.tolist() == [2] and unchanged.bad_lines == 1
+
+
+@pytest.mark.parametrize("opener", [open, gzip.open, bz2.open], ids=["plain", "gz", "bz2"])
+@pytest.mark.parametrize("lines", [["1 1:1 2:0.5", "-1 2:2"], ["spam |w cheap offer",
+                                                               "ham |w lunch at noon"]],
+                         ids=["svmlight", "vw"])
+def test_a_byte_order_mark_at_a_files_start_is_skipped(tmp_path, read_rows, opener, lines):
+    """A file that begins with a UTF-8 byte-order mark (Windows editors write one) made its
+    first label '\\ufeff1', a class name: a binary file became a multiclass one with classes
+    '\\ufeff1' and '-1', silently. It reads as the file without it, compressed or not."""
+    text = "\n".join(lines) + "\n"
+    plain, marked = tmp_path / "plain.txt", tmp_path / "marked.txt"
+    plain.write_text(text)
+    with opener(marked, "wb") as f:
+        f.write(b"\xef\xbb\xbf" + text.encode())
+    def described(rows):
+        return [(r["line"], r["importance"], r["x"], repr(r["label"])) for r in rows]
+
+    rows, _, chunks = read_rows(marked)
+    assert described(rows) == described(read_rows(plain)[0])
+    assert chunks[0].label_token(0) == lines[0].split()[0]
+
+
+def test_a_byte_order_mark_on_stdin_and_in_a_dist_train_range(tmp_path, run_cli):
+    text = "".join(f"{1 if i % 3 else -1} {i % 7 + 1}:1 {i % 5 + 8}:0.5\n" for i in range(40))
+    plain, marked = tmp_path / "plain.svm", tmp_path / "marked.svm"
+    plain.write_text(text)
+    marked.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    ours = run_cli("train", "-", "-f", tmp_path / "stdin.npz", "--quiet",
+                   input=marked.read_bytes())
+    assert ours.returncode == 0, ours.stderr
+    assert run_cli("train", plain, "-f", tmp_path / "plain.npz", "--quiet").returncode == 0
+    from streamherd.model import load_model
+    np.testing.assert_array_equal(load_model(tmp_path / "stdin.npz")[1]["mean"],
+                                  load_model(tmp_path / "plain.npz")[1]["mean"])
+    from streamherd.distributed.shards import ByteRangeSource
+
+    first = ByteRangeSource(str(marked), 0, 200).open()   # dist-train's first byte range
+    head = bytearray(8)
+    first.stream.readinto(memoryview(head))
+    first.close()
+    assert bytes(head) == text.encode()[:8] and first.first_line == 1
+
+
+def test_a_byte_order_mark_further_on_is_named_in_the_error(tmp_path, run_cli):
+    data = tmp_path / "joined.svm"
+    data.write_bytes(b"1 1:1\n\xef\xbb\xbf2 1:2\n")
+    proc = run_cli("train", data, "--loss", "squared", "-f", tmp_path / "m.npz")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "joined.svm:2: the line begins with a UTF-8 byte-order mark" in proc.stderr

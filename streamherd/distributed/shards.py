@@ -182,6 +182,8 @@ class ByteRangeSource(sources.Source):
         raw = self._raw
         size = os.fstat(raw.fileno()).st_size
         first, last = owned_bytes(raw, self.start, self.end, size)
+        if first == 0:   # the file's first range reads past a byte-order mark, as a Source
+            first = min(sources.byte_order_mark_length(raw), last)
         self.first_line = self.known_first_line or 1 + _newlines(raw, 0, first)
         raw.seek(first)
         self.size = last - first

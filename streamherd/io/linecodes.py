@@ -39,3 +39,16 @@ MESSAGES = {
     VW_LINE: ("line in VW format (a '|' before any '#')", "svmlight lines"),
     SVMLIGHT_LINE: ("line in svmlight format (index:value features, no '|')", "VW lines"),
 }
+
+# A UTF-8 byte-order mark (some Windows editors write one) before a label: the sources skip
+# one at a file's start (io/sources.py); one further on comes from files joined together
+BYTE_ORDER_MARK = b"\xef\xbb\xbf"
+
+
+def byte_order_mark_error(where, token, path):
+    """The message for a malformed token that begins with a byte-order mark, or None."""
+    if not token.startswith(BYTE_ORDER_MARK):
+        return None
+    return (f"{where}: the line begins with a UTF-8 byte-order mark (bytes EF BB BF: files "
+            f"joined together?), which is no part of an svmlight or VW line; remove it, e.g. "
+            f"sed -i 's/^\\xEF\\xBB\\xBF//' {path}")

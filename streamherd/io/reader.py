@@ -316,7 +316,12 @@ class ChunkReader:
             block.first_line, outputs, merge_table, False, self.fmt == "auto")
         if code != linecodes.OK:
             what, expected = linecodes.MESSAGES[code]
-            token = describe_token(buf[err_start:err_end].tobytes())
+            raw = buf[err_start:err_end].tobytes()
+            marked = linecodes.byte_order_mark_error(f"{block.source}:{err_line}", raw,
+                                                     block.source)
+            if marked:
+                raise StreamherdError(marked)
+            token = describe_token(raw)
             where = f"{block.source}:{err_line}: {what} '{token}'"
             if code in linecodes.OTHER_FORMAT:
                 raise StreamherdError(f"{where}; {self._format_advice(block.fmt)}")

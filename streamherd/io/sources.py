@@ -129,7 +129,7 @@ class Source:
         elif kind == "zstd":
             raise StreamherdError(f"{self.name} is zstd-compressed, which streamherd does not read; "
                                   f"decompress it first (zstd -dc {self.name} | streamherd ...)")
-        self.stream = stream
+        self.stream = _without_byte_order_mark(stream, head if kind is None else None)
         self.compression = kind
         self.compressed = kind is not None
         return self
@@ -158,6 +158,51 @@ class Source:
     def close(self):
         if self._raw is not None and self.path != "-":
             self._raw.close()
+
+
+BYTE_ORDER_MARK = b"\xef\xbb\xbf"
+
+
+def _without_byte_order_mark(stream, head=None):
+    """``stream`` past a UTF-8 byte-order mark at its start (some Windows editors write one):
+    it would be read as part of the first label, and make '1' the class name '\\ufeff1'.
+    ``head``: the bytes a _Prefixed stream begins with (an uncompressed file's); else the
+    (decompressed) stream's first bytes are looked at by its first read, whose errors (a
+    damaged compressed file) read_into reports as every other read's."""
+    if head is None:
+        return _PastMark(stream)
+    if head.startswith(BYTE_ORDER_MARK):
+        stream._prefix = stream._prefix[len(BYTE_ORDER_MARK):]
+    return stream
+
+
+class _PastMark(_Prefixed):
+    """A decompressed stream whose first read drops a byte-order mark at its start."""
+
+    def __init__(self, stream):
+        super().__init__(b"", stream)
+        self._looked = False
+
+    def readinto(self, b):
+        if not self._looked:
+            self._looked = True
+            first = b""
+            while len(first) < len(BYTE_ORDER_MARK):
+                more = self._stream.read(len(BYTE_ORDER_MARK) - len(first))
+                if not more:
+                    break
+                first += more
+            self._prefix = b"" if first == BYTE_ORDER_MARK else first
+        return super().readinto(b)
+
+
+def byte_order_mark_length(raw):
+    """The length of a byte-order mark at the start of the seekable file ``raw`` (0: none);
+    leaves its position at 0."""
+    raw.seek(0)
+    head = raw.read(len(BYTE_ORDER_MARK))
+    raw.seek(0)
+    return len(BYTE_ORDER_MARK) if head == BYTE_ORDER_MARK else 0
 
 
 def _read_head(raw, interactive):
