@@ -68,7 +68,7 @@ def _account_chunk(importance, loss, weighted, loss_sum, next_row, find_rows, ro
     ``step`` (step > 0) or times ``factor`` (Schedule). The running sums are the totals
     before the chunk plus the chunk's own running sums, as the offset cumulative sums that this
     replaced computed them. Returns (rows found, chunk weight, chunk loss, labeled, nonzero
-    losses, next_row).
+    losses of weight > 0, next_row).
     """
     chunk_weight = 0.0
     chunk_loss = 0.0
@@ -80,7 +80,8 @@ def _account_chunk(importance, loss, weighted, loss_sum, next_row, find_rows, ro
             chunk_weight += importance[i]
             chunk_loss += loss[i] * importance[i]
             labeled += 1
-            nonzero += loss[i] > 0.0
+            # a mistake is one the weighted loss counts: an example of importance 0 is none
+            nonzero += loss[i] > 0.0 and importance[i] > 0.0
         if find_rows and weighted + chunk_weight >= next_row:
             rows[found] = i
             row_weights[found] = weighted + chunk_weight

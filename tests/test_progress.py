@@ -17,7 +17,7 @@ from streamherd.progress import ProgressiveValidation, format_row
 def reference_table(importance, loss, lengths):
     """VW's rule, one example at a time: a row where the weighted labeled count reaches 1, then
     twice the count at the last row; returns (printed rows, weight, loss sum, labeled, nonzero
-    losses)."""
+    losses of weight > 0)."""
     rows, weight, loss_sum, labeled, nonzero, next_row = [], 0.0, 0.0, 0, 0, 1.0
     last_weight = last_loss = 0.0
     for i, (s, l) in enumerate(zip(importance, loss)):
@@ -25,7 +25,7 @@ def reference_table(importance, loss, lengths):
             weight += s
             loss_sum += l * s
             labeled += 1
-            nonzero += l > 0
+            nonzero += l > 0 and s > 0   # an example of importance 0 is no mistake
         if weight >= next_row:
             since = (loss_sum - last_loss) / max(weight - last_weight, 1e-300)
             rows.append(format_row(loss_sum / weight, since, i + 1, weight, f"l{i}", f"p{i}",
