@@ -620,6 +620,10 @@ def _learn_from(chunks, trainer, progress, preamble, holdout=False, bytes_done=N
         progress.add_chunk(importance, step.loss, step.chunk.indptr, step.describe,
                            updates=step.updates, bad_lines=step.chunk.bad_lines,
                            bytes_done=bytes_done and bytes_done(), held_out=held_out)
+        if extras.examples is not None and progress.examples >= extras.examples:
+            # stop here, not at the next chunk: from a pipe whose writer has paused (all its
+            # lines in this chunk) the next chunk would be waited for, for ever
+            return True
     return extras.examples is not None and progress.examples >= extras.examples
 
 
