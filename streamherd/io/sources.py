@@ -9,6 +9,7 @@ import sys
 import threading
 
 from streamherd.errors import StreamherdError
+from streamherd.io.linecodes import BYTE_ORDER_MARK
 
 try:  # ISA-L's gzip is several times faster than zlib's; the stdlib is the fallback
     from isal import igzip as _gzip
@@ -158,9 +159,6 @@ class Source:
     def close(self):
         if self._raw is not None and self.path != "-":
             self._raw.close()
-
-
-BYTE_ORDER_MARK = b"\xef\xbb\xbf"
 
 
 def _without_byte_order_mark(stream, head=None):

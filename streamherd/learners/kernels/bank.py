@@ -67,6 +67,23 @@ def prefetch_slots(flat, indices, ahead, p, width):
 
 
 @njit(cache=True, inline="always")
+def drop_member(alive, failed_at, margins_out, i, k):
+    """Member k failed on row i (a margin or an entry not finite): out of the bank from here
+    on, its margin of the row NaN."""
+    alive[k] = False
+    failed_at[k] = i
+    margins_out[i, k] = np.nan
+
+
+@njit(cache=True, inline="always")
+def live_members(alive):
+    left = 0
+    for k in range(len(alive)):
+        left += alive[k]
+    return left
+
+
+@njit(cache=True, inline="always")
 def slot_views(flat, base, padded, width):
     """The slot at ``base`` of the bank flattened (``width`` doubles): its (padded) members'
     means, then their variances (empty when the learner has none), as views, indexed by a
@@ -145,13 +162,8 @@ def bank_loop(margins_of, step, bank):
                                    end, y[i] * m, confidences[k], y[i], importance[i])
                 updates_out[k] += updated
             if not ok:
-                alive[k] = False
-                failed_at[k] = i
-                margins_out[i, k] = np.nan
-    left = 0
-    for k in range(members):
-        left += alive[k]
-    return left
+                drop_member(alive, failed_at, margins_out, i, k)
+    return live_members(alive)
 
 
 # rows of the bank's work array (Bank.work, a slot's padded member count each): the margins, the
@@ -244,9 +256,7 @@ def diag_bank_loop(plan, keep, rule_of, variance, bank):
                     learns[k] = 1.0
                     learning = True
             if not ok:
-                alive[k] = False
-                failed_at[k] = i
-                margins_out[i, k] = np.nan
+                drop_member(alive, failed_at, margins_out, i, k)
         if not learning:
             continue
         bad[:] = 0.0
@@ -263,13 +273,8 @@ def diag_bank_loop(plan, keep, rule_of, variance, bank):
             if learns[k] != 0.0:
                 keep_member(scales, table, k, kept)
             if alive[k] and bad[k] != 0.0:
-                alive[k] = False
-                failed_at[k] = i
-                margins_out[i, k] = np.nan
-    left = 0
-    for k in range(members):
-        left += alive[k]
-    return left
+                drop_member(alive, failed_at, margins_out, i, k)
+    return live_members(alive)
 
 
 def run_diag_bank(plan, keep, rule_of, variance, bank):
