@@ -23,6 +23,7 @@ scores s, beta (an inverse temperature) and the per-class biases b by maximum li
 reservoir sampling whose choices depend only on the example's count, so that continuing a model
 (-i) keeps the sample one run over both inputs would.
 """
+import functools
 import math
 
 import numpy as np
@@ -288,17 +289,12 @@ class BinaryCalibration:
         -0.0 margin sum would become 0.0)."""
         if self.needs_confidences != other.needs_confidences:
             raise ValueError("probit statistics merge with probit statistics only")
-        if other.empty or self.empty:
-            kept = self if other.empty else other
-            merged = BinaryCalibration(self.method)
-            for name in ("positive", "negative", "margin_sums", "confidence_sums"):
-                if getattr(kept, name) is not None:
-                    setattr(merged, name, getattr(kept, name).copy())
-            return merged
         merged = BinaryCalibration(self.method)
         for name in ("positive", "negative", "margin_sums", "confidence_sums"):
-            if getattr(self, name) is not None:
-                setattr(merged, name, getattr(self, name) + getattr(other, name))
+            ours, theirs = getattr(self, name), getattr(other, name)
+            if ours is not None:
+                setattr(merged, name, ours.copy() if other.empty else theirs.copy()
+                        if self.empty else ours + theirs)
         return merged
 
     def to_meta(self):
@@ -589,12 +585,7 @@ def merged(parts):
     """The statistics of every part's stream (BinaryCalibration or MulticlassCalibration, in
     order; None: no calibration), folded left (dist-train: the model's, then each shard's)."""
     parts = [p for p in parts if p is not None]
-    if not parts:
-        return None
-    total = parts[0]
-    for part in parts[1:]:
-        total = total.merged(part)
-    return total
+    return functools.reduce(lambda total, part: total.merged(part), parts) if parts else None
 
 
 def _reals(value, length=None):
