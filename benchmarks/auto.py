@@ -199,16 +199,19 @@ def speed(data, pairs):
     path = data / SPEED_FILE
     if not path.exists():
         raise SystemExit(f"{path} is missing: run benchmarks/make_data.py")
-    times = {"load": os.getloadavg()[0]}   # other jobs on the machine slow one learner most
-    for algo, flag in SPEED_ALGOS:
-        single, bank = [], []
-        for _ in range(pairs + 1):   # the first pair warms the caches (numba's, the file's)
-            for runs, extra in ((single, ()), (bank, (flag, "auto"))):
-                started = time.perf_counter()
-                streamherd("train", "--algo", algo, *extra, path, "--quiet")
-                runs.append(time.perf_counter() - started)
-        times[algo] = (statistics.median(single[1:]), statistics.median(bank[1:]), flag)
-        print(algo, times[algo], flush=True)
+    times = {"load": os.getloadavg()[0]}
+    for cores in (None, {0}):   # every core; then one (both commands), as on a 1-core machine
+        for algo, flag in SPEED_ALGOS:
+            single, bank = [], []
+            for _ in range(pairs + 1):   # the first pair warms the caches (numba's, the file's)
+                for runs, extra in ((single, ()), (bank, (flag, "auto"))):
+                    started = time.perf_counter()
+                    streamherd("train", "--algo", algo, *extra, path, "--quiet", cores=cores)
+                    runs.append(time.perf_counter() - started)
+            times[algo, cores is not None] = (statistics.median(single[1:]),
+                                              statistics.median(bank[1:]), flag)
+            print(algo, "one core" if cores else "", times[algo, cores is not None],
+                  flush=True)
     times["load"] = (times["load"], os.getloadavg()[0])
     return times
 
@@ -222,12 +225,19 @@ def speed_section(times, pairs):
              f"medians of {pairs} alternating pairs after a warm-up pair; auto: the default "
              f"grid, 11 values. Target: auto <= 3x one learner.", "",
              f"Load average (1 min) at the start and the end: {times['load'][0]:.1f}, "
-             f"{times['load'][1]:.1f} ({os.cpu_count()} cores; jobs beside the benchmark slow "
-             "one learner, whose parse runs on every core beside its learning, more than the "
-             "bank: under load the ratio reads low).", "",
-             "| learner | one value (s) | auto, 11 values (s) | ratio |", "|---|---|---|---|"]
-    for algo, (single, bank, flag) in ((k, v) for k, v in times.items() if k != "load"):
-        lines.append(f"| {algo} {flag} auto | {single:.2f} | {bank:.2f} | {bank / single:.2f}x |")
+             f"{times['load'][1]:.1f} ({os.cpu_count()} cores; jobs beside the benchmark take "
+             "cores from the parser thread of both commands and from the bank's threads).", "",
+             "Every core: the bank runs its members in groups of whole cache lines, one thread "
+             "each (learners/bank.py group_sizes; 11 members on two cores: 8 and 3), beside the "
+             "parser thread both commands have. One core (both commands pinned to core 0, as on "
+             "a 1-core machine): the bank's members on one thread, the parser on the same core.",
+             "", "| learner | cores | one value (s) | auto, 11 values (s) | ratio |",
+             "|---|---|---|---|---|"]
+    for (algo, pinned), (single, bank, flag) in ((k, v) for k, v in times.items()
+                                                 if k != "load"):
+        cores = "one" if pinned else f"every ({os.cpu_count()})"
+        lines.append(f"| {algo} {flag} auto | {cores} | {single:.2f} | {bank:.2f} | "
+                     f"{bank / single:.2f}x |")
     return lines
 
 

@@ -679,11 +679,12 @@ def write_readme(cases, args, mach, data_desc, command, full_cov):
     README.write_text(text)
 
 
-def streamherd(*args):
-    """Run ``python -m streamherd ARGS`` from the repository; returns its stderr (the summary),
-    or exits with it when the command fails."""
+def streamherd(*args, cores=None):
+    """Run ``python -m streamherd ARGS`` from the repository (``cores``: on those cores only);
+    returns its stderr (the summary), or exits with it when the command fails."""
+    pin = None if cores is None else (lambda: os.sched_setaffinity(0, cores))
     proc = subprocess.run([sys.executable, "-m", "streamherd", *map(str, args)],
-                          capture_output=True, text=True, cwd=HERE.parent)
+                          capture_output=True, text=True, cwd=HERE.parent, preexec_fn=pin)
     if proc.returncode != 0:
         raise SystemExit(f"streamherd {' '.join(map(str, args))} failed:\n{proc.stderr}")
     return proc.stderr

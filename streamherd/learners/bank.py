@@ -31,11 +31,15 @@ calibration (--proba's map) is each member's own, from its own progressive margi
 (calibrate_members), so that the model written, and each --save-bank file, is the model
 ``train`` with that value alone writes, its map included.
 
-The K states are stored slot-major in one array (kernels/bank.py); each member learner's state
-arrays are views into it, so a member is an ordinary learner of its value (its ``state()``,
-``meta()``, ``options``).
+The K states are stored slot-major (kernels/bank.py), in one array per group of members
+(group_sizes: with more than one core, groups of whole cache lines, each learning on a thread
+of its own: MemberGroup, ThreadPool); each member learner's state arrays are views into its
+group's array, so a member is an ordinary learner of its value (its ``state()``, ``meta()``,
+``options``).
 """
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -188,19 +192,111 @@ def bank_path(final_model, k):
 LINE = 64   # bytes of a cache line
 
 
-def line_aligned(slots, arrays, members, check=lambda size: None):
-    """The bank's array, (slots, arrays, padded members): slot j holds member 0..K-1's entry
-    of each state array in turn, its members padded so that a slot is whole cache lines and
-    starts one (11 members of two arrays: 176 bytes over 3 or 4 lines; padded, 192 bytes on 3;
-    the bank's loop is bound by the lines it reads). The padding is never read as a member."""
+def slot_width(arrays, members):
+    """Doubles of a bank's slot: ``members``' entries of each of its ``arrays`` state arrays,
+    padded to whole cache lines (line_aligned)."""
     per_line = LINE // 8
     width = -(-arrays * members // per_line) * per_line
     while width % arrays:
         width += per_line
-    check(8 * (slots * width + per_line))
-    buffer = np.zeros(slots * width + per_line)
+    return width
+
+
+def line_aligned(slots, arrays, members):
+    """The bank's array, (slots, arrays, padded members): slot j holds member 0..K-1's entry
+    of each state array in turn, its members padded so that a slot is whole cache lines and
+    starts one (11 members of two arrays: 176 bytes over 3 or 4 lines; padded, 192 bytes on 3;
+    the bank's loop is bound by the lines it reads). The padding is never read as a member."""
+    width = slot_width(arrays, members)
+    buffer = np.zeros(slots * width + LINE // 8)
     skip = (-buffer.ctypes.data % LINE) // 8
     return buffer[skip:skip + slots * width].reshape(slots, arrays, width // arrays)
+
+
+def usable_cores():
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def group_sizes(members, arrays, threads):
+    """The members of each thread's group (a bank's members are independent): whole cache lines
+    of a slot each, as many groups as ``threads`` at most and lines at most, the first groups
+    the larger (the first runs on the calling thread, which reads the input too). 11 members
+    of two arrays on two threads: 8 (2 lines) and 3 (1 line); a group's lines are its own
+    (line_aligned), so no two threads write to one line, and the bank's lines are as many as
+    on one thread. A thread of its own per group is the way past the memory latency a bank
+    is bound by: each core waits on its own misses (benchmarks/README.md)."""
+    per_line = max(1, LINE // 8 // arrays)
+    lines = -(-members // per_line)
+    threads = max(1, min(threads, lines))
+    sizes, left = [], members
+    for g in range(threads):
+        size = min(left, (lines // threads + (g < lines % threads)) * per_line)
+        sizes.append(size)
+        left -= size
+    return sizes
+
+
+class MemberGroup:
+    """Members ``lo``..``hi - 1`` of a bank, run by one thread: their packed state
+    (line_aligned), their rule numbers (``params``: at least one tuple per member), their slices
+    of the bank's alive, updates and failed_at, and their margins of the last chunk they learned
+    from (rows x members). To the kernel, each group is a bank of its own."""
+
+    def __init__(self, lo, hi, packed, params, bank):
+        from streamherd.learners.kernels.bank import WORK_ROWS
+
+        self.lo = lo
+        self.views = tuple(packed[:, w, :hi - lo] for w in range(packed.shape[1]))
+        self.flat = packed.reshape(-1)
+        self.work = np.zeros((WORK_ROWS, packed.shape[2]))   # a slot's padded members
+        self.params = params
+        self.alive, self.updates = bank.alive[lo:hi], bank.updates[lo:hi]
+        self.failed_at = bank.failed_at[lo:hi]
+        self.margins = np.empty((0, hi - lo))
+
+    def learn(self, kernel, chunk, calibrations=None):
+        """The group's members over one chunk, then each live one's calibration (of the bank's
+        ``calibrations``, when given) from its margins; returns how many of them are alive."""
+        y, importance, indptr, indices, values = chunk
+        self.margins = np.empty((len(y), len(self.alive)))
+        left = kernel((y, importance, indptr, indices, values, self.views, self.flat,
+                       self.params, self.alive, self.margins, self.updates, self.failed_at,
+                       self.work))
+        if calibrations is not None:   # (it skips the rows unlabeled or of weight <= 0)
+            by_member = np.ascontiguousarray(self.margins.T)
+            weights = np.maximum(importance, 0.0)
+            for k in np.flatnonzero(self.alive):
+                calibrations[self.lo + k].observe(by_member[k], y, weights)
+        return left
+
+
+class ThreadPool:
+    """``workers`` threads beside the calling one (kernels that release the GIL run at once on
+    them), started at the first ``map`` in the process that calls it (a fork copies no
+    threads)."""
+
+    def __init__(self, workers):
+        self.workers = workers
+        self.executor = None
+        self.pid = None
+
+    def map(self, function, items):
+        """[function(item) for item in items], the first item's on the calling thread."""
+        if self.workers == 0 or len(items) == 1:
+            return [function(item) for item in items]
+        if self.pid != os.getpid():
+            self.executor = ThreadPoolExecutor(self.workers, thread_name_prefix="bank")
+            self.pid = os.getpid()
+        futures = [self.executor.submit(function, item) for item in items[1:]]
+        try:
+            first = function(items[0])
+        finally:   # (an error on this thread: the others still end before the state is read)
+            wait(futures)
+        return [first] + [future.result() for future in futures]
 
 
 class RecentRows:
@@ -391,9 +487,7 @@ class Bank(Choosing):
     learning together (module docstring). It answers what training asks of a learner: ``learn``,
     ``options``, ``meta()``, ``state()`` (those of the member chosen now)."""
 
-    def __init__(self, task, algo, dim, options, auto):
-        from streamherd.learners.kernels.bank import WORK_ROWS
-
+    def __init__(self, task, algo, dim, options, auto, threads=None):
         self.auto = auto
         members = len(auto.grid)
         probe = task.new_learner(algo, 1, {**options, auto.name: auto.grid[0]})
@@ -403,21 +497,28 @@ class Bank(Choosing):
         assert len(probe.kernel_state()) == len(attrs) and all(
             a is getattr(probe, attr) for a, attr in zip(probe.kernel_state(), attrs)), \
             f"{self.name}: its kernel state is not its interleaved arrays"
-        packed = line_aligned(dim, len(attrs), members, self._fits)
-        self.members = []
-        for k, value in enumerate(auto.grid):   # one at a time: its own arrays freed at once
-            member = task.new_learner(algo, dim, {**options, auto.name: value})
-            for w, attr in enumerate(attrs):
-                packed[:, w, k] = getattr(member, attr)
-                setattr(member, attr, packed[:, w, k])
-            self.members.append(member)
-        self.views = tuple(packed[:, w, :members] for w in range(len(attrs)))
-        self.flat = packed.reshape(-1)
-        self.work = np.zeros((WORK_ROWS, packed.shape[2]))   # a slot's padded members
-        self.params = tuple(member.kernel_params() for member in self.members)
+        arrays = len(attrs)
+        sizes = group_sizes(members, arrays, usable_cores() if threads is None else threads)
+        self._fits(sum(8 * (dim * slot_width(arrays, size) + LINE // 8) for size in sizes))
         self.alive = np.ones(members, np.bool_)
         self.updates = np.zeros(members, np.int64)
         self.failed_at = np.full(members, -1, np.int64)
+        self.members = []
+        self.groups = []
+        for lo, size in zip(np.cumsum([0] + sizes[:-1]).tolist(), sizes):
+            packed = line_aligned(dim, arrays, size)
+            for k in range(lo, lo + size):   # one at a time: its own arrays freed at once
+                member = task.new_learner(algo, dim, {**options, auto.name: auto.grid[k]})
+                for w, attr in enumerate(attrs):
+                    packed[:, w, k - lo] = getattr(member, attr)
+                    setattr(member, attr, packed[:, w, k - lo])
+                self.members.append(member)
+            # every group's rule numbers one tuple as long as the first group's (the numbers
+            # of its last member repeated, never read): one compiled kernel serves them all
+            params = [m.kernel_params() for m in self.members[lo:lo + size]]
+            params += params[-1:] * (sizes[0] - size)
+            self.groups.append(MemberGroup(lo, lo + size, packed, tuple(params), self))
+        self.pool = ThreadPool(len(self.groups) - 1)
         self.progressive = np.zeros(members)     # weighted 0/1 losses, first pass
         self.progressive_weight = 0.0
         self.recent = RecentRows(RECENT, members)   # the first pass's latest learned rows
@@ -454,17 +555,20 @@ class Bank(Choosing):
         return int(self.updates[leader] - before)
 
     def learn_members(self, y, importance, indptr, indices, values, alone=True):
-        """Every live member over one chunk; returns their margins (rows x members). The last
-        of them failing is an UnstableUpdate, ``alone`` (an AlgoBank has others)."""
-        margins = np.empty((len(y), len(self.members)))
+        """Every live member over one chunk, each group of them on a thread of its own; returns
+        their margins (rows x members). The last of them failing is an UnstableUpdate,
+        ``alone`` (an AlgoBank has others)."""
         alive_before = self.alive.copy()
-        left = self.kernel((y, importance, indptr, indices, values, self.views, self.flat,
-                            self.params, self.alive, margins, self.updates, self.failed_at,
-                            self.work))
+        chunk = (y, importance, indptr, indices, values)
+        calibrations = self.calibrations if self.passes_done == 0 else None
+        left = sum(self.pool.map(lambda group: group.learn(self.kernel, chunk, calibrations),
+                                 self.groups))
         if left == 0 and alone:
             raise UnstableUpdate(int(self.failed_at[alive_before].max()),
                                  f"the {self.name} update failed for every value of the grid: "
                                  f"{self.members[0].failure}")
+        margins = self.groups[0].margins if len(self.groups) == 1 else \
+            np.hstack([group.margins for group in self.groups])
         self._account(y, importance, margins)
         return margins
 
@@ -485,10 +589,6 @@ class Bank(Choosing):
                 self.recent.add(y, learned, margins)
             else:
                 self.recent.add(y[rows], learned[rows], margins[rows])
-            if self.calibrations is not None:
-                by_member = np.ascontiguousarray(margins.T)
-                for k in np.flatnonzero(self.alive):
-                    self.calibrations[k].observe(by_member[k], y, learned)
         if held.any():
             self.holdout += held @ mistakes
             self.holdout_weight += held.sum()

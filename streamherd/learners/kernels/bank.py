@@ -6,7 +6,9 @@ array, member k; bank.line_aligned): a slot holds its K means, then its K varian
 whole cache lines (11 members: 3 lines), so the features of a row bring the lines of all K
 members into the cache at once. Member k's arrays are the strided views ``packed[:, w, k]``,
 of the same numba type as the interleaved columns a single learner runs on
-(Learner.interleaved).
+(Learner.interleaved). A kernel call runs one group of a bank's members (bank.MemberGroup:
+each on a thread of its own, with its own packed array); ``params`` may hold more tuples than
+the group has members (``alive``), so that groups of every size share one compiled kernel.
 
 Per row: every member's margin in one pass over the row's slots (``diag_margins`` and
 ``mean_margins``: the sums of kernels/loops.diag_margin and mean_margin for all members at once,
@@ -166,9 +168,9 @@ def bank_loop(margins_of, step, bank):
     return live_members(alive)
 
 
-# rows of the bank's work array (Bank.work, a slot's padded member count each): the margins, the
-# confidences, the steps, whether each member learns from the row, its failures, then its
-# numbers (a family's variance rule takes NUMBERS at most)
+# rows of a bank group's work array (MemberGroup.work, a slot's padded member count each): the
+# margins, the confidences, the steps, whether each member learns from the row, its failures,
+# then its numbers (a family's variance rule takes NUMBERS at most)
 NUMBERS = 4
 WORK_ROWS = 5 + NUMBERS
 
