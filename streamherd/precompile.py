@@ -20,10 +20,11 @@ numba, compiles on first use, as without this.
 Default: the README's commands (``train`` and ``predict`` on svmlight and on VW input, about
 10 s each on two cores, the parser of the format most of it) and every binary learner but the
 ``-full`` ones (a second or less each), multiclass ``--multiclass mira``, the voted
-perceptron's joint multiclass and ``herd`` (both modes) with ``predict`` of their models: 30-50 s
-in all. ``--all`` adds the ``-full`` learners,
-regression, joint and one-versus-all multiclass, ``--normalize`` and the other ``predict``
-outputs (``--raw``, ``--proba``, ``--scores``): about 70 s in all.
+perceptron's joint multiclass and ``herd`` (both modes) with ``predict`` of their models, and
+``-C auto``'s bank of nherd-p, arow-p and pa2 (about 10 s each): 60-80 s in all. ``--all`` adds
+the ``-full`` learners, regression, joint and one-versus-all multiclass, ``--normalize``, the
+other ``predict`` outputs (``--raw``, ``--proba``, ``--scores``) and the banks of the other
+families: about 2 min in all.
 
 Exit status 0 when every run compiled; 1 when one failed (the others still ran): a command
 whose kernels failed to compile here compiles on first use, as it would have without this.
@@ -57,6 +58,10 @@ DATA = {
 }
 
 
+# a learner of each family with a bank (-C auto): the README's two and train's default first
+AUTO_FAMILIES = ("nherd-p", "arow-p", "pa2", "cw", "scw1", "narow-p")
+
+
 def jobs(everything=False):
     """The runs, in order: (description, function of the scratch folder)."""
     from streamherd import learners
@@ -77,6 +82,12 @@ def jobs(everything=False):
     out.append(("train and predict --algo voted-perceptron --multiclass joint",
                 _binary("svmlight", "voted-perceptron", ("multiclass",), multiclass="joint")))
     out.append(("herd (joint and ova) and predict", _herd("svmlight")))
+    # auto's bank kernels (one per family, for the group size of this machine's cores:
+    # learners/bank.py group_sizes), about 10 s each: the README's, then (--all) every family
+    for name in AUTO_FAMILIES if everything else AUTO_FAMILIES[:3]:
+        auto = learners.spec(name).hyperparameters[0].name
+        out.append((f"train --algo {name}, {auto} auto",
+                    _train("svmlight", "binary", name, options={auto: "auto"})))
     if everything:
         for name in names:
             out.append((f"train --algo {name} --normalize",

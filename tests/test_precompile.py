@@ -1,6 +1,6 @@
 """streamherd.precompile (run by the wheel build and by ``pip install -e``, see setup.py): after
 it, the README's commands compile nothing; it writes only into numba's cache folder; a failure
-never fails the build. The precompile runs once, into a NUMBA_CACHE_DIR of its own (~20-40 s)."""
+never fails the build. The precompile runs once, into a NUMBA_CACHE_DIR of its own (~60-80 s)."""
 import importlib.util
 import os
 import subprocess
@@ -39,7 +39,9 @@ def _run(env, *args):
     ["train", "samples/sample.vw", "-f", "{tmp}/sample.npz", "--format", "vw"],
     ["train", "--algo", "nherd-p", "samples/sample.svm"],
     ["train", "--algo", "arow", "-b", "20", "--no-bias", "--skip-bad", "samples/sample.svm"],
-], ids=["readme-train", "vw", "nherd-p", "arow-options"])
+    ["train", "--algo", "nherd-p", "-C", "auto", "samples/sample.svm"],   # the README's auto
+    ["train", "-C", "auto", "samples/sample.vw"],                          # train's default's
+], ids=["readme-train", "vw", "nherd-p", "arow-options", "nherd-p-auto", "pa2-auto"])
 def test_the_usual_commands_compile_nothing_after_it(precompiled, tmp_path, command):
     env = precompiled[0]
     proc = _run(env, *(word.format(tmp=tmp_path) for word in command))
