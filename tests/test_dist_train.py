@@ -281,6 +281,69 @@ def test_without_holdout_every_example_is_learned(run_cli, data, tmp_path):
                                   "-f", tmp_path / "m.npz")
 
 
+def _per_round(summary):
+    return [float(v) for v in summary["holdout 0/1 loss per round"].split(", ")]
+
+
+def test_holdout_keeps_the_best_round_and_its_model_is_a_run_of_that_many(data, client,
+                                                                          tmp_path):
+    """Three shards, 8 rounds, --holdout_period 7: nherd-p's holdout loss is lowest in round
+    2, higher in rounds 5 to 7 and as low again in rounds 3, 4 and 8 (a tie: the earlier
+    round). The model written is round 2's: bit for bit, meta included, the model of the same
+    run with 2 rounds."""
+    flags = dict(shards="3", algo="nherd-p", settings=Settings(holdout_period=7))
+    summary = _run(client, data["binary"], tmp_path / "eight.npz", rounds=8, early_terminate=9,
+                   **flags)
+    losses = _per_round(summary)
+    best = losses.index(min(losses)) + 1
+    assert summary["rounds"] == 8 and summary["best round"] == best
+    assert summary["best holdout 0/1 loss"] == pytest.approx(min(losses), abs=1e-6)
+    # what makes the data a test: later rounds higher, and one as low (the tie)
+    assert best < 8 and max(losses[best:]) > min(losses) and min(losses) in losses[best:], \
+        losses
+    _run(client, data["binary"], tmp_path / "best.npz", rounds=best, **flags)
+    (meta_kept, kept), (meta_best, arrays_best) = (load_model(tmp_path / f"{name}.npz")
+                                                   for name in ("eight", "best"))
+    assert _same_arrays(kept, arrays_best)
+    assert meta_kept == meta_best   # its examples: the best round's, as train's best pass
+
+
+def test_cli_holdout_stops_after_early_terminate_rounds_and_says_the_best(run_cli, data,
+                                                                          tmp_path):
+    """train's --early_terminate, with its default (3): arow-p's holdout loss is lowest in
+    round 2 of 8 (--holdout_period 7, three shards), so rounds 3 to 5 end the run; the
+    summary gives the best loss and round, a line says which round's model was written."""
+    model = tmp_path / "m.npz"
+    proc = run_cli("dist-train", data["binary"], "--workers", 1, "--shards", 3, "--passes", 8,
+                   "--holdout_period", 7, "--algo", "arow-p", "-f", model)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stderr.splitlines() if line[:5].strip().isdigit()]
+    losses = [float(r[2]) for r in rows]
+    assert len(rows) == 5 and losses.index(min(losses)) == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert "rounds = 5" in lines
+    assert f"best holdout 0/1 loss = {min(losses):.6f}" in lines
+    assert "best round = 2" in lines
+    assert f"streamherd: model from round 2 (best holdout 0/1 loss {min(losses):.6f})" in lines
+    assert load_model(model)[0]["examples"] == 2 * (1200 - 1200 // 7)
+    assert "--early_terminate 0" in _error(run_cli, data["binary"], "--holdout_period", 7,
+                                           "--early_terminate", 0, "-f", tmp_path / "n.npz")
+    assert not (tmp_path / "n.npz").exists()
+
+
+def test_no_labeled_held_out_line_keeps_the_last_round(data, client, tmp_path, capsys):
+    """A holdout period longer than the file holds no line out: no best round, the last
+    round's model (every line learned, as without a holdout set), said on stderr."""
+    summary = dist_train([str(data["binary"])], tmp_path / "m.npz", rounds=3,
+                         cluster=Cluster(shards="2"), client=client, algo="arow-p",
+                         settings=Settings(holdout_period=5000), early_terminate=1)
+    assert summary["rounds"] == 3 and "best round" not in summary
+    assert "no held-out example was labeled: model from the last round (3)" in \
+        capsys.readouterr().err
+    _run(client, data["binary"], tmp_path / "plain.npz", rounds=3, shards="2", algo="arow-p")
+    assert _same_arrays(load_model(tmp_path / "m.npz")[1], load_model(tmp_path / "plain.npz")[1])
+
+
 def _proba(run_cli, model, path):
     proc = run_cli("predict", "--proba", "-m", model, path)
     assert proc.returncode == 0, proc.stderr

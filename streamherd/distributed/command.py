@@ -29,10 +29,11 @@ def dist_train(
     multiclass=TRAIN, classes=TRAIN, loss=TRAIN, normalize=TRAIN, bits=TRAIN, no_bias=TRAIN,
     quadratic=TRAIN, cubic=TRAIN, interactions=TRAIN, ignore=TRAIN, keep=TRAIN,
     ignore_linear=TRAIN, hash_mode=TRAIN, final_model=TRAIN, initial_model=TRAIN, fmt=TRAIN,
-    quiet=TRAIN, skip_bad=TRAIN, calibration=TRAIN,
+    quiet=TRAIN, skip_bad=TRAIN, calibration=TRAIN, early_terminate=TRAIN,
     passes: int = typer.Option(1, "--passes", help="Rounds: each shard trains one epoch from "
                                "the mixed model, then the shards' models are mixed (the model "
-                               "is written after each round)."),
+                               "is written after each round; with --holdout_period, the best "
+                               "round's at the end)."),
     scheduler: Optional[str] = typer.Option(
         None, "--scheduler", show_default=False,
         help="A running Dask scheduler (tcp://HOST:8786); without it a local cluster of "
@@ -55,7 +56,9 @@ def dist_train(
         0, "--holdout_period", "--holdout-period", show_default=False,
         help="A holdout set, as train --passes keeps one: the examples on every K-th line of "
              "each file are predicted and scored, not learned from; each round's row shows "
-             "their loss. Default: none (every round learns from every example, as train -i)."),
+             "their loss, the rounds stop after --early_terminate without a lower one, and the "
+             "model of the round with the lowest is written. Default: none (every round "
+             "learns from every example, as train -i, and the last round's model is written)."),
     force: bool = typer.Option(False, "--force", help="Run --mix sum on classification with "
                                "more than 2 shards, where it diverges."),
     **hyperparameters,
@@ -70,6 +73,7 @@ def dist_train(
     run(cli._inputs(files, data), final_model, rounds=passes,
         cluster=Cluster(scheduler, workers, shards), mix=Mix(mix, mix_weights, force),
         settings=Settings(fmt, skip_bad, holdout_period=holdout_period), quiet=quiet, initial_model=initial_model,
+        early_terminate=early_terminate,
         algo=algo, options=hyperparameters, bits=bits, bias=False if no_bias else None,
         normalize=True if normalize else None, multiclass=multiclass, classes=classes,
         loss=loss, calibration=calibration, namespaces=cli._namespaces(quadratic, cubic, interactions, ignore, keep,

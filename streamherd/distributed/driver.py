@@ -8,9 +8,15 @@ model, maps epoch.train_shard over the shards, gathers the results in shard orde
 them (mixing.py): the mixed model depends on the shards and the model, not on which worker ran
 what, so a fixed --shards K gives the same model bits for any number of workers, and a task
 run again after a lost worker returns the same result. The model is written after each round
-(save_model: a temporary file renamed), so ``-i`` goes on from the last finished round.
+(save_model: a temporary file renamed), so ``-i`` goes on from the last finished round. With a
+holdout set (--holdout_period) the rounds are train --passes's passes (passes.BestPass): the
+run stops after --early_terminate rounds in a row without a lower holdout loss, and at the end
+the file holds the model of the round with the lowest (the earlier on a tie), a copy of which
+is kept in memory from the round it was made; the last round's when no held-out example was
+labeled.
 """
 import contextlib
+import copy
 import dataclasses
 import logging
 import time
@@ -22,7 +28,7 @@ from streamherd.errors import StreamherdError, say
 from streamherd.labels import ClassLabels
 from streamherd.model import save_model
 from streamherd.outputs import check_inputs, resolve_output
-from streamherd.passes import copied
+from streamherd.passes import DEFAULT_EARLY_TERMINATE, BestPass, copied
 
 from streamherd.distributed import mixing
 from streamherd.distributed.epoch import (Calibrating, Settings, UserError, reader_of,
@@ -83,12 +89,16 @@ class Mix:
 
 
 def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), settings=Settings(),
-               quiet=False, client=None, initial_model=None, **flags):
+               quiet=False, client=None, initial_model=None,
+               early_terminate=DEFAULT_EARLY_TERMINATE, **flags):
     """Train ``rounds`` rounds of iterative parameter mixing over the shards of ``paths`` and
-    write the model to ``final_model`` after each; returns the summary (a dict). ``flags``:
-    training.plan's (algo, options, bits, bias, normalize, namespaces) and the task's (loss,
-    multiclass, classes), as ``train`` takes them; ``initial_model``: -i, the model to go on
-    from. ``client``: a dask.distributed Client to use instead of ``cluster``'s."""
+    write the model to ``final_model`` after each; returns the summary (a dict). With a holdout
+    set (``settings.holdout_period``), stop after ``early_terminate`` rounds in a row without a
+    lower holdout loss and end with the model of the round with the lowest, as train --passes.
+    ``flags``: training.plan's (algo, options, bits, bias, normalize, namespaces) and the
+    task's (loss, multiclass, classes), as ``train`` takes them; ``initial_model``: -i, the
+    model to go on from. ``client``: a dask.distributed Client to use instead of
+    ``cluster``'s."""
     paths = list(paths or ["-"])
     check_inputs(paths)
     if final_model is None:
@@ -100,6 +110,9 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
     if settings.holdout_period == 1 or settings.holdout_period < 0:
         raise StreamherdError(f"--holdout_period {settings.holdout_period} would hold out "
                               f"every line; give 2 or more")
+    if early_terminate < 1:
+        raise StreamherdError(f"--early_terminate {early_terminate}: give 1 or more rounds "
+                              f"without improvement")
     shard_count = _shard_count(cluster.shards)
     if cluster.scheduler is None and cluster.workers is not None and cluster.workers < 1:
         raise StreamherdError(f"--workers {cluster.workers}: start at least 1 worker")
@@ -123,7 +136,7 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
         return _run_rounds(client, shards, model, rule, rounds, mix.weights, settings,
                            RoundTable(quiet, trainer.task.loss_name,
                                       settings.holdout_period > 0), model_path, token,
-                           trainer.calibration)
+                           trainer.calibration, early_terminate)
 
 
 def _refuse_auto(algo, options):
@@ -175,12 +188,15 @@ def _rule(mix, state, kind, shards):
 
 
 def _run_rounds(client, shards, model, rule, rounds, weights, settings, table, model_path,
-                token, calibration=None):
+                token, calibration=None, early_terminate=DEFAULT_EARLY_TERMINATE):
     """The rounds from ``model``, each mixed by ``rule`` into the model written to
     ``model_path`` and a row of ``table``; returns the summary. ``calibration``: the model's
     calibration statistics at the start (None: it has none), which round 1's progressive
-    predictions add to, as train's first pass does."""
+    predictions add to, as train's first pass does. With a holdout set, the rounds stop after
+    ``early_terminate`` in a row without a lower holdout loss, and the best round's model
+    replaces the last one's at the end (_keep_best)."""
     names = [s.describe() for s in shards]
+    best = BestPass(early_terminate) if settings.holdout_period > 0 else None
     for number in range(1, rounds + 1):
         began = time.perf_counter()
         calibrating = _calibrating(calibration, len(shards)) if number == 1 else None
@@ -196,8 +212,35 @@ def _run_rounds(client, shards, model, rule, rounds, weights, settings, table, m
                                   f"no model was written; check the input")
         save_model(model_path, *model)
         table.row(number, counters, time.perf_counter() - began, mix_seconds)
-    return table.finish({"shards": len(shards), "mix": f"{rule} ({weights})",
-                         "final_regressor": str(model_path)})
+        if best is not None:
+            best.record(counters.holdout_loss, lambda: _kept(model))
+            if best.stop:
+                break
+    summary = table.finish({"shards": len(shards), "mix": f"{rule} ({weights})",
+                            "final_regressor": str(model_path)}, best)
+    if best is not None:
+        _keep_best(best, table, model_path)
+    return summary
+
+
+def _kept(model):
+    """A copy of ``model`` (meta, arrays) that the later rounds leave as it is."""
+    meta, state = model
+    return copy.deepcopy(meta), copied(state)
+
+
+def _keep_best(best, table, model_path):
+    """With a holdout set: the model of the round with the lowest holdout loss written to
+    ``model_path`` (already there when it is the last round's), said on stderr as train says
+    the best pass."""
+    rounds = len(best.losses)
+    if best.model is None:
+        table.note(f"no held-out example was labeled: model from the last round ({rounds})")
+        return
+    table.note(f"model from round {best.best_pass} (best holdout {table.loss_name} "
+               f"{best.best_loss:.6f})")
+    if best.best_pass != rounds:
+        save_model(model_path, *best.model)
 
 
 def _calibrating(calibration, shards):
@@ -355,16 +398,27 @@ class RoundTable:
             say(f"{number:>5} {counters.average_loss:>22.6f}{holdout} "
                 f"{counters.examples:>10} {seconds:>9.3f} {mix_seconds:>12.4f}")
 
-    def finish(self, lines):
+    def finish(self, lines, best=None):
+        """The summary (a dict), printed unless quiet: the rounds, with a holdout set each
+        round's holdout loss and (``best``: the rounds' BestPass) the lowest and its round,
+        then ``lines``."""
         last = self.rounds[-1]
         summary = {"rounds": len(self.rounds), "examples per round": last.examples,
                    f"last round's progressive {self.loss_name}": last.average_loss}
         if self.holdout:
             summary[f"holdout {self.loss_name} per round"] = ", ".join(
                 f"{c.holdout_loss:.6f}" for c in self.rounds)
+            if best is not None and best.best_pass is not None:
+                summary[f"best holdout {self.loss_name}"] = best.best_loss
+                summary["best round"] = best.best_pass
         summary.update(lines)
         if not self.quiet:
             say("")
             for name, value in summary.items():
                 say(f"{name} = {value:.6f}" if isinstance(value, float) else f"{name} = {value}")
         return summary
+
+    def note(self, text):
+        """A line of its own after the summary, unless quiet."""
+        if not self.quiet:
+            say(f"streamherd: {text}")
