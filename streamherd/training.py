@@ -313,10 +313,10 @@ class Trainer:
         """The learner; with auto, a bank of them, once the labels chose the task."""
         start = self.start
         if start.auto is not None and not self.undecided:
-            if self.task.kind != "binary":
-                raise StreamherdError(f"{start.auto.hyperparameter.flag} auto works for binary "
-                                      f"tasks only, and the labels are {self.task.kind}; give "
-                                      f"{start.auto.hyperparameter.flag} a value")
+            if self.task.kind != "binary" and isinstance(start.auto, bank.AlgoAuto):
+                raise StreamherdError(f"--algo auto works for binary tasks only, and the labels "
+                                      f"are {self.task.kind}; name one --algo (its "
+                                      f"hyperparameter can be auto)")
             return bank.new_bank(self.task, start.algo, start.space.dim, start.options,
                                  start.auto)
         return self.task.new_learner(start.algo, start.space.dim, start.options, state,
@@ -329,9 +329,10 @@ class Trainer:
         chunk, targets = self.task.targets(chunk, learning=not self.test_only)
         try:
             updates, predictions = (0, self.task.predict(self.learner, chunk)) if self.test_only \
-                else learn_calibrating(self.task, self.learner, self.calibration, targets, chunk) \
-                if self.calibrating and self.calibration is not None \
-                else self.task.learn(self.learner, targets, chunk)
+                else self.learner.learn_chunk(targets, chunk, lambda learner, calibration:
+                                              self._learn(learner, calibration, targets, chunk)) \
+                if isinstance(self.learner, bank.TaskBank) \
+                else self._learn(self.learner, self.calibration, targets, chunk)
         except UnstableUpdate as e:   # e.index: a row of the chunk the learner saw
             raise StreamherdError(
                 f"{chunk.source}:{int(chunk.line_numbers[e.index])}: {e.what}; scale the "
@@ -341,6 +342,13 @@ class Trainer:
         return Step(chunk, task.loss(targets, predictions), updates,
                     lambda i: (chunk.label_token(i) or "unknown",
                                task.prediction_text(predictions, i)), predictions)
+
+    def _learn(self, learner, calibration, targets, chunk):
+        """task.learn of ``learner`` over the chunk, its progressive predictions into
+        ``calibration`` on the first pass (learn_calibrating)."""
+        if self.calibrating and calibration is not None:
+            return learn_calibrating(self.task, learner, calibration, targets, chunk)
+        return self.task.learn(learner, targets, chunk)
 
     def settle(self, chunk):
         """The task the labels of ``chunk`` choose, when the first chunk chooses it."""

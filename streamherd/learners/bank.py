@@ -1,5 +1,7 @@
-"""``-C auto`` (``-r``, ``--eta``, ``-a``, ``--narow-b`` auto): a bank of the same binary learner
-over a grid of values of one hyperparameter, learning in one pass from every example.
+"""``-C auto`` (``-r``, ``--eta``, ``-a``, ``--narow-b`` auto): a bank of the same learner over a
+grid of values of one hyperparameter, learning in one pass from every example: a binary learner
+with a bank kernel in one loop for all members (Bank), any other learner or task by running each
+member in turn over each chunk (TaskBank, which chooses on the task's loss alone).
 
 Every member predicts each example before it learns from it, so each member's progressive loss
 (its mistakes on examples it had not yet learned from) is an unbiased estimate of its error.
@@ -75,8 +77,7 @@ class Auto:
 
 def auto_of(algo, options, grid_text, kind):
     """The Auto of ``options`` (a value "auto"), or None; a one-line error for two autos, a
-    learner without that hyperparameter or no bank kernel, a task other than binary, or a
-    --grid without auto or a bad one."""
+    learner without that hyperparameter, or a --grid without auto or a bad one."""
     from streamherd.learners import spec
 
     names = [name for name, value in options.items() if value == AUTO]
@@ -86,7 +87,7 @@ def auto_of(algo, options, grid_text, kind):
                                   "auto (e.g. -C auto), or drop --grid")
         return None
     variant = spec(algo)
-    flags = {h.name: h for h in variant.accepted("binary")}
+    flags = {h.name: h for h in variant.accepted(kind or "binary")}
     if len(names) > 1:
         raise StreamherdError(f"auto chooses one hyperparameter at a time, got "
                               f"{', '.join(_flag(n) for n in names)} auto; give the others values")
@@ -95,13 +96,6 @@ def auto_of(algo, options, grid_text, kind):
         takes = ", ".join(h.flag for h in flags.values()) or "none"
         raise StreamherdError(f"{variant.name} does not take {_flag(name)}, so it cannot be auto; "
                               f"its hyperparameters are: {takes}")
-    if kind is not None:
-        raise StreamherdError(f"{_flag(name)} auto works for binary tasks only; for "
-                              f"{'--loss squared' if kind == 'regression' else 'multiclass'} "
-                              f"give {_flag(name)} a value")
-    if bank_entry_point(variant) is None:
-        raise StreamherdError(f"{variant.name} has no bank for auto; {_flag(name)} auto works "
-                              f"with {', '.join(with_bank())}")
     hyperparameter = flags[name]
     grid = parse_grid(grid_text, hyperparameter) if grid_text is not None \
         else default_grid(hyperparameter)
@@ -171,15 +165,6 @@ def bank_entry_point(variant):
     from streamherd.learners.kernels.bank import ENTRY_POINTS
 
     return ENTRY_POINTS.get((variant.module, variant.covariance))
-
-
-def with_bank():
-    """The learners that have a bank and a hyperparameter to choose."""
-    from streamherd.learners import REGISTRY
-    from streamherd.learners.kernels.bank import ENTRY_POINTS
-
-    return [name for name, v in REGISTRY.items()
-            if (v.module, v.covariance) in ENTRY_POINTS and v.hyperparameters]
 
 
 def bank_path(final_model, k):
@@ -300,8 +285,8 @@ class ThreadPool:
 
 
 class RecentRows:
-    """The last ``capacity`` rows added (label, importance weight, every member's margin), in a
-    ring: the window the choice reads (module docstring)."""
+    """The last ``capacity`` rows added (label, importance weight, every member's margin; a
+    TaskBank's: its loss), in a ring: the window the choice reads (module docstring)."""
 
     def __init__(self, capacity, members):
         self.y = np.zeros(capacity)
@@ -461,7 +446,7 @@ class Choosing:
         lines[f"auto {what} per {self.flag}"] = ", ".join(
             f"{label}: " + ("failed" if scores[label][0] is None else f"{scores[label][0]:.6f}")
             for label in self.labels)
-        if record["chosen_on"] == "progressive":
+        if record["chosen_on"] == "progressive" and any(a is not None for a in record["aucs"]):
             lines[f"auto recent AUC per {self.flag}"] = ", ".join(
                 f"{label}: " + ("-" if scores[label][1] is None else f"{scores[label][1]:.6f}")
                 for label in self.labels)
@@ -482,16 +467,126 @@ class Choosing:
                     member.state()
 
 
-class Bank(Choosing):
+class GridBank(Choosing):
     """K learners of ``algo`` (``options`` but the auto one, whose values are ``auto.grid``),
-    learning together (module docstring). It answers what training asks of a learner: ``learn``,
-    ``options``, ``meta()``, ``state()`` (those of the member chosen now)."""
+    learning together (module docstring): what Bank (its kernels) and TaskBank (through the
+    task) share, the members' losses and the choice on them. A subclass gives ``members``,
+    ``alive``, ``name``, its learning (which passes each chunk's losses to ``_account``) and
+    ``_window_scores`` (the choice on the window's rows)."""
+
+    def _start(self, auto, name):
+        self.auto = auto
+        self.name = name
+        members = len(auto.grid)
+        self.progressive = np.zeros(members)     # weighted losses, first pass
+        self.progressive_weight = 0.0
+        self.recent = RecentRows(RECENT, members)   # the first pass's latest learned rows
+        self.calibrations = None                 # each member's (calibrate_members)
+        self.holdout = np.zeros(members)         # this pass's held-out rows
+        self.holdout_weight = 0.0
+        self.pass_holdout = None                 # the last pass's holdout loss per member
+        self.passes_done = 0
+        self.values = tuple(auto.grid)
+        self.defaults = (auto.hyperparameter.default,) * members
+        self.member_algos = (name,) * members
+        self.labels = tuple(f"{v:g}" for v in auto.grid)
+        self.flag = auto.hyperparameter.flag
+
+    def _account(self, y, importance, losses, window):
+        """Each member's weighted ``losses`` (rows x members) on the chunk's learned rows (first
+        pass only: and their ``window`` values, into the recent window) and on its held-out
+        rows (importance < 0, passes.mark_held_out); the rows are labeled."""
+        learned, held = np.maximum(importance, 0.0), np.maximum(-importance, 0.0)
+        if self.passes_done == 0:
+            self.progressive += learned @ losses
+            self.progressive_weight += learned.sum()
+            rows = learned > 0
+            if rows.all():
+                self.recent.add(y, learned, window)
+            else:
+                self.recent.add(y[rows], learned[rows], window[rows])
+        if held.any():
+            self.holdout += held @ losses
+            self.holdout_weight += held.sum()
+
+    def _fits(self, size, held=0):
+        """Refuse, in one line, a bank of ``size`` bytes, ``held`` of them allocated already,
+        larger than the available memory."""
+        available = available_memory()
+        if available is not None and size - held > available:
+            flag = self.auto.hyperparameter.flag
+            raise StreamherdError(
+                f"{flag} auto's bank of {len(self.auto.grid)} {self.name} models needs "
+                f"{memory_text(size)}, more than the {memory_text(available)} of available "
+                f"memory; use a smaller -b or fewer --grid values")
+
+    def calibrate_members(self, new_calibration):
+        """Each member learns a calibration (``new_calibration()``'s) from its own progressive
+        predictions on the first pass."""
+        self.calibrations = [new_calibration() for _ in self.members]
+
+    def member_calibration(self, k):
+        """Member k's calibration (None: none learned)."""
+        return None if self.calibrations is None else self.calibrations[k]
+
+    def end_pass(self):
+        """A pass ended: its holdout loss per member becomes what the bank chooses on (when it
+        had held-out examples). Returns the chosen member's (NaN: none held out)."""
+        self.passes_done += 1
+        if self.holdout_weight > 0:
+            self.pass_holdout = self.holdout / self.holdout_weight
+        self.holdout, self.holdout_weight = np.zeros(len(self.members)), 0.0
+        return float(self.pass_holdout[self.chosen()]) if self.pass_holdout is not None \
+            else math.nan
+
+    # ------------------------------------------------------------ the choice
+
+    def _scores(self):
+        """The last pass's holdout losses, else the window's Scores."""
+        if self.pass_holdout is not None:
+            return Scores(np.where(self.alive, self.pass_holdout, np.inf),
+                          np.full(len(self.members), math.nan), 0.0, "holdout")
+        return self._window_scores(*self.recent.later_half(), self.alive)
+
+    def leading_scores(self):
+        """The lowest loss on the examples so far (the last pass's holdout, else the first
+        pass's progressive)."""
+        if self.pass_holdout is not None:
+            return self.scores()
+        losses = self.progressive / self.progressive_weight if self.progressive_weight > 0 \
+            else np.zeros(len(self.members))
+        return Scores(np.where(self.alive, losses, np.inf), np.full(len(self.members), math.nan))
+
+    def losses(self):
+        """Each member's loss the choice compares (inf: a member that failed)."""
+        return self.scores().losses
+
+    # ------------------------------------------------------------ what training asks
+
+    @property
+    def preamble_name(self):
+        return self.name
+
+    def settings(self):
+        """The preamble's learner settings."""
+        others = ", ".join(f"{k} = {v:g}" for k, v in self.members[0].options.items()
+                           if k != self.auto.name)
+        return f"{self.auto.describe()}{', ' + others if others else ''}"
+
+    def tried(self):
+        return {"hyperparameter": self.auto.name, "grid": list(self.auto.grid)}
+
+
+class Bank(GridBank):
+    """A bank of a binary learner with a bank kernel (kernels/bank.py): its members' states
+    packed slot by slot, learning in one loop over the rows (module docstring). It answers what
+    training asks of a learner: ``learn``, ``options``, ``meta()``, ``state()`` (those of the
+    member chosen now)."""
 
     def __init__(self, task, algo, dim, options, auto, threads=None):
-        self.auto = auto
         members = len(auto.grid)
         probe = task.new_learner(algo, 1, {**options, auto.name: auto.grid[0]})
-        self.name = probe.name
+        self._start(auto, probe.name)
         self.kernel = bank_entry_point(probe.spec)
         attrs = probe.interleaved or ("mean",)
         assert len(probe.kernel_state()) == len(attrs) and all(
@@ -519,29 +614,6 @@ class Bank(Choosing):
             params += params[-1:] * (sizes[0] - size)
             self.groups.append(MemberGroup(lo, lo + size, packed, tuple(params), self))
         self.pool = ThreadPool(len(self.groups) - 1)
-        self.progressive = np.zeros(members)     # weighted 0/1 losses, first pass
-        self.progressive_weight = 0.0
-        self.recent = RecentRows(RECENT, members)   # the first pass's latest learned rows
-        self.calibrations = None                 # each member's (calibrate_members)
-        self.holdout = np.zeros(members)         # this pass's held-out rows
-        self.holdout_weight = 0.0
-        self.pass_holdout = None                 # the last pass's holdout loss per member
-        self.passes_done = 0
-        self.values = tuple(auto.grid)
-        self.defaults = (auto.hyperparameter.default,) * members
-        self.member_algos = (self.name,) * members
-        self.labels = tuple(f"{v:g}" for v in auto.grid)
-        self.flag = auto.hyperparameter.flag
-
-    def _fits(self, size):
-        """Refuse, in one line, a bank of ``size`` bytes larger than the available memory."""
-        available = available_memory()
-        if available is not None and size > available:
-            flag = self.auto.hyperparameter.flag
-            raise StreamherdError(
-                f"{flag} auto's bank of {len(self.auto.grid)} {self.name} models needs "
-                f"{memory_text(size)}, more than the {memory_text(available)} of available "
-                f"memory; use a smaller -b or fewer --grid values")
 
     # ------------------------------------------------------------ learning
 
@@ -569,85 +641,108 @@ class Bank(Choosing):
                                  f"{self.members[0].failure}")
         margins = self.groups[0].margins if len(self.groups) == 1 else \
             np.hstack([group.margins for group in self.groups])
-        self._account(y, importance, margins)
+        self._account_margins(y, importance, margins)
         return margins
 
-    def _account(self, y, importance, margins):
-        """Each member's weighted 0/1 losses on the chunk's learned rows (first pass only: and
-        the rows, into the recent window) and on its held-out rows (importance < 0,
-        passes.mark_held_out)."""
+    def _account_margins(self, y, importance, margins):
+        """The members' 0/1 losses of the chunk's labeled rows (GridBank._account), their
+        margins the window's values."""
         labeled = ~np.isnan(y)
         if not labeled.all():   # (the usual chunk is labeled whole: no copies of it then)
             y, importance, margins = y[labeled], importance[labeled], margins[labeled]
-        mistakes = (margins > 0.0) != (y > 0.0)[:, None]
-        learned, held = np.maximum(importance, 0.0), np.maximum(-importance, 0.0)
-        if self.passes_done == 0:
-            self.progressive += learned @ mistakes
-            self.progressive_weight += learned.sum()
-            rows = learned > 0
-            if rows.all():
-                self.recent.add(y, learned, margins)
-            else:
-                self.recent.add(y[rows], learned[rows], margins[rows])
-        if held.any():
-            self.holdout += held @ mistakes
-            self.holdout_weight += held.sum()
+        self._account(y, importance, (margins > 0.0) != (y > 0.0)[:, None], margins)
 
-    def calibrate_members(self, new_calibration):
-        """Each member learns a calibration (``new_calibration()``'s) from its own progressive
-        margins on the first pass."""
-        self.calibrations = [new_calibration() for _ in self.members]
+    @staticmethod
+    def _window_scores(y, weight, margins, alive):
+        return window_scores(y, weight, margins, alive)
 
-    def member_calibration(self, k):
-        """Member k's calibration (None: none learned)."""
-        return None if self.calibrations is None else self.calibrations[k]
 
-    def end_pass(self):
-        """A pass ended: its holdout loss per member becomes what the bank chooses on (when it
-        had held-out examples). Returns the chosen member's (NaN: none held out)."""
-        self.passes_done += 1
-        if self.holdout_weight > 0:
-            self.pass_holdout = self.holdout / self.holdout_weight
-        self.holdout, self.holdout_weight = np.zeros(len(self.members)), 0.0
-        return float(self.pass_holdout[self.chosen()]) if self.pass_holdout is not None \
-            else math.nan
+def loss_window_scores(weight, losses, alive):
+    """Scores on the window's rows of members without margins to rank (TaskBank): each live
+    member's weighted mean loss, and the standard error of the lowest, the weighted spread of
+    its losses over the window's effective size (of a 0/1 loss: window_scores' spread); no
+    AUC, so the lowest loss is chosen."""
+    members = losses.shape[1]
+    total = weight.sum()
+    if total <= 0:
+        return Scores(np.where(alive, 0.0, np.inf), np.full(members, math.nan))
+    means = np.where(alive, weight @ np.nan_to_num(losses) / total, np.inf)
+    best = int(np.argmin(means))
+    spread = 0.0
+    if math.isfinite(means[best]):
+        size = total ** 2 / (weight ** 2).sum()
+        spread = math.sqrt(weight @ (losses[:, best] - means[best]) ** 2 / total / size)
+    return Scores(means, np.full(members, math.nan), spread)
 
-    # ------------------------------------------------------------ the choice
 
-    def _scores(self):
-        """The last pass's holdout losses, else the window's Scores."""
-        if self.pass_holdout is not None:
-            return Scores(np.where(self.alive, self.pass_holdout, np.inf),
-                          np.full(len(self.members), math.nan), 0.0, "holdout")
-        return window_scores(*self.recent.later_half(), self.alive)
+class TaskBank(GridBank):
+    """A bank of any learner of any task (multiclass, ``--loss squared``, a binary learner
+    without a bank kernel: a -full one): its members learn each chunk in turn, each through the
+    task as a run of its value alone would (``learn_chunk``), so it takes K times one learner's
+    time and memory. The choice is Bank's on the task's own loss (0/1, squared), without the AUC
+    (loss_window_scores)."""
 
-    def leading_scores(self):
-        """The lowest 0/1 loss on the examples so far (the last pass's holdout, else the first
-        pass's progressive)."""
-        if self.pass_holdout is not None:
-            return self.scores()
-        losses = self.progressive / self.progressive_weight if self.progressive_weight > 0 \
-            else np.zeros(len(self.members))
-        return Scores(np.where(self.alive, losses, np.inf), np.full(len(self.members), math.nan))
+    def __init__(self, task, algo, dim, options, auto):
+        self.task = task
+        first = task.new_learner(algo, dim, {**options, auto.name: auto.grid[0]})
+        self._start(auto, first.name)
+        self.blocks = 0           # the class blocks the members' memory was checked for,
+        self.learned_blocks = 0   # and learned from
+        self._check_memory(first)
+        self.members = [first] + [task.new_learner(algo, dim, {**options, auto.name: value})
+                                  for value in auto.grid[1:]]
+        self.alive = np.ones(len(self.members), np.bool_)
+        self.failed_at = np.full(len(self.members), -1, np.int64)
 
-    def losses(self):
-        """Each member's loss the choice compares (inf: a member that failed)."""
-        return self.scores().losses
+    def _check_memory(self, member):
+        """Refuse, in one line, members whose states, grown to the classes the task knows now,
+        would not fit in memory together (each member checks only its own)."""
+        blocks = max(1, len(self.task.labels)) if self.task.kind == "multiclass" else 1
+        if blocks > self.blocks and hasattr(member, "state_bytes_per_slot"):
+            per_block = len(self.auto.grid) * member.state_bytes_per_slot() * member.dim
+            # (the blocks learned from are held; a block not learned from yet may be zero
+            # pages that hold no memory)
+            self._fits(per_block * blocks, per_block * self.learned_blocks)
+        self.blocks = blocks
 
-    # ------------------------------------------------------------ what training asks
+    def learn_chunk(self, targets, chunk, learn_member):
+        """Every live member over one chunk: ``learn_member(member, its calibration or None)``,
+        its (updates, predictions) as the task's learn gives them; returns those of the member
+        leading on the chunks before (while it lives). A member whose update fails (an
+        UnstableUpdate) leaves the bank; the last one's failure is raised."""
+        self._check_memory(self.members[0])
+        leader = self.leader()
+        known = getattr(self.task, "known", None)   # (multiclass: the classes seen, which each
+        known_after = known                          # member's pass moves on from the same)
+        results = [None] * len(self.members)
+        losses = np.full((chunk.n_examples, len(self.members)), np.nan)
+        failure = None
+        for k in np.flatnonzero(self.alive):
+            if known is not None:
+                self.task.known = known
+            try:
+                results[k] = learn_member(self.members[k], self.member_calibration(k)
+                                          if self.passes_done == 0 else None)
+            except UnstableUpdate as e:
+                self.alive[k], self.failed_at[k], failure = False, e.index, e
+                continue
+            known_after = getattr(self.task, "known", None)
+            losses[:, k] = self.task.loss(targets, results[k][1])
+        if known is not None:
+            self.task.known = known_after
+        self.learned_blocks = self.blocks
+        if not self.alive.any():
+            raise UnstableUpdate(int(self.failed_at.max()), f"the {self.name} update failed for "
+                                 f"every value of the grid: {failure.what}")
+        live = np.flatnonzero(self.alive)
+        labeled = ~np.isnan(losses[:, live[0]])
+        self._account(np.asarray(targets, np.float64)[labeled], chunk.importance[labeled],
+                      losses[labeled], losses[labeled])
+        return results[leader] if results[leader] is not None else results[live[0]]
 
-    @property
-    def preamble_name(self):
-        return self.name
-
-    def settings(self):
-        """The preamble's learner settings."""
-        others = ", ".join(f"{k} = {v:g}" for k, v in self.members[0].options.items()
-                           if k != self.auto.name)
-        return f"{self.auto.describe()}{', ' + others if others else ''}"
-
-    def tried(self):
-        return {"hyperparameter": self.auto.name, "grid": list(self.auto.grid)}
+    @staticmethod
+    def _window_scores(y, weight, losses, alive):
+        return loss_window_scores(weight, losses, alive)
 
 
 # --algo auto: a bank of each of these learners over the default grid of its hyperparameter,
@@ -699,10 +794,15 @@ def algo_auto(options, grid_text, kind):
 
 
 def new_bank(task, algo, dim, options, auto):
-    """The learner an auto trains: a Bank of ``algo``, or for --algo auto an AlgoBank."""
+    """The learner an auto trains: a Bank of ``algo`` (binary, with a bank kernel), else a
+    TaskBank; for --algo auto an AlgoBank."""
     if isinstance(auto, AlgoAuto):
         return AlgoBank(task, dim, auto)
-    return Bank(task, algo, dim, options, auto)
+    from streamherd.learners import spec
+
+    if task.kind == "binary" and bank_entry_point(spec(algo)) is not None:
+        return Bank(task, algo, dim, options, auto)
+    return TaskBank(task, algo, dim, options, auto)
 
 
 class AlgoBank(Choosing):
