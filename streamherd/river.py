@@ -34,7 +34,20 @@ line's calibration maps are fitted on a whole pass's progressive predictions, wh
 that never ends does not have, so they are not used here. The other learners (perceptron, pa,
 sop, ...) raise NotImplementedError, river's pattern for a classifier without probabilities
 (their predict_one still answers). With ``multiclass="mira"``, likewise.
+
+Values that are not finite: a feature value that is nan or +-inf, or a regression label that
+is, is refused by ``learn_one`` with a ValueError that names the feature (or the label), and the
+model is left as it was (a new class, or the first label's choice of task, is not kept).
+No per-example check costs the usual example anything: such a value makes the learner's margin
+or step non-finite, which the compiled loop reports before it writes, and only then is the row
+looked at. ``learn_many`` checks its whole block first and learns nothing from a block holding
++-inf (a DataFrame's NaN is a missing value, 0, as before) or, for the regressor, a label that
+is not finite. Predicting propagates them, as river's own linear models do: the regressor's
+``predict_one`` is nan or +-inf, ``predict_proba_one``/``predict_proba_many`` give nan for every
+class of such a row, and a classifier's ``predict_one`` answers from non-finite scores (a binary
+model: False, as river's linear classifiers).
 """
+import math
 import struct
 import sys
 
@@ -171,7 +184,23 @@ class _RiverModel:
                 _hash_entry()(text, -1, self._mask, rows.indices, i)
             end = _finish_entry()(n, self._bias_slot, rows.indices, rows.values, rows.scratch)
         if end < 0:
-            raise ValueError("feature values of one slot sum to infinity; scale the features")
+            if _non_finite_feature(x) is None:
+                raise ValueError("feature values of one slot sum to infinity; scale the "
+                                 "features")
+            self._row_unmerged(x, n, rows)
+
+    def _row_unmerged(self, x, n, rows):
+        """The row of an example holding +-inf in a slot that another of its features shares
+        (the merge's sum is infinite, which it refuses): written again with its slots repeated,
+        unmerged. Its margin is then not finite, as the merged row's would be: predicting
+        propagates it, learning refuses the row before any update (_learn_failure)."""
+        self._packers[n].pack_into(rows.values, 0, *x.values(), 1.0)
+        rows.indices[:n] = self._slots_of(x)
+        end = n
+        if self._bias_slot >= 0:
+            rows.indices[n] = self._bias_slot
+            end += 1
+        rows.indptr[1] = end
 
     def _slots_of(self, names):
         """The slots of ``names`` (VW's hash of each name's text, masked)."""
@@ -187,10 +216,12 @@ class _RiverModel:
                 _hash_entry()(str(name).encode(), -1, self._mask, slots, i)
         return slots.tolist()
 
-    def _fast_learn(self, kind, y):
-        """Learn from the row in the buffers (target ``y``) through the learner's compiled
-        entry point, its arguments built once (a binary or regression learner's arrays stay
-        where they are: it never grows)."""
+    def _fast_learn(self, kind, y, x):
+        """Learn from the row in the buffers (target ``y``, example ``x``) through the
+        learner's compiled entry point, its arguments built once (a binary or regression
+        learner's arrays stay where they are: it never grows); returns the number of updates.
+        A failed update (its example's margin or step not finite: the learner wrote nothing)
+        is a ValueError saying why (_learn_failure)."""
         rows = self._buffers
         rows.target[0] = y
         fast = self._fast or self._prepare_fast(kind)
@@ -198,12 +229,19 @@ class _RiverModel:
         if entry is None:
             learner = self._learner
             method = learner.learn if kind == "binary" else learner.learn_regression
-            self._checked(method, rows.target, rows.chunk.importance, rows.indptr, rows.indices,
-                          rows.values, rows.out)
-            return
-        updates, bad, _ = entry(*call)
-        if bad >= 0:
-            self._checked(self._learner.checked, updates, bad)
+            try:
+                updates = method(rows.target, rows.chunk.importance, rows.indptr, rows.indices,
+                                 rows.values, rows.out)
+            except UnstableUpdate as e:
+                raise self._learn_failure(e, x, y) from None
+        else:
+            updates, bad, _ = entry(*call)
+            if bad >= 0:
+                try:
+                    self._learner.checked(updates, bad)
+                except UnstableUpdate as e:
+                    raise self._learn_failure(e, x, y) from None
+        return updates
 
     def _prepare_fast(self, kind):
         """(the learner's compiled entry point, its arguments) for the row buffers, or (None,
@@ -221,12 +259,24 @@ class _RiverModel:
         self._fast = (_direct_entry(learner.entry_point, call, kind), call)
         return self._fast
 
-    def _checked(self, step, *args):
-        try:
-            return step(*args)
-        except UnstableUpdate as e:
-            raise ValueError(f"streamherd: {e.what}; scale the features (normalize=True) or use "
-                             f"a gentler setting (lower C, raise r)") from None
+    def _learn_failure(self, e, x, y=None):
+        """The ValueError of learn_one's failed update (UnstableUpdate ``e``) on example ``x``
+        (regression: label ``y``): a label or a feature value that is not finite, looked for
+        here, on the failure path only; else the update itself, numbers grown too large."""
+        if y is not None and not math.isfinite(y):
+            return ValueError(_label_text(y))
+        bad = _non_finite_feature(x)
+        if bad is not None:
+            return ValueError(_feature_text(*bad))
+        return ValueError(self._unstable_text(e, "learn_one: "))
+
+    def _unstable_text(self, e, where):
+        """An update that failed on finite numbers: they grew too large for the learner (the
+        gentler setting only a hyperparameter it takes)."""
+        options = self._learner.options
+        gentler = [hint for name, hint in (("C", "lower C"), ("r", "raise r")) if name in options]
+        return (f"{where}{e.what}; scale the features (normalize=True)"
+                + (f" or use a gentler setting ({', '.join(gentler)})" if gentler else ""))
 
     def _margin(self, x):
         rows = self._buffers
@@ -236,23 +286,42 @@ class _RiverModel:
 
     # ------------------------------------------------------------ many rows
 
-    def _matrix(self, X):
+    def _matrix(self, X, learning=False):
         """DataFrame X as a CSR matrix whose column (slot - 1) mod 2^bits holds the feature
-        whose slot is ``slot`` (MatrixRows reads column j as slot j + 1): the block path."""
+        whose slot is ``slot`` (MatrixRows reads column j as slot j + 1): the block path.
+        ``learning``: a value that is not finite (NaN is a missing value, 0) is refused before
+        anything is learned."""
         from scipy.sparse import csr_matrix
 
         columns = self._slots_of(X.columns)
         columns = (np.asarray(columns, np.int64) - 1) & self._space.mask
-        dense = csr_matrix(np.asarray(X.to_numpy(dtype=np.float64, na_value=0.0)))
+        values = np.asarray(X.to_numpy(dtype=np.float64, na_value=0.0))
+        if learning and not np.isfinite(values).all():
+            i, j = np.argwhere(~np.isfinite(values))[0]
+            raise ValueError(f"learn_many: row {_row_name(X, i)} of X, column {X.columns[j]!r}, "
+                             f"is {values[i, j]}, not a finite number; drop the row or impute "
+                             f"a finite value (nothing was learned)")
+        dense = csr_matrix(values)
         matrix = csr_matrix((dense.data, columns[dense.indices], dense.indptr),
                             shape=(X.shape[0], self._space.dim))
         matrix.sort_indices()
         return matrix
 
-    def _chunks(self, X, targets=None):
+    def _chunks(self, X, targets=None, matrix=None):
+        """The chunks of DataFrame X (``matrix``: its _matrix, when made already)."""
         if self._rows is None:
             self._rows = MatrixRows(self._space)
-        return self._rows.chunks(self._matrix(X), targets=targets)
+        return self._rows.chunks(self._matrix(X) if matrix is None else matrix, targets=targets)
+
+    def _learn_chunks(self, X, targets, matrix):
+        for chunk in self._chunks(X, targets, matrix):
+            try:
+                self._task.learn(self._learner, chunk.labels, chunk)
+            except UnstableUpdate as e:
+                row = int(chunk.line_numbers[e.index])
+                raise ValueError(self._unstable_text(
+                    e, f"learn_many: row {_row_name(X, row)} of X: ")
+                    + "; the rows before it were learned") from None
 
     # ------------------------------------------------------------ pickling
 
@@ -279,6 +348,40 @@ class _RiverModel:
 
 
 _NAME_NUL = -2   # _fill_row: a name holds a NUL (the joined names' separator)
+
+
+def _non_finite_feature(x):
+    """(name, value) of example ``x``'s first value that is not a finite number, or None."""
+    for name, value in x.items():
+        try:
+            if not math.isfinite(value):
+                return name, value
+        except TypeError:   # (not a number: _row refuses it first)
+            pass
+    return None
+
+
+def _refuse_non_finite(x):
+    bad = _non_finite_feature(x)
+    if bad is not None:
+        raise ValueError(_feature_text(*bad))
+
+
+def _row_name(X, i):
+    """Row ``i`` of DataFrame X, and its index label when that is not i."""
+    label = X.index[i]
+    label = label.item() if isinstance(label, np.generic) else label
+    return f"{i}" if isinstance(label, (int, np.integer)) and label == i else f"{i} ({label!r})"
+
+
+def _feature_text(name, value):
+    return (f"learn_one: feature {name!r} is {float(value)}, not a finite number; drop the "
+            f"feature from the example or impute a finite value")
+
+
+def _label_text(y):
+    return (f"learn_one: the label y = {float(y)} is not a finite number; drop the example or "
+            f"give it a finite label")
 
 
 @njit(cache=True, nogil=True)
@@ -466,13 +569,16 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
         self._learner = self._new_learner(self._task)
 
 
-    def _class_id(self, y):
-        """Label y's class id, a new class for a label not seen before."""
+    def _class_id(self, y, x=None):
+        """Label y's class id, a new class for a label not seen before (not for a label whose
+        example ``x`` holds a value that is not finite: learn_one refuses it)."""
         cid = self._class_ids.get(y)
         if cid is None:
             if isinstance(y, (bool, np.bool_)):
                 raise ValueError(f"a multiclass model takes no bool label ({y!r}); a binary "
                                  f"model is one whose first label was a bool")
+            if x is not None:
+                _refuse_non_finite(x)
             cid = self._class_ids[y] = len(self._classes)
             self._classes.append(y)
             self._task.labels = ClassLabels([_class_text(c) for c in self._classes])
@@ -490,16 +596,20 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
         if y is None:   # (it would start a multiclass model whose first class is None)
             raise ValueError("learn_one needs the row's label; got None")
         if self._task is None:
+            _refuse_non_finite(x)   # (the first label chooses the task: not from such a row)
             self._start(y)
         if self._binary:
             target = (1.0 if y else -1.0) if y.__class__ is bool else self._binary_target(y)
             self._row(x)
-            self._fast_learn("binary", target)
+            self._fast_learn("binary", target, x)
         else:
-            target = self._class_id(y)
+            target = self._class_id(y, x)
             chunk = self._row(x)
             chunk.labels[0] = target
-            self._checked(self._task.learn, self._learner, np.array([target]), chunk)
+            try:
+                self._task.learn(self._learner, np.array([target]), chunk)
+            except UnstableUpdate as e:
+                raise self._learn_failure(e, x) from None
 
     def learn_many(self, X, y):
         y = list(y)
@@ -507,14 +617,14 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
             return
         if any(v is None for v in y):
             raise ValueError("learn_many needs every row's label; got None")
+        matrix = self._matrix(X, learning=True)
         if self._task is None:
             self._start(y[0])
         if self._binary:
             targets = np.array([self._binary_target(v) for v in y])
         else:
             targets = np.array([self._class_id(v) for v in y], np.float64)
-        for chunk in self._chunks(X, targets):
-            self._checked(self._task.learn, self._learner, chunk.labels, chunk)
+        self._learn_chunks(X, targets, matrix)
 
     # ------------------------------------------------------------ predicting
 
@@ -543,12 +653,22 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
         return _is_gaussian(self.algo) and not (self.multiclass == "mira" and not self._binary)
 
     def _probabilities(self, chunk):
-        """Each row's {class: probability}."""
+        """Each row's {class: probability}; nan for every class of a row holding a value
+        that is not finite (the learners' formulas would give 0.5, or an even split, or one
+        class for sure, from its nan scores)."""
         learner = self._learner
+        n = chunk.n_examples
+        finite = np.isfinite(chunk.values[:chunk.indptr[n]])
+        bad = None if finite.all() else \
+            np.repeat(np.arange(n), np.diff(chunk.indptr[:n + 1]))[~finite]   # their rows
         if self._binary:
             p = learner.probabilities(chunk.indptr, chunk.indices, chunk.values)
+            if bad is not None:
+                p[bad] = np.nan
             return [{False: 1.0 - q, True: q} for q in p.tolist()]
         by_class = learner.class_probabilities(chunk.indptr, chunk.indices, chunk.values)
+        if bad is not None:
+            by_class[bad] = np.nan
         return [dict(zip(self._classes, row)) for row in by_class.tolist()]
 
     def predict_proba_many(self, X):
@@ -612,13 +732,22 @@ class OnlineRegressor(_RiverModel, base.MiniBatchRegressor):
     def learn_one(self, x, y):
         self._ready()
         self._row(x)
-        self._fast_learn("regression", float(y))
+        y = float(y)
+        # a NaN label is no label to the learner, which makes no update: refused then
+        if not self._fast_learn("regression", y, x) and y != y:
+            raise ValueError(_label_text(y))
 
     def learn_many(self, X, y):
-        self._ready()
         targets = np.asarray(y, np.float64)
-        for chunk in self._chunks(X, targets):
-            self._checked(self._task.learn, self._learner, chunk.labels, chunk)
+        matrix = self._matrix(X, learning=True)
+        if not np.isfinite(targets).all():
+            i = int(np.flatnonzero(~np.isfinite(targets))[0])
+            where = _row_name(y if isinstance(y, pd.Series) else X, i)
+            raise ValueError(f"learn_many: row {where} of y is {targets[i]}, not a finite "
+                             f"number; drop the row or give it a finite label (nothing was "
+                             f"learned)")
+        self._ready()
+        self._learn_chunks(X, targets, matrix)
 
     def predict_one(self, x):
         if self._learner is None:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from numba import njit
 
+from conftest import one_line_error
 from streamherd.errors import StreamherdError
 from streamherd.io.lexing import parse_float
 from streamherd.io.reader import ChunkReader, detect_format
@@ -503,3 +504,68 @@ def test_a_byte_order_mark_further_on_is_named_in_the_error(tmp_path, run_cli):
     proc = run_cli("train", data, "--loss", "squared", "-f", tmp_path / "m.npz")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "joined.svm:2: the line begins with a UTF-8 byte-order mark" in proc.stderr
+
+
+# ---------------------------------------------------------------- 7. each format's own words
+
+# (format, line, the message after "path:2: "): a VW feature is a name, and a VW line has
+# namespaces; an svmlight feature is an index, and an svmlight line has no namespace
+FORMAT_WORDS = [
+    ("vw", b"1 |f a: b", "feature without a value 'a:'; expected name:value, as in a:0.5, or "
+                         "the name alone for the value 1. Fix the line, or pass --skip-bad"),
+    ("vw", b"1 |f b a:", "feature without a value 'a:'; expected name:value"),
+    ("vw", b"1 |f 7:|g b", "feature without a value '7:'; expected name:value"),
+    ("svmlight", b"1 1: 2:3", "feature index without a value '1:'; expected index:value, as in "
+                              "12:0.5. Fix the line"),
+    ("vw", b"1 |f a:1e308 a:1e308", "feature value out of range '1 |f a:1e308 a:1e308'; "
+                                    "expected values whose products with their namespace "
+                                    "scale and sums over repeated features stay finite"),
+    ("svmlight", b"1 1:1e308 1:1e308", "feature value out of range '1 1:1e308 1:1e308'; "
+                                       "expected values whose sums over a repeated index stay "
+                                       "finite (below 1.8e308). Fix the line"),
+]
+
+
+@pytest.mark.parametrize("fmt, line, words", FORMAT_WORDS,
+                         ids=[f"{f}:{line.decode()}" for f, line, _ in FORMAT_WORDS])
+@pytest.mark.parametrize("given", [True, False])
+def test_a_bad_line_is_told_in_its_formats_words(tmp_path, fmt, line, words, given):
+    """A VW feature without a value was "feature index without a value 'a:'; expected
+    index:value, as in 12:0.5"; an svmlight sum out of range spoke of namespace scales."""
+    path = tmp_path / ("bad.txt" if not given else f"bad.{fmt}")
+    path.write_bytes(b"1 |f a b:2\n" + line + b"\n" if fmt == "vw" else
+                     b"1 1:1 2:2\n" + line + b"\n")
+    message = read_error(path, fmt=fmt if given else "auto")
+    assert message.startswith(f"{path}:2: {words}"), message
+
+
+def test_no_format_gets_the_others_words():
+    """Every code a format's parse kernels return, told in that format's words: no svmlight
+    index in a VW line's message, no VW name or namespace in an svmlight line's (the lines of
+    the other format, linecodes.OTHER_FORMAT, are told as what they are)."""
+    from pathlib import Path
+
+    from streamherd.io import linecodes
+
+    io = Path(linecodes.__file__).parent
+    returned = {name: {getattr(linecodes, code) for code in
+                       re.findall(r"codes\.([A-Z_]+)", (io / f"{name}.py").read_text())
+                       if isinstance(getattr(linecodes, code), int)}
+                for name in ("vw", "svmlight", "block")}
+    assert linecodes.MISSING_VALUE in returned["vw"]
+    assert linecodes.BAD_INDEX in returned["svmlight"]
+    for vw, codes in ((True, returned["vw"] | returned["block"]),
+                      (False, returned["svmlight"] | returned["block"])):
+        for code in codes - {linecodes.OK, *linecodes.OTHER_FORMAT}:
+            text = " ".join(linecodes.message(code, vw)).lower()
+            assert not ("index" in text if vw else "namespace" in text or "name:" in text), \
+                (code, text)
+
+
+def test_a_vw_feature_without_a_value_on_the_command_line(tmp_path, run_cli):
+    data = tmp_path / "e.vw"
+    data.write_bytes(b"1 |f a: b\n")
+    line = one_line_error(run_cli("train", data, "-f", tmp_path / "m.npz"))
+    assert line == (f"streamherd: {data}:1: feature without a value 'a:'; expected name:value, "
+                    f"as in a:0.5, or the name alone for the value 1. Fix the line, or pass "
+                    f"--skip-bad to skip such lines")

@@ -237,3 +237,168 @@ def test_river_estimator_checks(cls):
 
     for params in cls._unit_test_params():
         checks.check_estimator(cls(**params))
+
+
+# ------------------------------------------------------------ values that are not finite
+
+NAN, INF = float("nan"), float("inf")
+
+
+def _snapshot(model):
+    """What a failed learn must leave as it was: the learner's arrays and meta, the classes."""
+    learner = model._learner
+    arrays = {} if learner is None else {k: np.array(v) for k, v in learner.state().items()}
+    return (arrays, None if learner is None else learner.meta(), model._task is None,
+            list(getattr(model, "_classes", [])))
+
+
+def _assert_unchanged(model, before):
+    arrays, meta, fresh, classes = _snapshot(model)
+    assert arrays.keys() == before[0].keys()
+    for name, array in arrays.items():
+        np.testing.assert_array_equal(array, before[0][name])
+    assert (meta, fresh, classes) == before[1:]
+
+
+def _trained(kind, algo="arow-p", **options):
+    if kind == "regression":
+        model, labels = OnlineRegressor(algo, bits=8, **options), [1.0, -2.0, 0.5]
+    elif kind == "binary":
+        model, labels = OnlineClassifier(algo, bits=8, **options), [True, False, True]
+    else:
+        model = OnlineClassifier(algo, bits=8, multiclass=kind, **options)
+        labels = ["x", "y", "z"]
+    for i, y in enumerate(labels):
+        model.learn_one({"a": 1.0 + i, "b": -1.0 * i}, y)
+    return model, labels
+
+
+# (the family of each kind of loop: first-order, diagonal and full Gaussian, a learner with
+# its own learn (avg-perceptron: not the direct entry point), second-order perceptron)
+_FAILING = [(kind, algo) for kind in ("binary", "joint", "ova")
+            for algo in ("pa1", "arow-p", "cw-full", "avg-perceptron", "sop")] + \
+    [("mira", "pa2"), ("regression", "pa"), ("regression", "arow-p"), ("regression", "nherd-full")]
+
+
+@pytest.mark.parametrize("kind, algo", _FAILING)
+def test_learn_one_names_the_value_that_is_not_finite_and_learns_nothing(kind, algo):
+    """A nan or inf feature value made the update fail, and the message blamed the learner
+    ("scale the features or use a gentler setting"); it names the feature, and the model is as
+    it was, a new class included."""
+    model, labels = _trained(kind, algo)
+    cases = [({"a": NAN, "b": 1.0}, labels[0], "feature 'a' is nan"),
+             ({"b": 1.0, "a": INF}, labels[1], "feature 'a' is inf"),
+             ({"new": -INF}, labels[0], "feature 'new' is -inf")]
+    if kind == "regression":
+        cases += [({"a": 1.0}, INF, "the label y = inf"), ({"a": 1.0}, NAN, "the label y = nan")]
+    elif kind != "binary":
+        cases.append(({"a": NAN}, "a new class", "feature 'a' is nan"))
+    probe = {"a": 1.0, "b": 0.5}
+    for x, y, named in cases:
+        before, predicted = _snapshot(model), model.predict_one(probe)
+        with pytest.raises(ValueError) as raised:
+            model.learn_one(x, y)
+        message = str(raised.value)
+        assert message.startswith(f"learn_one: {named}, not a finite number") or \
+            message.startswith(f"learn_one: {named} is not a finite number"), message
+        assert "drop" in message and "gentler" not in message and "scale" not in message
+        _assert_unchanged(model, before)
+        assert model.predict_one(probe) == predicted
+
+
+def test_a_first_example_that_is_not_finite_chooses_no_task():
+    """The first label chooses binary or multiclass: not when its row is refused."""
+    classifier = OnlineClassifier("pa1")
+    with pytest.raises(ValueError, match="feature 'a' is nan"):
+        classifier.learn_one({"a": NAN}, "spam")
+    assert classifier._task is None and classifier._classes == []
+    classifier.learn_one({"a": 1.0}, True)   # binary after all
+    assert classifier.predict_one({"a": 1.0}) is True
+    regressor = OnlineRegressor()
+    with pytest.raises(ValueError, match="the label y = inf"):
+        regressor.learn_one({"a": 1.0}, INF)
+    assert regressor.predict_one({"a": 1.0}) == 0.0
+
+
+def test_an_infinite_value_in_a_shared_slot_is_named_too():
+    """inf at a slot another feature of the row shares: the merge's sum overflows, which was
+    "feature values of one slot sum to infinity; scale the features"."""
+    probe = OnlineClassifier("arow-p", bits=2)
+    slots = probe._slots_of(f"n{i}" for i in range(20))
+    first = next(i for i in range(20) if slots.index(slots[i]) != i)
+    pair = [f"n{slots.index(slots[first])}", f"n{first}"]
+    for model in (OnlineClassifier("arow-p", bits=2), OnlineRegressor("pa", bits=2)):
+        model.learn_one({"z": 1.0}, 1.0 if isinstance(model, OnlineRegressor) else True)
+        before = _snapshot(model)
+        with pytest.raises(ValueError, match=f"feature '{pair[0]}' is inf, not a finite"):
+            model.learn_one({pair[0]: INF, pair[1]: 1.0}, True)
+        _assert_unchanged(model, before)
+        predicted = model.predict_proba_one({pair[0]: INF, pair[1]: 1.0}) \
+            if isinstance(model, OnlineClassifier) else model.predict_one({pair[0]: INF})
+        assert predicted == {False: pytest.approx(NAN, nan_ok=True),
+                             True: pytest.approx(NAN, nan_ok=True)} \
+            if isinstance(model, OnlineClassifier) else not math.isfinite(predicted)
+    with pytest.raises(ValueError, match="sum to infinity; scale the features"):
+        OnlineClassifier("arow-p", bits=2).learn_one({pair[0]: 1e308, pair[1]: 1e308}, True)
+
+
+def test_an_update_that_overflows_on_finite_values_keeps_the_learners_message():
+    """Finite values too large: the learner's failure, with a gentler setting only of a
+    hyperparameter the learner takes (arow-p has r, no C; the perceptron neither)."""
+    for algo, hint in (("arow-p", "or use a gentler setting (raise r)"), ("pa1", "(lower C)"),
+                       ("perceptron", None)):
+        model = OnlineClassifier(algo)
+        with pytest.raises(ValueError) as raised:
+            for power in range(50, 310, 50):
+                model.learn_one({"a": 10.0 ** power, "b": -(10.0 ** power)}, power % 100 == 0)
+        message = str(raised.value)
+        assert message.startswith(f"learn_one: the {algo} update failed"), message
+        assert "scale the features (normalize=True)" in message
+        assert (hint in message) if hint else "gentler" not in message
+
+
+@pytest.mark.parametrize("make", [lambda: OnlineClassifier("arow-p"),
+                                  lambda: OnlineClassifier("cw", multiclass="ova"),
+                                  lambda: OnlineRegressor("pa1")])
+def test_learn_many_refuses_a_block_with_a_value_that_is_not_finite(make):
+    """inf in X (or a regression label that is not finite): nothing of the block is learned,
+    and the row and column are named; a DataFrame's NaN is a missing value, as before."""
+    model = make()
+    regression = isinstance(model, OnlineRegressor)
+    labels = [1.0, 2.0, 3.0] if regression else \
+        [True, False, True] if model.multiclass == "joint" else ["x", "y", "x"]
+    model.learn_one({"a": 1.0}, labels[0])
+    before = _snapshot(model)
+    X = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [0.5, -INF, 1.0]}, index=[10, 11, 12])
+    with pytest.raises(ValueError, match=r"^learn_many: row 1 \(11\) of X, column 'b', is "
+                                         r"-inf, not a finite number; drop the row or impute"):
+        model.learn_many(X, pd.Series(labels, index=X.index))
+    _assert_unchanged(model, before)
+    if regression:
+        for bad in (INF, NAN):
+            with pytest.raises(ValueError, match=f"^learn_many: row 2 of y is {bad}, not a "
+                                                 f"finite number"):
+                model.learn_many(pd.DataFrame({"a": [1.0, 2.0, 3.0]}), [1.0, 2.0, bad])
+            _assert_unchanged(model, before)
+    model.learn_many(pd.DataFrame({"a": [1.0, NAN], "b": [NAN, 2.0]}), labels[:2])
+
+
+def test_predicting_propagates_values_that_are_not_finite():
+    """As river's own linear models: nan in, nan out. The Gaussian probabilities gave 0.5
+    (binary), an even split (diagonal multiclass) or one class for sure (full covariance,
+    Monte Carlo) for a nan value."""
+    for kind, algo in (("binary", "arow-p"), ("joint", "arow-p"), ("ova", "cw"),
+                       ("joint", "arow-full")):
+        model, labels = _trained(kind, algo)
+        for value in (NAN, INF):
+            proba = model.predict_proba_one({"a": value, "b": 1.0})
+            assert set(proba) == set(labels) and all(math.isnan(p) for p in proba.values())
+            X = pd.DataFrame({"a": [1.0, value], "b": [1.0, 1.0]})
+            many = model.predict_proba_many(X)   # (a frame's NaN: a missing value, 0)
+            assert many.iloc[0].notna().all()
+            assert many.iloc[1].isna().all() == (value == INF)
+    binary, _ = _trained("binary")
+    assert binary.predict_one({"a": NAN}) is False
+    regressor, _ = _trained("regression")
+    assert math.isnan(regressor.predict_one({"a": NAN}))
+    assert not math.isfinite(regressor.predict_one({"a": INF}))

@@ -21,24 +21,45 @@ VW_LINE = 12
 SVMLIGHT_LINE = 13
 OTHER_FORMAT = (VW_LINE, SVMLIGHT_LINE)
 
-# code -> (what is wrong, what was expected)
+# code -> (what is wrong, what was expected), in words that fit a line of either format; a
+# code whose words are the format's own (an svmlight index, a VW name or namespace) is in
+# SVMLIGHT_MESSAGES and VW_MESSAGES instead: see message()
 MESSAGES = {
     BAD_LABEL: ("bad label", "a number such as 1, -1 or 0"),
-    MISSING_COLON: ("feature without ':'", "index:value"),
-    BAD_INDEX: ("bad feature index", "a non-negative integer index, as in 12:0.5"),
-    MISSING_VALUE: ("feature index without a value", "index:value, as in 12:0.5"),
     BAD_VALUE: ("bad feature value", "a finite number (nan and inf are not allowed)"),
     BINARY_BYTES: ("binary bytes in a text line", "text in svmlight or VW format"),
     BAD_IMPORTANCE: ("bad importance weight", "a finite non-negative number after the label"),
     EXTRA_TOKEN: ("unexpected token before the first '|'", "label [importance] ['tag]|namespace features"),
     BAD_SCALE: ("bad namespace scale", "|namespace:scale with a finite number"),
     MISSING_LABEL: ("line has no label", "a label before the features (train needs labels)"),
-    VALUE_OVERFLOW: ("feature value out of range",
-                     "values whose products with their namespace scale and sums over repeated "
-                     "features stay finite (below 1.8e308)"),
     VW_LINE: ("line in VW format (a '|' before any '#')", "svmlight lines"),
     SVMLIGHT_LINE: ("line in svmlight format (index:value features, no '|')", "VW lines"),
 }
+
+# (only the svmlight parser returns MISSING_COLON and BAD_INDEX: a VW feature is a name, with
+# or without ':value')
+SVMLIGHT_MESSAGES = {
+    MISSING_COLON: ("feature without ':'", "index:value"),
+    BAD_INDEX: ("bad feature index", "a non-negative integer index, as in 12:0.5"),
+    MISSING_VALUE: ("feature index without a value", "index:value, as in 12:0.5"),
+    VALUE_OVERFLOW: ("feature value out of range",
+                     "values whose sums over a repeated index stay finite (below 1.8e308)"),
+}
+
+VW_MESSAGES = {
+    MISSING_VALUE: ("feature without a value",
+                    "name:value, as in a:0.5, or the name alone for the value 1"),
+    VALUE_OVERFLOW: ("feature value out of range",
+                     "values whose products with their namespace scale and sums over repeated "
+                     "features stay finite (below 1.8e308)"),
+}
+
+
+def message(code, vw):
+    """(what is wrong, what was expected) for a line of the format the parse kernel that
+    returned ``code`` reads (``vw``: VW, else svmlight)."""
+    return (VW_MESSAGES if vw else SVMLIGHT_MESSAGES).get(code) or MESSAGES[code]
+
 
 # A UTF-8 byte-order mark (some Windows editors write one) before a label: the sources skip
 # one at a file's start (io/sources.py); one further on comes from files joined together

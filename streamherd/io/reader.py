@@ -315,7 +315,9 @@ class ChunkReader:
             buf, complete, block.fmt, self.features.kernel_params(), self.skip_bad,
             block.first_line, outputs, merge_table, False, self.fmt == "auto")
         if code != linecodes.OK:
-            what, expected = linecodes.MESSAGES[code]
+            from streamherd.io.block import VW
+
+            what, expected = linecodes.message(code, block.fmt == VW)
             raw = buf[err_start:err_end].tobytes()
             marked = linecodes.byte_order_mark_error(f"{block.source}:{err_line}", raw,
                                                      block.source)
