@@ -2,7 +2,7 @@
 noise against VW logistic and the best fixed value.
 
     python benchmarks/auto.py [--data ../shared/data] [--pairs 3] [--skip-speed]
-        [--skip-quality] [--write-readme]
+        [--skip-quality] [--skip-multiclass] [--write-readme]
 
 Speed: on the 1M-line benchmark file (make_data.py; benchmarks/data), the wall time of
 ``train --algo A -X auto`` (11 values) against ``train --algo A`` (one learner), whole commands,
@@ -22,6 +22,11 @@ the accuracy of both learners on spambase and news20 here):
   learning rate chosen on the test set among 2^-5..2^3 (every other power): an optimistic VW.
 Targets: auto's error <= VW's on >= 70% of the tasks at noise 0.3, and within 0.5 point of the
 best fixed value on average.
+
+Multiclass: on usps, mnist5k (its first 4000 lines train, its last 1000 test), pendigits, dna and
+r8, joint multiclass, one pass, default flags: nherd-p, arow-p and pa2 at their default value
+and with their hyperparameter auto (a TaskBank), and the best grid value on the test set; the
+time of the auto command over the single one.
 """
 import argparse
 import datetime
@@ -41,9 +46,20 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 from throughput import machine, machine_line, replace_section, streamherd  # noqa: E402
 
-# each part writes its own section (--skip-speed, --skip-quality leave the other's as it is)
+# each part writes its own section (--skip-speed, --skip-quality, --skip-multiclass leave the
+# others' as they are)
 SPEED = ("<!-- auto-speed:start -->", "<!-- auto-speed:end -->")
 QUALITY = ("<!-- auto-quality:start -->", "<!-- auto-quality:end -->")
+MULTICLASS = ("<!-- auto-multiclass:start -->", "<!-- auto-multiclass:end -->")
+# name -> (train file, test file or None: mnist5k's first 4000 lines train, its last 1000 test)
+MULTICLASS_TASKS = {
+    "usps": ("usps.train.svm.gz", "usps.test.svm.gz"),
+    "mnist5k": ("mnist5k.svm.gz", None),
+    "pendigits": ("pendigits.scale.svm", "pendigits.scale.t.svm"),
+    "dna": ("dna.scale.svm", "dna.scale.t.svm"),
+    "r8": ("r8.train.vw.gz", "r8.test.vw.gz"),
+}
+MULTICLASS_AUTOS = (("nherd-p", "-C"), ("arow-p", "-r"), ("pa2", "-C"))
 SPEED_FILE = "synth-v1-n1000000-f40-m1000000-s20240601.svm"
 SPEED_ALGOS = (("nherd-p", "-C"), ("arow-p", "-r"), ("pa2", "-C"))
 # name -> (train file, test file or None: a fixed 80/20 split of the train file)
@@ -216,6 +232,73 @@ def speed(data, pairs):
     return times
 
 
+def error_rate(model, test):
+    """The test error rate predict reports for ``model`` on ``test``."""
+    out = streamherd("predict", "-m", model, test, "-p", os.devnull)
+    return float(out.rsplit("error rate = ", 1)[1].split()[0])
+
+
+def multiclass(data):
+    """Rows (task, learner, default error, auto error, chosen value, best value's error and
+    value, auto's time / one learner's): joint multiclass, one pass, default flags."""
+    from streamherd.model import load_model
+
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        for name, (train, test) in MULTICLASS_TASKS.items():
+            if not (data / train).exists():
+                print(f"{name}: {data / train} is absent, skipped", flush=True)
+                continue
+            if test is None:
+                lines = read_lines(data / train)
+                suffix = ".vw" if "|" in lines[0] else ".svm"
+                train_path, test_path = folder / f"{name}.train{suffix}", \
+                    folder / f"{name}.test{suffix}"
+                train_path.write_text("\n".join(lines[:4000]) + "\n")
+                test_path.write_text("\n".join(lines[4000:]) + "\n")
+            else:
+                train_path, test_path = data / train, data / test
+            for algo, flag in MULTICLASS_AUTOS:
+                one, bank = folder / "one.npz", folder / "auto.npz"
+                started = time.perf_counter()
+                streamherd("train", "--algo", algo, train_path, "-f", one, "--quiet")
+                single_seconds = time.perf_counter() - started
+                started = time.perf_counter()
+                streamherd("train", "--algo", algo, flag, "auto", train_path, "-f", bank,
+                           "--save-bank", "--quiet")
+                bank_seconds = time.perf_counter() - started
+                meta = load_model(bank)[0]
+                grid = meta["auto"]["grid"]
+                members = [error_rate(folder / f"auto.bank{k}.npz", test_path)
+                           for k in range(1, len(grid) + 1)]
+                best = int(np.argmin(members))
+                row = {"task": name, "algo": f"{algo} {flag}",
+                       "default": error_rate(one, test_path), "auto": error_rate(bank, test_path),
+                       "chosen": meta["auto"]["chosen"], "best": members[best],
+                       "best_value": grid[best], "ratio": bank_seconds / single_seconds}
+                rows.append(row)
+                print(row, flush=True)
+    return rows
+
+
+def multiclass_section(rows):
+    lines = ["Test error (%) after one pass, joint multiclass, default flags (no "
+             "`--normalize`): each learner at its default value, with its hyperparameter "
+             "`auto` (the default grid, 11 values: a TaskBank, each member in turn over each "
+             "chunk, chosen on the lowest 0/1 loss of the later half of the pass; "
+             "learners/bank.py), and the best grid value on the test set (an oracle, from "
+             "`--save-bank`'s members). Time: auto's whole command over one learner's (one "
+             "run each: small files, where start-up counts).", "",
+             "| task | learner | default | auto (value) | best (value) | time ratio |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['task']} | {r['algo']} | {percent(r['default'])} | "
+                     f"{percent(r['auto'])} ({r['chosen']:g}) | {percent(r['best'])} "
+                     f"({r['best_value']:g}) | {r['ratio']:.1f}x |")
+    return lines
+
+
 def percent(x):
     return f"{100 * x:.1f}"
 
@@ -284,6 +367,7 @@ def main():
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument("--skip-multiclass", action="store_true")
     parser.add_argument("--write-readme", action="store_true")
     args = parser.parse_args()
     if not args.data.is_dir():
@@ -299,6 +383,9 @@ def main():
         sections.append((QUALITY, ["## auto hyperparameters: test error under label noise "
                                    "(issue 20 §2)", "", stamp, ""]
                          + quality_section(quality(args.data))))
+    if not args.skip_multiclass:
+        sections.append((MULTICLASS, ["## auto hyperparameters on multiclass data", "", stamp,
+                                      ""] + multiclass_section(multiclass(args.data))))
     for (start, end), lines in sections:
         block = "\n".join([start, *lines, end])
         print(block)
