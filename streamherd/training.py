@@ -329,10 +329,11 @@ class Trainer:
         chunk, targets = self.task.targets(chunk, learning=not self.test_only)
         try:
             updates, predictions = (0, self.task.predict(self.learner, chunk)) if self.test_only \
-                else self.learner.learn_chunk(targets, chunk, lambda learner, calibration:
-                                              self._learn(learner, calibration, targets, chunk)) \
+                else self.learner.learn_chunk(targets, chunk, lambda task, learner, calibration:
+                                              self._learn(task, learner, calibration, targets,
+                                                          chunk)) \
                 if isinstance(self.learner, bank.TaskBank) \
-                else self._learn(self.learner, self.calibration, targets, chunk)
+                else self._learn(self.task, self.learner, self.calibration, targets, chunk)
         except UnstableUpdate as e:   # e.index: a row of the chunk the learner saw
             raise StreamherdError(
                 f"{chunk.source}:{int(chunk.line_numbers[e.index])}: {e.what}; scale the "
@@ -343,12 +344,12 @@ class Trainer:
                     lambda i: (chunk.label_token(i) or "unknown",
                                task.prediction_text(predictions, i)), predictions)
 
-    def _learn(self, learner, calibration, targets, chunk):
+    def _learn(self, task, learner, calibration, targets, chunk):
         """task.learn of ``learner`` over the chunk, its progressive predictions into
         ``calibration`` on the first pass (learn_calibrating)."""
         if self.calibrating and calibration is not None:
-            return learn_calibrating(self.task, learner, calibration, targets, chunk)
-        return self.task.learn(learner, targets, chunk)
+            return learn_calibrating(task, learner, calibration, targets, chunk)
+        return task.learn(learner, targets, chunk)
 
     def settle(self, chunk):
         """The task the labels of ``chunk`` choose, when the first chunk chooses it."""

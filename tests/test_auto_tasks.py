@@ -143,24 +143,25 @@ class _Rows:
         self.importance = np.ones(self.n_examples)
 
 
-def test_a_member_whose_update_fails_leaves_the_bank_and_all_failing_is_an_error():
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_member_whose_update_fails_leaves_the_bank_and_all_failing_is_an_error(threads):
     """Values of 1e77: nherd-p's multiclass update overflows for the larger C and not the
     smaller; those members leave the bank at the row their single run fails on (the others
-    go on as their single runs, the classes seen moving on from the same count for each);
-    every member failing is an UnstableUpdate."""
+    go on as their single runs, the classes seen moving on from the same count for each),
+    on one thread or several; every member failing is an UnstableUpdate."""
     from streamherd.labels import ClassLabels
 
     classes, indptr, indices, values = _classes()
     h = next(h for h in spec("nherd-p").hyperparameters if h.name == "C")
     grid = tuple(2.0 ** e for e in range(-10, 11, 2))
 
-    def run(scale):
+    def run(scale, threads):
         task = tasks.MulticlassTask(ClassLabels.of_values([0, 1, 2]))
-        bank = TaskBank(task, "nherd-p", 32, {}, Auto(h, grid))
+        bank = TaskBank(task, "nherd-p", 32, {}, Auto(h, grid), threads=threads)
         rows = _Rows(indptr, indices, values * scale)
-        return task, bank, bank.learn_chunk(classes, rows, lambda member, calibration:
+        return task, bank, bank.learn_chunk(classes, rows, lambda task, member, calibration:
                                             task.learn(member, classes, rows))
-    task, bank, _ = run(1e77)
+    task, bank, _ = run(1e77, threads)
     failed = 0
     for k, value in enumerate(grid):
         single_task = tasks.MulticlassTask(ClassLabels.of_values([0, 1, 2]))
@@ -177,7 +178,7 @@ def test_a_member_whose_update_fails_leaves_the_bank_and_all_failing_is_an_error
     assert 0 < failed < len(grid)
     assert task.known == 3
     with pytest.raises(banks.UnstableUpdate, match="failed for every value"):
-        run(1e200)
+        run(1e200, threads)
 
 
 def test_a_bank_of_members_too_large_together_is_a_one_line_error(run_cli, tmp_path):

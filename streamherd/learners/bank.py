@@ -39,6 +39,7 @@ of its own: MemberGroup, ThreadPool); each member learner's state arrays are vie
 group's array, so a member is an ordinary learner of its value (its ``state()``, ``meta()``,
 ``options``).
 """
+import copy
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -677,12 +678,12 @@ def loss_window_scores(weight, losses, alive):
 
 class TaskBank(GridBank):
     """A bank of any learner of any task (multiclass, ``--loss squared``, a binary learner
-    without a bank kernel: a -full one): its members learn each chunk in turn, each through the
-    task as a run of its value alone would (``learn_chunk``), so it takes K times one learner's
-    time and memory. The choice is Bank's on the task's own loss (0/1, squared), without the AUC
+    without a bank kernel: a -full one): its members learn each chunk, each through the task as
+    a run of its value alone would (``learn_chunk``), as many at once as there are cores, so it
+    takes K times one learner's work and memory. The choice is Bank's on the task's own loss (0/1, squared), without the AUC
     (loss_window_scores)."""
 
-    def __init__(self, task, algo, dim, options, auto):
+    def __init__(self, task, algo, dim, options, auto, threads=None):
         self.task = task
         first = task.new_learner(algo, dim, {**options, auto.name: auto.grid[0]})
         self._start(auto, first.name)
@@ -693,6 +694,8 @@ class TaskBank(GridBank):
                                   for value in auto.grid[1:]]
         self.alive = np.ones(len(self.members), np.bool_)
         self.failed_at = np.full(len(self.members), -1, np.int64)
+        self.pool = ThreadPool(min(usable_cores() if threads is None else threads,
+                                   len(self.members)) - 1)
 
     def _check_memory(self, member):
         """Refuse, in one line, members whose states, grown to the classes the task knows now,
@@ -706,34 +709,38 @@ class TaskBank(GridBank):
         self.blocks = blocks
 
     def learn_chunk(self, targets, chunk, learn_member):
-        """Every live member over one chunk: ``learn_member(member, its calibration or None)``,
-        its (updates, predictions) as the task's learn gives them; returns those of the member
-        leading on the chunks before (while it lives). A member whose update fails (an
-        UnstableUpdate) leaves the bank; the last one's failure is raised."""
+        """Every live member over one chunk: ``learn_member(task, member, its calibration or
+        None)``, its (updates, predictions) as the task's learn gives them, on a thread of its
+        own (ThreadPool; each member's own shallow copy of the task, whose count of the classes
+        seen each member's pass moves on from the same); returns those of the member leading
+        on the chunks before (while it lives). A member whose update fails (an UnstableUpdate)
+        leaves the bank; the last one's failure is raised."""
         self._check_memory(self.members[0])
         leader = self.leader()
-        known = getattr(self.task, "known", None)   # (multiclass: the classes seen, which each
-        known_after = known                          # member's pass moves on from the same)
+
+        def run(k):
+            task = copy.copy(self.task)
+            try:
+                return task, learn_member(task, self.members[k], self.member_calibration(k)
+                                          if self.passes_done == 0 else None)
+            except UnstableUpdate as e:
+                return task, e
+        live = np.flatnonzero(self.alive)
         results = [None] * len(self.members)
         losses = np.full((chunk.n_examples, len(self.members)), np.nan)
         failure = None
-        for k in np.flatnonzero(self.alive):
-            if known is not None:
-                self.task.known = known
-            try:
-                results[k] = learn_member(self.members[k], self.member_calibration(k)
-                                          if self.passes_done == 0 else None)
-            except UnstableUpdate as e:
-                self.alive[k], self.failed_at[k], failure = False, e.index, e
+        for k, (task, result) in zip(live, self.pool.map(run, live)):
+            if isinstance(result, UnstableUpdate):
+                self.alive[k], self.failed_at[k], failure = False, result.index, result
                 continue
-            known_after = getattr(self.task, "known", None)
-            losses[:, k] = self.task.loss(targets, results[k][1])
-        if known is not None:
-            self.task.known = known_after
-        self.learned_blocks = self.blocks
+            results[k] = result
+            losses[:, k] = self.task.loss(targets, result[1])
+            if hasattr(task, "known"):
+                self.task.known = task.known
         if not self.alive.any():
             raise UnstableUpdate(int(self.failed_at.max()), f"the {self.name} update failed for "
                                  f"every value of the grid: {failure.what}")
+        self.learned_blocks = self.blocks
         live = np.flatnonzero(self.alive)
         labeled = ~np.isnan(losses[:, live[0]])
         self._account(np.asarray(targets, np.float64)[labeled], chunk.importance[labeled],
