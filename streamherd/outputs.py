@@ -13,6 +13,7 @@ import os
 import stat
 import sys
 import tempfile
+import threading
 
 from streamherd.errors import StreamherdError
 
@@ -161,6 +162,29 @@ def check_stdout_output(inputs):
                                       f"predictions to another file")
 
 
+_together = threading.local()   # replaced_together's list of (temporary file, real path)
+
+
+@contextlib.contextmanager
+def replaced_together():
+    """The files written inside this block (replaced_on_success) replace theirs together at its
+    end, once every one is written whole: an exception or an interrupt while one is being
+    written (eleven --save-bank models take seconds) leaves every one of them as it was."""
+    outer = getattr(_together, "files", None)
+    _together.files = files = []
+    try:
+        yield
+    except BaseException:
+        for tmp, _ in files:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    finally:
+        _together.files = outer
+    for tmp, real_path in files:
+        os.replace(tmp, real_path)
+
+
 @contextlib.contextmanager
 def replaced_on_success(real_path, mode="w", what="output"):
     """A file object writing to a temporary file beside ``real_path``, which replaces it when
@@ -186,7 +210,11 @@ def replaced_on_success(real_path, mode="w", what="output"):
         with os.fdopen(fd, mode, encoding="utf-8" if "b" not in mode else None) as f:
             yield f
         os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes it 0600: an ordinary file instead
-        os.replace(tmp, real_path)
+        together = getattr(_together, "files", None)
+        if together is None:
+            os.replace(tmp, real_path)
+        else:
+            together.append((tmp, real_path))
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -28,7 +28,7 @@ from streamherd.learners import bank
 from streamherd.learners.base import UnstableUpdate
 from streamherd.model import HERDING_KIND, load_model, model_meta, save_model
 from streamherd.outputs import (check_inputs, check_stdout_output, refuse_shared_outputs,
-                                replaced_on_success, resolve_output)
+                                replaced_on_success, replaced_together, resolve_output)
 from streamherd.passes import (BestPass, PassChunks, Passes, copied, held_out_rows,
                                per_pass_path, replayable)
 from streamherd.progress import ProgressiveValidation, Schedule
@@ -488,12 +488,26 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
             progress.note(f"no update was made: every labeled example was predicted with margin "
                           f"to spare or had importance 0, so the model is the "
                           f"{'initial' if initial_model is not None else 'untrained'} one")
-        if model_path is not None:   # before -p's predictions replace their file
-            save_model(model_path, *_chosen_model(trainer, progress, best, used))
-        for k, meta, arrays in (trainer.learner.member_models(_model_now(trainer, progress)[0])
-                                if bank_paths else ()):
-            save_model(bank_paths[k], meta, arrays)
+        with replaced_together():   # (before -p's predictions replace their file)
+            if model_path is not None:
+                save_model(model_path, *_chosen_model(trainer, progress, best, used))
+            for k, meta, arrays in (trainer.learner.member_models(
+                    _model_now(trainer, progress)[0]) if bank_paths else ()):
+                save_model(bank_paths[k], meta, arrays)
+        _note_failed_members(trainer.learner, bank_paths, progress)
     return summary
+
+
+def _note_failed_members(learner, bank_paths, progress):
+    """--save-bank writes the members that did not fail: say which files were not written
+    (a file of that name from an earlier run stays as it was)."""
+    if not bank_paths:
+        return
+    missing = [str(bank_paths[k]) for k in np.flatnonzero(~np.asarray(learner.alive))]
+    if missing:
+        progress.note(f"--save-bank: {len(missing)} member(s) failed and were not written: "
+                      f"{', '.join(missing)} (any such file from an earlier run is left as it "
+                      f"was)")
 
 
 def _bank_paths(start, save_bank, final_model, paths, learns_nothing):

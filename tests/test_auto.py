@@ -378,6 +378,12 @@ def test_auto_with_passes_chooses_on_the_holdout_loss(run_cli, data_dir, tmp_pat
     (["--algo", "nherd-p", "--grid", "1,2"], "--grid lists the values 'auto' tries"),
     (["--algo", "nherd-p", "-C", "1", "--save-bank"], "--save-bank writes every model"),
     (["--algo", "nherd-p", "-C", "auto", "--audit"], "--audit shows one model's weights"),
+    (["-C", "auto", "--grid", "2^2000,1"], "--grid '2^2000,1' is not a list of values"),
+    (["-C", "auto", "--grid", "2^1..2^100000000"], "gives more than 1000 values"),
+    (["-C", "auto", "--grid", "2^-100000000..2^0"], "gives more than 1000 values"),
+    (["--algo", "voted-perceptron", "--max-support", "auto"],
+     "--max-support auto has no default grid; give the values to try with --grid"),
+    (["--algo", "auto", "-b", "30"], "--algo auto's banks of 44 models need "),
     # (the bytes: 2^30 slots of 3 cache lines, or of 2 per thread: bank_threads)
     (["--algo", "nherd-p", "-C", "auto", "-b", "30"], "-C auto's bank of 11 nherd-p models "
                                                       "needs "),
@@ -467,3 +473,31 @@ def test_bad_algo_auto_is_a_one_line_error(run_cli, tmp_path, flags, expected):
     data.write_text("1 1:1\n-1 2:1\n")
     line = one_line_error(run_cli("train", *flags, data))
     assert expected in line, line
+
+
+def test_a_default_of_zero_breaks_ties_by_difference_and_a_failed_member_is_no_runner_up():
+    """--epsilon's default is 0: on equal losses the value nearest it (0) wins, with no
+    division by it; a member that failed is never named the runner-up."""
+    h = next(h for h in spec("pa2").accepted("regression") if h.name == "epsilon")
+    scores = Scores(np.zeros(3), np.full(3, np.nan))
+    with np.errstate(all="raise"):
+        assert scores.ranking((0.0, 0.5, 1.0), (h.default,) * 3).tolist() == [0, 1, 2]
+    bank = Bank(tasks.BinaryTask(), "pa2", 4, {}, Auto(hyperparameter("pa2", "C"), (1.0, 2.0)))
+    bank.alive[1] = False
+    assert "runner_up_label" not in bank.model_meta()["auto"]
+
+
+def test_save_bank_says_which_members_failed_and_leaves_their_old_files(run_cli, tmp_path):
+    rng = np.random.default_rng(0)
+    data = tmp_path / "d.svm"
+    data.write_text("".join(f"{rng.choice([-1, 1])} 1:{rng.normal() * 1e77:.6g} "
+                            f"2:{rng.normal() * 1e77:.6g}\n" for _ in range(300)))
+    model = tmp_path / "m.npz"
+    (tmp_path / "m.bank11.npz").write_text("old")
+    proc = run_cli("train", "--algo", "nherd-p", "-C", "auto", data, "-f", model, "--save-bank")
+    assert proc.returncode == 0, proc.stderr
+    failed = load_model(model)[0]["auto"]["losses"].count(None)
+    assert 0 < failed < 11
+    assert f"--save-bank: {failed} member(s) failed and were not written" in proc.stderr
+    assert str(tmp_path / "m.bank11.npz") in proc.stderr
+    assert (tmp_path / "m.bank11.npz").read_text() == "old"

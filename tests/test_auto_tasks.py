@@ -181,18 +181,29 @@ def test_a_member_whose_update_fails_leaves_the_bank_and_all_failing_is_an_error
         run(1e200, threads)
 
 
-def test_a_bank_of_members_too_large_together_is_a_one_line_error(run_cli, tmp_path):
-    """Each member fits in memory; eleven of them (3 classes at -b 26: 3 GiB each) do not, and
-    the error says so before any of them grows (or, with more memory here, the run is fine)."""
+@pytest.mark.parametrize("flags, labels, expected", [
+    (["--algo", "nherd-p", "-C", "auto", "-b", "26"], "123",
+     "-C auto's bank of 11 nherd-p models needs 35,433,480,192 bytes"),
+    (["--algo", "nherd-p", "-C", "auto", "-b", "26", "--multiclass", "ova"], "123",
+     "-C auto's bank of 11 nherd-p models needs 35,433,480,192 bytes"),
+    (["--algo", "arow-full", "-r", "auto", "-b", "15"], "1-",   # 11 matrices of 8 GiB
+     "-r auto's bank of 11 arow-full models needs 94,495,047,680 bytes"),
+], ids=["joint", "ova", "full"])
+def test_a_bank_of_members_too_large_together_is_a_one_line_error(run_cli, tmp_path, flags,
+                                                                   labels, expected):
+    """Each member fits in memory; eleven of them (3 classes at -b 26: 3 GiB each; a 2^15 x
+    2^15 matrix: 8 GiB each) do not, and the error says so before any of them is made or
+    grows (or, with more memory here, the run is fine)."""
     data = tmp_path / "d.svm"
-    data.write_text("1 1:1\n2 2:1\n3 3:1\n")
+    data.write_text("".join(f"{'-1' if z == '-' else z} {k + 1}:1\n"
+                            for k, z in enumerate(labels)))
     model = tmp_path / "m.npz"
     model.write_bytes(b"kept")
-    proc = run_cli("train", "--algo", "nherd-p", "-C", "auto", "-b", "26", data, "-f", model)
+    proc = run_cli("train", *flags, data, "-f", model)
     if proc.returncode == 0:
-        pytest.skip("this machine holds eleven 3 GiB states")
+        pytest.skip("this machine holds the eleven states")
     line = one_line_error(proc)
-    assert "-C auto's bank of 11 nherd-p models needs 35,433,480,192 bytes" in line, line
+    assert expected in line, line
     assert model.read_bytes() == b"kept"
 
 

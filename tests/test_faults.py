@@ -382,3 +382,31 @@ def test_compilation_is_announced_once_and_counted(capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err.count("compiling kernels, once per install") == 1
     assert tracker.seconds == seconds + 2.0
+
+
+def test_outputs_replaced_together_replace_every_file_or_none(tmp_path):
+    """-f and --save-bank's models are written inside outputs.replaced_together: an interrupt
+    while one of them is written leaves every file as it was, and no temporary file; without
+    one, each file is replaced once all are written."""
+    from streamherd.outputs import replaced_on_success, replaced_together
+
+    paths = [tmp_path / f"m{k}.npz" for k in range(3)]
+    for path in paths:
+        path.write_text("old")
+    with pytest.raises(KeyboardInterrupt):
+        with replaced_together():
+            for k, path in enumerate(paths):
+                with replaced_on_success(path) as f:
+                    f.write("new")
+                assert path.read_text() == "old"   # not yet: the others are not written
+                if k == 1:
+                    raise KeyboardInterrupt
+    assert [p.read_text() for p in paths] == ["old"] * 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == [p.name for p in paths]
+    with replaced_together():
+        for path in paths:
+            with replaced_on_success(path) as f:
+                f.write("new")
+        assert [p.read_text() for p in paths] == ["old"] * 3
+    assert [p.read_text() for p in paths] == ["new"] * 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == [p.name for p in paths]

@@ -100,6 +100,9 @@ def auto_of(algo, options, grid_text, kind):
     hyperparameter = flags[name]
     grid = parse_grid(grid_text, hyperparameter) if grid_text is not None \
         else default_grid(hyperparameter)
+    if not grid:
+        raise StreamherdError(f"{_flag(name)} auto has no default grid; give the values to try "
+                              f"with --grid, e.g. --grid 1,10,100")
     return Auto(hyperparameter, grid)
 
 
@@ -117,6 +120,10 @@ def default_grid(hyperparameter):
     return tuple(hyperparameter.grid)
 
 
+# the most values a --grid may give (each a model learning from every example)
+MAX_GRID = 1000
+
+
 def parse_grid(text, hyperparameter):
     """--grid: 'v1,v2,...' (numbers, or powers written 2^k), or '2^LO..2^HI' (every power) or
     '2^LO..2^HI:STEP' (every STEP-th power); at least two distinct values, each in the
@@ -127,11 +134,18 @@ def parse_grid(text, hyperparameter):
         if ".." in text:
             low, high = text.split("..")
             high, _, step = high.partition(":")
-            values = log_grid(_exponent(low), _exponent(high), int(step) if step else 1)
+            low, high, step = _exponent(low), _exponent(high), int(step) if step else 1
+            if step > 0 and (high - low) // step >= MAX_GRID:
+                raise StreamherdError(f"--grid {text!r} gives more than {MAX_GRID} values; "
+                                      f"{how}")
+            values = log_grid(low, high, step)
         else:
             values = tuple(_number(v) for v in text.split(","))
-    except (ValueError, ZeroDivisionError):
-        raise StreamherdError(f"--grid {text!r} is not a list of values; {how}") from None
+    except (ValueError, ZeroDivisionError, OverflowError):
+        raise StreamherdError(f"--grid {text!r} is not a list of values (each a finite number, "
+                              f"a power 2^k within 2^-1074..2^1023); {how}") from None
+    if len(values) > MAX_GRID:
+        raise StreamherdError(f"--grid {text!r} gives more than {MAX_GRID} values; {how}")
     values = tuple(sorted(set(values)))
     if len(values) < 2:
         raise StreamherdError(f"--grid {text!r} gives {'one value' if values else 'no value'}"
@@ -224,6 +238,12 @@ def group_sizes(members, arrays, threads):
         sizes.append(size)
         left -= size
     return sizes
+
+
+def bank_bytes(dim, arrays, sizes):
+    """Bytes of a Bank's packed arrays: ``dim`` slots of groups of ``sizes`` members of
+    ``arrays`` state arrays (line_aligned)."""
+    return sum(8 * (dim * slot_width(arrays, size) + LINE // 8) for size in sizes)
 
 
 class MemberGroup:
@@ -339,7 +359,10 @@ class Scores:
         nearest its default (as a ratio), the smaller value."""
         band = self.losses <= np.min(self.losses) + self.spread
         by_auc = np.where(band, -np.nan_to_num(self.aucs, nan=0.0), 0.0)
-        distance = np.abs(np.log(np.asarray(values) / np.asarray(defaults)))
+        values, defaults = np.asarray(values, float), np.asarray(defaults, float)
+        with np.errstate(divide="ignore", invalid="ignore"):   # (a default 0: as a difference)
+            distance = np.where((values > 0) & (defaults > 0),
+                                np.abs(np.log(values / defaults)), np.abs(values - defaults))
         return np.lexsort((values, distance, self.losses, by_auc, ~band))
 
 
@@ -420,7 +443,8 @@ class Choosing:
             "aucs": [number(x) for x in scores.aucs], "spread": scores.spread,
             "chosen_on": scores.on, "chosen": self.values[ranking[0]],
             "chosen_label": self.labels[ranking[0]],
-            **({"runner_up_label": self.labels[ranking[1]]} if len(ranking) > 1 else {}),
+            **({"runner_up_label": self.labels[ranking[1]]}
+               if len(ranking) > 1 and math.isfinite(scores.losses[ranking[1]]) else {}),
             **({"member": k + 1} if k is not None else {})}}
 
     def summary(self, loss_name, record=None):
@@ -595,7 +619,7 @@ class Bank(GridBank):
             f"{self.name}: its kernel state is not its interleaved arrays"
         arrays = len(attrs)
         sizes = group_sizes(members, arrays, usable_cores() if threads is None else threads)
-        self._fits(sum(8 * (dim * slot_width(arrays, size) + LINE // 8) for size in sizes))
+        self._fits(bank_bytes(dim, arrays, sizes))
         self.alive = np.ones(members, np.bool_)
         self.updates = np.zeros(members, np.int64)
         self.failed_at = np.full(members, -1, np.int64)
@@ -658,6 +682,19 @@ class Bank(GridBank):
         return window_scores(y, weight, margins, alive)
 
 
+def member_bytes(member, dim, blocks):
+    """Bytes of the state of a learner like ``member`` (of any dim) over ``dim`` slots and
+    ``blocks`` class blocks (binary and regression: 1): its vectors, and a -full learner's
+    matrix ((2^b K)^2 joint, K of 2^b x 2^b one-versus-all)."""
+    from streamherd.learners import create
+
+    full = member.spec.covariance == "full"
+    if hasattr(member, "learners"):   # one-versus-all: a binary learner per class
+        one = create(member.name, 1, member.options)
+        return blocks * (one.state_bytes_per_slot() * dim + (8 * dim ** 2 if full else 0))
+    return blocks * member.state_bytes_per_slot() * dim + (8 * (blocks * dim) ** 2 if full else 0)
+
+
 def loss_window_scores(weight, losses, alive):
     """Scores on the window's rows of members without margins to rank (TaskBank): each live
     member's weighted mean loss, and the standard error of the lowest, the weighted spread of
@@ -685,27 +722,29 @@ class TaskBank(GridBank):
 
     def __init__(self, task, algo, dim, options, auto, threads=None):
         self.task = task
-        first = task.new_learner(algo, dim, {**options, auto.name: auto.grid[0]})
-        self._start(auto, first.name)
+        self.probe = task.new_learner(algo, 1, {**options, auto.name: auto.grid[0]})
+        self._start(auto, self.probe.name)
+        self.dim = dim
         self.blocks = 0           # the class blocks the members' memory was checked for,
         self.learned_blocks = 0   # and learned from
-        self._check_memory(first)
-        self.members = [first] + [task.new_learner(algo, dim, {**options, auto.name: value})
-                                  for value in auto.grid[1:]]
+        self._check_memory()
+        self.members = [task.new_learner(algo, dim, {**options, auto.name: value})
+                        for value in auto.grid]
         self.alive = np.ones(len(self.members), np.bool_)
         self.failed_at = np.full(len(self.members), -1, np.int64)
         self.pool = ThreadPool(min(usable_cores() if threads is None else threads,
                                    len(self.members)) - 1)
 
-    def _check_memory(self, member):
+    def _check_memory(self):
         """Refuse, in one line, members whose states, grown to the classes the task knows now,
         would not fit in memory together (each member checks only its own)."""
         blocks = max(1, len(self.task.labels)) if self.task.kind == "multiclass" else 1
-        if blocks > self.blocks and hasattr(member, "state_bytes_per_slot"):
-            per_block = len(self.auto.grid) * member.state_bytes_per_slot() * member.dim
+        if blocks > self.blocks:
+            members = len(self.auto.grid)
             # (the blocks learned from are held; a block not learned from yet may be zero
             # pages that hold no memory)
-            self._fits(per_block * blocks, per_block * self.learned_blocks)
+            self._fits(members * member_bytes(self.probe, self.dim, blocks),
+                       members * member_bytes(self.probe, self.dim, self.learned_blocks))
         self.blocks = blocks
 
     def learn_chunk(self, targets, chunk, learn_member):
@@ -715,7 +754,7 @@ class TaskBank(GridBank):
         seen each member's pass moves on from the same); returns those of the member leading
         on the chunks before (while it lives). A member whose update fails (an UnstableUpdate)
         leaves the bank; the last one's failure is raised."""
-        self._check_memory(self.members[0])
+        self._check_memory()
         leader = self.leader()
 
         def run(k):
@@ -818,6 +857,17 @@ class AlgoBank(Choosing):
     every bank, so their losses and AUCs compare."""
 
     def __init__(self, task, dim, auto):
+        need = 0
+        for algo, family in auto.families:   # all the banks checked at once, before any is made
+            probe = task.new_learner(algo, 1, {family.name: family.grid[0]})
+            arrays = len(probe.interleaved or ("mean",))
+            need += bank_bytes(dim, arrays, group_sizes(len(family.grid), arrays, usable_cores()))
+        available = available_memory()
+        if available is not None and need > available:
+            raise StreamherdError(
+                f"--algo auto's banks of {sum(len(f.grid) for _, f in auto.families)} models "
+                f"need {memory_text(need)}, more than the {memory_text(available)} of available "
+                f"memory; use a smaller -b, or name one --algo and give its hyperparameter auto")
         self.banks = [Bank(task, algo, dim, {}, family) for algo, family in auto.families]
         self.members = [m for b in self.banks for m in b.members]
         self.values = sum((b.values for b in self.banks), ())
