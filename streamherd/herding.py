@@ -24,7 +24,7 @@ import numpy as np
 
 from streamherd.errors import StreamherdError, say
 from streamherd.features.space import FeatureSpace
-from streamherd.learners.base import available_memory, memory_text
+from streamherd.learners.base import check_memory
 
 KIND = "herding"
 MODES = ("joint", "ova")
@@ -249,12 +249,9 @@ def check_options(options, n_rows, n_columns, n_classes, n_test):
     one = 8 * (n_columns + classes + 1) * (options.hidden + 1)
     need = one * (herders * options.snapshots + 2 * options.snapshots) + \
         8 * n_test * n_classes + 16 * options.batch * options.hidden
-    available = available_memory()
-    if available is not None and need > available:
-        raise StreamherdError(
-            f"herding {n_columns - 1} features with --hidden {options.hidden} and --snapshots "
-            f"{options.snapshots} needs {memory_text(need)}, more than the "
-            f"{memory_text(available)} available; lower --hidden or --snapshots")
+    check_memory(need, f"herding {n_columns - 1} features with --hidden {options.hidden} and "
+                       f"--snapshots {options.snapshots} needs",
+                 "lower --hidden or --snapshots")
 
 
 def train(rows, classes, options, test=None):

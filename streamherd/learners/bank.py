@@ -49,7 +49,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from streamherd.errors import StreamherdError
-from streamherd.learners.base import UnstableUpdate, available_memory, memory_text
+from streamherd.learners.base import UnstableUpdate, check_memory
 from streamherd.learners.spec import POSITIVE, log_grid
 
 AUTO = "auto"
@@ -537,13 +537,9 @@ class GridBank(Choosing):
     def _fits(self, size, held=0):
         """Refuse, in one line, a bank of ``size`` bytes, ``held`` of them allocated already,
         larger than the available memory."""
-        available = available_memory()
-        if available is not None and size - held > available:
-            flag = self.auto.hyperparameter.flag
-            raise StreamherdError(
-                f"{flag} auto's bank of {len(self.auto.grid)} {self.name} models needs "
-                f"{memory_text(size)}, more than the {memory_text(available)} of available "
-                f"memory; use a smaller -b or fewer --grid values")
+        check_memory(size, f"{self.auto.hyperparameter.flag} auto's bank of "
+                           f"{len(self.auto.grid)} {self.name} models needs",
+                     "use a smaller -b or fewer --grid values", held)
 
     def calibrate_members(self, new_calibration):
         """Each member learns a calibration (``new_calibration()``'s) from its own progressive
@@ -862,12 +858,9 @@ class AlgoBank(Choosing):
             probe = task.new_learner(algo, 1, {family.name: family.grid[0]})
             arrays = len(probe.interleaved or ("mean",))
             need += bank_bytes(dim, arrays, group_sizes(len(family.grid), arrays, usable_cores()))
-        available = available_memory()
-        if available is not None and need > available:
-            raise StreamherdError(
-                f"--algo auto's banks of {sum(len(f.grid) for _, f in auto.families)} models "
-                f"need {memory_text(need)}, more than the {memory_text(available)} of available "
-                f"memory; use a smaller -b, or name one --algo and give its hyperparameter auto")
+        check_memory(need, f"--algo auto's banks of {sum(len(f.grid) for _, f in auto.families)}"
+                           f" models need",
+                     "use a smaller -b, or name one --algo and give its hyperparameter auto")
         self.banks = [Bank(task, algo, dim, {}, family) for algo, family in auto.families]
         self.members = [m for b in self.banks for m in b.members]
         self.values = sum((b.values for b in self.banks), ())

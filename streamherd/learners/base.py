@@ -41,6 +41,16 @@ def memory_text(size):
     return f"{size:,} bytes ({size / 2 ** 30:.1f} GiB)"
 
 
+def check_memory(need, needs, remedy, held=0):
+    """Refuse, in one line, ``need`` bytes (``held`` of them allocated already) beyond the
+    available memory: "``needs`` <bytes>, more than the <bytes> of available memory;
+    ``remedy``"."""
+    available = available_memory()
+    if available is not None and need - held > available:
+        raise StreamherdError(f"{needs} {memory_text(need)}, more than the "
+                              f"{memory_text(available)} of available memory; {remedy}")
+
+
 def check_blocks_fit(what, slot_bytes, dim, blocks, held=0):
     """Refuse, in one line, a state of ``blocks`` class blocks of ``dim`` slots (2^bits) of
     ``slot_bytes`` bytes each when the part of it not ``held`` already (allocated) is more than

@@ -15,9 +15,7 @@ step is its ``plan`` (the step's numbers) and ``variance`` rule (``planned_step`
 import numpy as np
 from numba import njit
 
-from streamherd.errors import StreamherdError
 from streamherd.learners import base
-from streamherd.learners.base import memory_text
 from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, prefetch_rest
 from streamherd.learners.kernels.sparse import finite
 
@@ -193,13 +191,9 @@ def check_full_fits(name, dim, what="covariance", blocks=1):
     available memory; the error suggests the diagonal variant of ``name``'s family."""
     from streamherd.learners import diagonal_variant
 
-    need = 8 * dim * dim
-    available = base.available_memory()
-    if available is not None and need > available:
-        bits = (dim // blocks).bit_length() - 1
-        classes = f" and {blocks} classes" if blocks > 1 else ""
-        raise StreamherdError(
-            f"{name} with -b {bits}{classes} needs a {dim}x{dim} {what} matrix of "
-            f"{memory_text(need)}, more than the {memory_text(available)} of available memory; "
-            f"use a smaller -b{' or fewer classes' if blocks > 1 else ''} or the diagonal "
-            f"variant --algo {diagonal_variant(name)}")
+    bits = (dim // max(blocks, 1)).bit_length() - 1   # (0 blocks: a state not grown yet)
+    classes = f" and {blocks} classes" if blocks > 1 else ""
+    base.check_memory(8 * dim * dim, f"{name} with -b {bits}{classes} needs a {dim}x{dim} {what} "
+                                     f"matrix of",
+                      f"use a smaller -b{' or fewer classes' if blocks > 1 else ''} or the "
+                      f"diagonal variant --algo {diagonal_variant(name)}")

@@ -53,7 +53,6 @@ class OneVersusAll:
     def _check_fits(self, blocks):
         """K separate 2^b x 2^b matrices: refuse them together, as one joint matrix is refused;
         the diagonal learners' vectors likewise (the new classes' must fit)."""
-        from streamherd.errors import StreamherdError
         from streamherd.learners import base
 
         if self.spec.covariance != "full":
@@ -61,15 +60,11 @@ class OneVersusAll:
             base.check_blocks_fit(f"{self.name} --multiclass ova", slot_bytes, self.dim, blocks,
                                   held=slot_bytes * self.dim * len(self.learners))
             return
-        need = 8 * blocks * self.dim * self.dim
-        available = base.available_memory()
-        if available is not None and need > available:
-            raise StreamherdError(
-                f"{self.name} --multiclass ova with -b {self.dim.bit_length() - 1} and {blocks} "
-                f"classes needs {blocks} {self.dim}x{self.dim} matrices, "
-                f"{base.memory_text(need)}, more than the {base.memory_text(available)} of "
-                f"available memory; use a smaller -b or fewer classes or the diagonal variant "
-                f"--algo {learners.diagonal_variant(self.name)}")
+        base.check_memory(8 * blocks * self.dim * self.dim,
+                          f"{self.name} --multiclass ova with -b {self.dim.bit_length() - 1} and "
+                          f"{blocks} classes needs {blocks} {self.dim}x{self.dim} matrices,",
+                          f"use a smaller -b or fewer classes or the diagonal variant --algo "
+                          f"{learners.diagonal_variant(self.name)}")
 
     def state(self):
         states = [learner.state() for learner in self.learners]
