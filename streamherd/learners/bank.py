@@ -713,8 +713,8 @@ class TaskBank(GridBank):
     """A bank of any learner of any task (multiclass, ``--loss squared``, a binary learner
     without a bank kernel: a -full one): its members learn each chunk, each through the task as
     a run of its value alone would (``learn_chunk``), as many at once as there are cores, so it
-    takes K times one learner's work and memory. The choice is Bank's on the task's own loss (0/1, squared), without the AUC
-    (loss_window_scores)."""
+    takes K times one learner's work and memory. The choice is Bank's on the task's own loss
+    (0/1, squared), without the AUC (loss_window_scores)."""
 
     def __init__(self, task, algo, dim, options, auto, threads=None):
         self.task = task
