@@ -1,5 +1,6 @@
 """Conditional herding (Gelfand, Chen, van der Maaten & Welling 2010, section 2.4 and 3): the
-``streamherd herd`` command, its model and ``predict`` of that model.
+algorithm of the ``streamherd herd`` command (its model file and its predictions:
+model/herding.py).
 
 CH needs mini-batches in a fixed shuffled order and many epochs, so the training set is read
 whole into memory (as the experiment reads its datasets) and learned here rather than in
@@ -16,13 +17,11 @@ one binary herder (classes "other", "this") per class; the prediction is the cla
 herder voted "this" most often.
 """
 import math
-import os
-import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from streamherd.errors import StreamherdError, say
+from streamherd.errors import StreamherdError
 from streamherd.features.space import FeatureSpace
 from streamherd.learners.base import check_memory
 
@@ -302,112 +301,3 @@ def _with(options, **changes):
 
     return replace(options, **changes)
 
-
-# ---------------------------------------------------------------- the model
-
-def model_arrays(runs, features):
-    """The model's arrays: every herder's snapshots stacked (herder, snapshot, ...)."""
-    names = ("W", "B", "theta", "alpha")
-    stacked = {name: np.stack([np.stack([getattr(h, name) for h in run.snapshots])
-                               for run in runs]) for name in names}
-    return {**stacked, "slots": features.slots}
-
-
-def save(path, runs, features, classes, options, meta_extra):
-    import json
-
-    from streamherd import __version__
-    from streamherd.model import FORMAT_VERSION, MODEL_MARKER
-    from streamherd.outputs import replaced_on_success
-
-    meta = {"format": MODEL_MARKER, "format_version": FORMAT_VERSION, "kind": KIND,
-            "streamherd_version": __version__, "multiclass": options.mode,
-            "classes": [float(c) for c in classes], "r_max": features.r_max,
-            "input_scale": features.scale,
-            "hidden": options.hidden, "ratio": options.ratio, **meta_extra}
-    try:
-        with replaced_on_success(os.fspath(path), "wb", what="model") as f:
-            np.savez_compressed(f, meta=np.array(json.dumps(meta, sort_keys=True)),
-                                **model_arrays(runs, features))
-    except OSError as e:
-        raise StreamherdError(f"cannot write model {path}: {e.strerror}") from None
-
-
-def load(path):
-    """(meta, features, snapshot sets per herder, classes), every array checked in shape and
-    finiteness (a damaged file is a one-line error)."""
-    from streamherd.model import model_meta, open_model
-
-    meta = model_meta(path)
-    damaged = f"{path} is damaged: "
-    try:
-        classes = np.array(meta["classes"], dtype=np.float64)
-        mode, r_max = meta["multiclass"], float(meta["r_max"])
-        scale = float(meta["input_scale"])
-        with open_model(path) as archive:
-            arrays = {name: archive[name] for name in ("W", "B", "theta", "alpha", "slots")}
-    except (KeyError, TypeError, ValueError, OSError) as e:
-        raise StreamherdError(f"{damaged}a herding model needs {e}") from None
-    W, B, theta, alpha = (arrays[n] for n in ("W", "B", "theta", "alpha"))
-    if W.ndim != 4 or any(a.dtype.kind not in "fi" for a in arrays.values()):
-        raise StreamherdError(f"{damaged}its W is not a (herders, snapshots, features, hidden) "
-                              f"array of numbers")
-    herders, count = W.shape[:2]
-    n_outputs = 2 if mode == "ova" else len(classes)
-    expected = {"B": (herders, count, n_outputs, W.shape[-1]), "theta": W.shape[:2] + W.shape[-1:],
-                "alpha": (herders, count, n_outputs), "slots": (W.shape[2] - 1,)}
-    if mode not in MODES or herders != (len(classes) if mode == "ova" else 1) or count == 0 or \
-            any(arrays[n].shape != s for n, s in expected.items()) or \
-            not all(np.all(np.isfinite(a)) for a in (W, B, theta, alpha)):
-        raise StreamherdError(f"{damaged}its herding arrays do not fit together or hold "
-                              f"non-finite values")
-    W, B, theta, alpha = (a.astype(np.float64) for a in (W, B, theta, alpha))
-    sets = [[Herder(W[h, s], B[h, s], theta[h, s], alpha[h, s]) for s in range(count)]
-            for h in range(herders)]
-    return meta, Features(arrays["slots"].astype(np.int64), r_max, scale), sets, classes
-
-
-def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, skip_bad=False,
-            proba=False, scores=False):
-    """``streamherd predict`` of a herding model: the class with most snapshot votes (or, with
-    --scores/--raw, every class's vote fraction), one line per example."""
-    import contextlib
-
-    from streamherd.io.reader import ChunkReader
-    from streamherd.outputs import check_stdout_output, replaced_on_success, resolve_output
-    from streamherd.tasks.base import format_pairs
-    from streamherd.training import _with_skipped_lines
-
-    if proba:
-        raise StreamherdError(f"{model_path} is a conditional herding model: it has no "
-                              f"probabilities; drop --proba (--scores gives its vote fractions)")
-    if output is not None:
-        output = resolve_output(output, [*paths, os.fspath(model_path)], "predictions")
-    else:
-        check_stdout_output(paths)
-    meta, features, sets, classes = load(model_path)
-    texts = [format(c, "g") for c in classes]
-    reader = ChunkReader(paths, fmt=fmt, features=FeatureSpace(READ_BITS, bias=False),
-                         skip_bad=skip_bad)
-    mistakes = labeled = examples = 0
-    with (replaced_on_success(output) if output is not None
-          else contextlib.nullcontext(sys.stdout)) as sink:
-        for chunk in reader:
-            votes = snapshot_votes(sets, features.rows(chunk), meta["multiclass"], len(classes))
-            best = np.argmax(votes, axis=1)
-            lines = format_pairs(texts, votes) if raw or scores else [texts[k] for k in best]
-            has_label = ~np.isnan(chunk.labels)
-            mistakes += int(np.sum(classes[best][has_label] != chunk.labels[has_label]))
-            labeled += int(has_label.sum())
-            examples += chunk.n_examples
-            if skip_bad:
-                lines = _with_skipped_lines(chunk, lines)
-            if lines:
-                sink.write("\n".join(lines) + "\n")
-        if examples == 0:
-            raise StreamherdError(f"no example was read from {', '.join(map(str, paths))}, so "
-                                  f"there is nothing to predict; check the input")
-    if not quiet and labeled:
-        say(f"error rate = {mistakes / labeled:.6f} ({mistakes} mistakes in {labeled} "
-            f"labeled examples)")
-    return mistakes, labeled

@@ -8,6 +8,7 @@ import numpy as np
 
 from streamherd import compilation, herding
 from streamherd.errors import StreamherdError, say
+from streamherd.model.herding import save as save_herding
 from streamherd.outputs import (check_inputs, refuse_shared_outputs, replaced_on_success,
                                 resolve_output)
 
@@ -67,7 +68,7 @@ def run_herd(train_file, test=None, predictions=None, final_model=None, ratio="1
     if votes is not None:
         _write_predictions(predictions, votes, classes, test_rows, tell)
     if final_model is not None:
-        herding.save(final_model, runs, features, classes, options,
+        save_herding(final_model, runs, features, classes, options,
                      {"examples": rows.n_rows, "iterations": [r.iterations for r in runs]})
 
 

@@ -20,15 +20,11 @@ import sys
 import numpy as np
 
 from streamherd.errors import StreamherdError
+from streamherd.learners.base import prediction_weights
 
 ROW = np.dtype([("slot", np.int64), ("block", np.int64), ("weight", np.float64),
                 ("variance", np.float64)])
 FORMATS = ("table", "tsv", "json")
-
-
-def prediction_weights(arrays):
-    """The weight vector predictions read (avg-perceptron predicts with its average)."""
-    return arrays["average"] if "average" in arrays else arrays["mean"]
 
 
 def _variances(arrays, size):

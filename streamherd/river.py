@@ -67,7 +67,8 @@ from streamherd.io.csr import Chunk
 from streamherd.io.matrix import MatrixRows
 from streamherd.labels import ClassLabels
 from streamherd.learners.base import Learner, UnstableUpdate
-from streamherd.sklearn import InvalidParameter, _class_text, _invalid, _is_gaussian
+from streamherd.model import OnlineModel, UpdateFailed
+from streamherd.sklearn import InvalidParameter, class_text, has_probabilities
 
 __all__ = ["OnlineClassifier", "OnlineRegressor"]
 
@@ -104,7 +105,7 @@ class _RiverModel:
                                    normalization.L2 if self.normalize else normalization.NONE)
         self._read_space()
         self._packers = {}        # row length -> the struct of its values and the bias's
-        self._learner = None
+        self._model = None        # the OnlineModel, once the first label chose its task
         self._rows = None
         self._buffers = _RowBuffers(_ROW_CAPACITY)
         self._fast = None         # (compiled entry, its arguments): _prepare_fast
@@ -132,16 +133,26 @@ class _RiverModel:
         try:
             return learners.canonical_name(self.algo)
         except StreamherdError as e:
-            raise _invalid(e) from None
+            raise InvalidParameter.of(e) from None
 
-    def _new_learner(self, task):
+    def _new_model(self, task):
+        """The OnlineModel of ``task`` over the space, with the parameters' hyperparameters."""
         algo = self._algo()
         variant = learners.spec(algo)
         given = {h.name: getattr(self, h.name, None) for h in variant.accepted(task.kind)}
         try:
-            return task.new_learner(algo, self._space.dim, variant.options(given, task.kind))
+            return OnlineModel(algo, variant.options(given, task.kind), self._space, task)
         except StreamherdError as e:
-            raise _invalid(e) from None
+            raise InvalidParameter.of(e) from None
+
+    @property
+    def _learner(self):
+        """The model's learner (None before the first label), read on the one-row path."""
+        return None if self._model is None else self._model.learner
+
+    @property
+    def _task(self):
+        return None if self._model is None else self._model.task
 
     # ------------------------------------------------------------ one row
 
@@ -316,35 +327,25 @@ class _RiverModel:
     def _learn_chunks(self, X, targets, matrix):
         for chunk in self._chunks(X, targets, matrix):
             try:
-                self._task.learn(self._learner, chunk.labels, chunk)
-            except UnstableUpdate as e:
-                row = int(chunk.line_numbers[e.index])
+                self._model.learn_targets(chunk.labels, chunk)
+            except UpdateFailed as e:
                 raise ValueError(self._unstable_text(
-                    e, f"learn_many: row {_row_name(X, row)} of X: ")
+                    e, f"learn_many: row {_row_name(X, e.line)} of X: ")
                     + "; the rows before it were learned") from None
 
     # ------------------------------------------------------------ pickling
 
     def __getstate__(self):
-        state = dict(vars(self))
+        state = dict(vars(self))   # the model pickles its learner's arrays
         for transient in ("_rows", "_buffers", "_fast", "_packers"):
             state.pop(transient, None)
-        learner = state.pop("_learner", None)
-        if learner is not None:
-            state["_saved"] = ({k: np.array(v) for k, v in learner.state().items()},
-                               learner.meta(), learner.options)
         return state
 
     def __setstate__(self, state):
-        saved = state.pop("_saved", None)
         vars(self).update(state)
-        self._read_space()   # (a model pickled before bias_slot -1 meant no bias)
+        self._read_space()
         self._rows, self._buffers, self._fast = None, _RowBuffers(_ROW_CAPACITY), None
-        self._packers, self._learner = {}, None
-        if saved is not None:
-            arrays, meta, options = saved
-            self._learner = self._task.new_learner(self._algo(), self._space.dim, options,
-                                                   arrays, meta)
+        self._packers = {}
 
 
 _NAME_NUL = -2   # _fill_row: a name holds a NUL (the joined names' separator)
@@ -538,7 +539,6 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
         self.max_support, self.multiclass, self.bits = max_support, multiclass, bits
         self.normalize, self.fit_intercept = normalize, fit_intercept
         self._setup()
-        self._task = None
         self._binary = False
         self._classes = []        # the classes, in the order they appeared (class ids)
         self._class_ids = {}
@@ -560,13 +560,13 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
         """The task of the first label: binary for a bool, else multiclass."""
         self._binary = isinstance(y, (bool, np.bool_))
         if self._binary:
-            self._task = tasks.BinaryTask()
+            task = tasks.BinaryTask()
         else:
             if self.multiclass not in ("joint", "ova", "mira"):
                 raise InvalidParameter(f"multiclass must be joint, ova or mira, got "
                                        f"{self.multiclass!r}")
-            self._task = tasks.MulticlassTask(ClassLabels(), self.multiclass)
-        self._learner = self._new_learner(self._task)
+            task = tasks.MulticlassTask(ClassLabels(), self.multiclass)
+        self._model = self._new_model(task)
 
 
     def _class_id(self, y, x=None):
@@ -581,7 +581,7 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
                 _refuse_non_finite(x)
             cid = self._class_ids[y] = len(self._classes)
             self._classes.append(y)
-            self._task.labels = ClassLabels([_class_text(c) for c in self._classes])
+            self._task.labels = ClassLabels([class_text(c) for c in self._classes])
         return cid
 
     def _binary_target(self, y):
@@ -650,7 +650,7 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
         return self._probabilities(chunk)[0]
 
     def _has_probabilities(self):
-        return _is_gaussian(self.algo) and not (self.multiclass == "mira" and not self._binary)
+        return has_probabilities(self.algo) and not (self.multiclass == "mira" and not self._binary)
 
     def _probabilities(self, chunk):
         """Each row's {class: probability}; nan for every class of a row holding a value
@@ -714,7 +714,6 @@ class OnlineRegressor(_RiverModel, base.MiniBatchRegressor):
         self.algo, self.C, self.r, self.a, self.epsilon = algo, C, r, a, epsilon
         self.bits, self.normalize, self.fit_intercept = bits, normalize, fit_intercept
         self._setup()
-        self._task = tasks.RegressionTask()
         if learners.spec(self._algo()).regression is None:
             takers = ", ".join(n for n, s in learners.REGISTRY.items() if s.regression is not None)
             raise InvalidParameter(f"{self._algo()} has no squared-loss form; OnlineRegressor "
@@ -726,8 +725,8 @@ class OnlineRegressor(_RiverModel, base.MiniBatchRegressor):
         yield {"algo": "pa2", "C": 0.5, "bits": 12}
 
     def _ready(self):
-        if self._learner is None:
-            self._learner = self._new_learner(self._task)
+        if self._model is None:
+            self._model = self._new_model(tasks.RegressionTask())
 
     def learn_one(self, x, y):
         self._ready()

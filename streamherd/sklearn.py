@@ -34,9 +34,8 @@ from streamherd.features import normalize as normalization
 from streamherd.features.space import MAX_BITS, FeatureSpace
 from streamherd.io.matrix import MatrixRows, fitting_bits
 from streamherd.labels import BinaryLabels, ClassLabels, label_text
-from streamherd.learners.base import UnstableUpdate
+from streamherd.model import OnlineModel, UpdateFailed
 from streamherd.tasks.base import Scored
-from streamherd.training import learn_calibrating
 
 __all__ = ["OnlineClassifier", "OnlineRegressor", "PerceptronClassifier", "PAClassifier",
            "NHERDClassifier", "AROWClassifier", "NAROWClassifier", "CWClassifier",
@@ -53,17 +52,19 @@ class InvalidParameter(StreamherdError, ValueError):
     """A parameter out of range: the command line's one-line message, as the ValueError
     scikit-learn expects."""
 
-
-def _invalid(error):
-    return InvalidParameter(str(error))
+    @classmethod
+    def of(cls, error):
+        """The StreamherdError ``error`` as an InvalidParameter."""
+        return cls(str(error))
 
 
 class _OnlineEstimator(BaseEstimator):
     """What the classifier and the regressor share: the parameters' checks, the passes over X,
     the scores, the model's arrays as coef_/intercept_/sigma_, pickling and the model files.
 
-    State (after fit): _space (the FeatureSpace), _task (tasks/), _learner, _rows (the buffers
-    of io/matrix.MatrixRows, not pickled), examples_ (rows learned from)."""
+    State (after fit): _model (the OnlineModel: feature space, task, learner, calibration),
+    _rows (the buffers of io/matrix.MatrixRows, not pickled), examples_ (rows learned
+    from)."""
 
     _families = ()   # the registry modules a named subclass takes its algo from (all: ())
 
@@ -74,7 +75,7 @@ class _OnlineEstimator(BaseEstimator):
         try:
             name = learners.canonical_name(self.algo)
         except StreamherdError as e:
-            raise _invalid(e) from None
+            raise InvalidParameter.of(e) from None
         if self._families and learners.spec(name).module not in self._families:
             family = [n for n, s in learners.REGISTRY.items() if s.module in self._families]
             raise InvalidParameter(f"{type(self).__name__} takes algo {', '.join(family)}; got "
@@ -89,7 +90,7 @@ class _OnlineEstimator(BaseEstimator):
         try:
             return variant.options(given, kind)
         except StreamherdError as e:
-            raise _invalid(e) from None
+            raise InvalidParameter.of(e) from None
 
     def _check_common(self):
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) \
@@ -106,20 +107,19 @@ class _OnlineEstimator(BaseEstimator):
         return FeatureSpace(int(bits), bool(self.fit_intercept),
                             normalization.L2 if self.normalize else normalization.NONE)
 
-    def _start(self, X, task):
-        """A fresh model of ``task`` over X's columns (none while it fails: partial_fit then
-        starts anew)."""
-        self._learner = None
+    def _start(self, X, task, calibration="none"):
+        """A fresh model of ``task`` over X's columns, learning the ``calibration`` method's
+        map (none while it fails: partial_fit then starts anew)."""
+        self._model = None
         self._check_common()
         algo = self._algo()
-        self._space = self._new_space(X.shape[1])
-        self._task = task
+        space = self._new_space(X.shape[1])
         try:
-            self._learner = task.new_learner(algo, self._space.dim,
-                                             self._options(algo, task.kind))
+            self._model = OnlineModel(algo, self._options(algo, task.kind), space, task,
+                                      calibration_method=calibration)
         except StreamherdError as e:   # a full matrix that does not fit, mira's family
-            raise _invalid(e) from None
-        self._rows = MatrixRows(self._space)
+            raise InvalidParameter.of(e) from None
+        self._rows = MatrixRows(space)
         self.examples_ = 0
 
     # ------------------------------------------------------------ data
@@ -172,26 +172,22 @@ class _OnlineEstimator(BaseEstimator):
         """One online pass over rows ``order`` of X (all, in order, by default); its
         progressive predictions into the task's calibration when ``calibrating`` (a model's
         first pass over its data: the later ones predict rows already learned from)."""
-        task, learner = self._task, self._learner
-        calibration = getattr(task, "calibration", None) if calibrating else None
+        model = self._model
+        model.calibrating = calibrating
         for chunk in self._buffers().chunks(X, order, targets, weights):
             try:
-                if calibration is None:
-                    task.learn(learner, chunk.labels, chunk)
-                else:
-                    learn_calibrating(task, learner, calibration, chunk.labels, chunk)
-            except UnstableUpdate as e:
+                model.learn_targets(chunk.labels, chunk)
+            except UpdateFailed as e:
                 raise StreamherdError(
-                    f"row {int(chunk.line_numbers[e.index])} of X: {e.what}; scale the "
-                    f"features (normalize=True, or a scaler) or use a gentler setting "
-                    f"(lower C, raise r)") from None
+                    f"row {e.line} of X: {e.what}; scale the features (normalize=True, or a "
+                    f"scaler) or use a gentler setting (lower C, raise r)") from None
             except StreamherdError as e:   # new class blocks that do not fit (bits)
-                raise _invalid(e) from None
+                raise InvalidParameter.of(e) from None
             self.examples_ += chunk.n_examples
 
     def _buffers(self):
         if getattr(self, "_rows", None) is None:   # after unpickling
-            self._rows = MatrixRows(self._space)
+            self._rows = MatrixRows(self._model.space)
         return self._rows
 
     def _per_chunk(self, X, compute):
@@ -202,7 +198,7 @@ class _OnlineEstimator(BaseEstimator):
         """The task's scores of X's rows: margins, or every class block's score."""
         check_is_fitted(self)
         X = self._validated(X)
-        return self._per_chunk(X, lambda chunk: self._task.scores(self._learner, chunk))
+        return self._per_chunk(X, self._model.scores)
 
     def _fit_passes(self, X, targets_of, weights):
         """max_iter passes over X, each in a fresh random order when ``shuffle``;
@@ -218,36 +214,37 @@ class _OnlineEstimator(BaseEstimator):
 
     def _slots(self):
         """The slot of each column."""
-        return (np.arange(self.n_features_in_, dtype=np.int64) + 1) & self._space.mask
+        return (np.arange(self.n_features_in_, dtype=np.int64) + 1) & self._model.space.mask
 
     def _by_column(self, array):
         """A per-slot state array as (blocks, n_features_in_) by column, and its bias slot's."""
-        blocks = array.reshape(-1, self._space.dim)
-        bias = blocks[:, self._space.bias_slot] if self._space.bias else np.zeros(len(blocks))
+        space = self._model.space
+        blocks = array.reshape(-1, space.dim)
+        bias = blocks[:, space.bias_slot] if space.bias else np.zeros(len(blocks))
         return blocks[:, self._slots()], bias
 
     @property
     def coef_(self):
         check_is_fitted(self)
-        return self._shaped(self._by_column(self._learner.state()["mean"])[0])
+        return self._shaped(self._by_column(self._model.arrays()["mean"])[0])
 
     @property
     def intercept_(self):
         check_is_fitted(self)
-        return self._shaped_intercept(self._by_column(self._learner.state()["mean"])[1])
+        return self._shaped_intercept(self._by_column(self._model.arrays()["mean"])[1])
 
     @property
     def sigma_(self):
         """The Gaussian learners' variances of the weights (the diagonal of Sigma), shaped as
         coef_: this library's distinctive output, how sure the model is of each weight."""
         check_is_fitted(self)
-        state = self._learner.state()
+        state = self._model.arrays()
         if "variance" in state:
             variances = state["variance"]
         elif "covariance" in state:
-            variances = _block_diagonals(state["covariance"], self._space.dim)
+            variances = _block_diagonals(state["covariance"], self._model.space.dim)
         else:
-            raise AttributeError(f"sigma_: {self._learner.name} is not a Gaussian learner (nherd, "
+            raise AttributeError(f"sigma_: {self._model.algo} is not a Gaussian learner (nherd, "
                                  f"arow, narow, cw and scw have variances)")
         return self._shaped(self._by_column(variances)[0])
 
@@ -255,20 +252,8 @@ class _OnlineEstimator(BaseEstimator):
 
     def __getstate__(self):
         state = dict(super().__getstate__())   # a copy: the estimator keeps its own
-        state.pop("_rows", None)
-        learner = state.pop("_learner", None)
-        if learner is not None:   # the arrays, rebuilt by the task as a model file is
-            state["_saved"] = ({k: np.array(v) for k, v in learner.state().items()},
-                               learner.meta(), learner.options)
+        state.pop("_rows", None)   # buffers, made anew (the model pickles its own arrays)
         return state
-
-    def __setstate__(self, state):
-        saved = state.pop("_saved", None)
-        super().__setstate__(state)
-        if saved is not None:
-            arrays, meta, options = saved
-            self._learner = self._task.new_learner(learners.canonical_name(self.algo),
-                                                   self._space.dim, options, arrays, meta)
 
     # ------------------------------------------------------------ model files
 
@@ -276,21 +261,17 @@ class _OnlineEstimator(BaseEstimator):
         """Write the model as ``streamherd train -f path`` does (model.py's npz, written to a
         temporary file and renamed): ``streamherd predict -i``/``train -i`` take it, reading
         svmlight index j + 1 as column j."""
-        from streamherd import model
+        from streamherd.model import save_model
 
         check_is_fitted(self)
-        meta = {"algo": self._learner.name, "hyperparameters": self._learner.options,
-                **self._space.to_meta(), **self._task_meta(), "examples": int(self.examples_),
-                "progressive_loss": None, "learner": self._learner.meta(),
-                "n_features_in": int(self.n_features_in_), **self._calibration_meta()}
-        model.save_model(path, meta, self._learner.state())
+        meta = {**self._model.meta(), **self._task_meta(), "examples": int(self.examples_),
+                "n_features_in": int(self.n_features_in_)}
+        save_model(path, meta, self._model.arrays())
 
     def _task_meta(self):
-        return self._task.meta()
-
-    def _calibration_meta(self):
-        calibration = getattr(self._task, "calibration", None)
-        return {"calibration": calibration.to_meta()} if calibration is not None else {}
+        """The task's part of the model file's meta (the classifier checks its class
+        names first)."""
+        return self._model.task.meta()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -314,14 +295,16 @@ def _block_diagonals(matrix, dim):
     return matrix.reshape(-1, dim, dim).diagonal(axis1=1, axis2=2).ravel()
 
 
-def _class_text(value):
+def class_text(value):
     """A class's name in a model file: a number as the command line prints it, else its str."""
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
         return label_text(float(value))
     return str(value)
 
 
-def _is_gaussian(algo):
+def has_probabilities(algo):
+    """Whether ``algo`` (any spelling; False for an unknown one) gives probabilities of its own
+    (the Gaussian learners)."""
     try:
         return hasattr(learners.learner_class(learners.canonical_name(algo)), "probabilities")
     except StreamherdError:
@@ -369,7 +352,7 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One online pass over (X, y) in order, continuing the model; ``classes`` (every class
         the stream will hold) is required on the first call, as SGDClassifier's."""
-        first = getattr(self, "_learner", None) is None
+        first = getattr(self, "_model", None) is None
         X, y = self._validated_pair(X, y, reset=first)
         weights = self._weights(sample_weight, X)
         if first:
@@ -401,17 +384,16 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
             task = tasks.MulticlassTask(ClassLabels(), self.multiclass)
             self._block_of_class = np.full(len(self.classes_), -1, np.int64)
             self._block_classes = self.classes_[:0]
-        task.calibration = self._new_calibration(task.kind)
-        self._start(X, task)
+        self._start(X, task, self._calibration_method(task.kind))
 
-    def _new_calibration(self, kind):
-        """The calibration ``calibration`` names for a model of task ``kind`` (None: none)."""
+    def _calibration_method(self, kind):
+        """The ``calibration`` parameter, checked for a model of task ``kind``."""
         try:
             calibrations.check_method(self.calibration, self._algo(), kind,
-                                      _is_gaussian(self.algo))
+                                      has_probabilities(self.algo))
         except StreamherdError as e:
-            raise _invalid(e) from None
-        return calibrations.new(self.calibration, kind)
+            raise InvalidParameter.of(e) from None
+        return self.calibration
 
     def _binary_labels(self):
         """The two classes as a binary model file names them (a value <= 0 and one > 0), or
@@ -454,7 +436,8 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
         for position in distinct[np.argsort(first)].tolist():
             self._block_of_class[position] = len(self._block_classes)
             self._block_classes = np.append(self._block_classes, self.classes_[position:position + 1])
-        self._task.labels = ClassLabels([_class_text(c) for c in self._block_classes.tolist()])
+        self._model.task.labels = ClassLabels([class_text(c)
+                                               for c in self._block_classes.tolist()])
 
     # ------------------------------------------------------------ predicting
 
@@ -469,7 +452,7 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
         if self._binary:
             return self.classes_[(scores > 0).astype(np.intp)]
         # the block of largest score, the earliest on ties (as streamherd predict)
-        return self._block_classes[self._task.predictions(scores)]
+        return self._block_classes[self._model.task.predictions(scores)]
 
     def _in_class_order(self, by_block, fill):
         out = np.full((len(by_block), len(self.classes_)), fill)
@@ -482,7 +465,7 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
         learners' own probabilities, which mira's joint update has not."""
         if self.calibration != "none":
             return True
-        return _is_gaussian(self.algo) and self.multiclass != "mira"
+        return has_probabilities(self.algo) and self.multiclass != "mira"
 
     @available_if(_has_probabilities)
     def predict_proba(self, X):
@@ -496,7 +479,7 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
         weights' uncertainty, not class frequencies (a confident wrong model says 0.99)."""
         check_is_fitted(self)
         X = self._validated(X)
-        task, learner = self._task, self._learner
+        task, learner = self._model.task, self._model.learner
         if self._binary:
             p = self._per_chunk(X, lambda c: task.probabilities(
                 learner, c, task.scores(learner, c)))
@@ -523,18 +506,19 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
 
     def _task_meta(self):
         if self._binary:
-            labels = self._task.labels
+            labels = self._model.task.labels
             if labels.positive is None:
                 raise StreamherdError(
                     f"a binary model file names its classes by a number <= 0 and one > 0; "
                     f"classes {self.classes_.tolist()} are not: fit with y as -1/+1 or 0/1 to "
                     f"save the model")
-            return self._task.meta()
-        blank = [t for t in self._task.labels.texts if not t or any(c.isspace() for c in t)]
+            return self._model.task.meta()
+        blank = [t for t in self._model.task.labels.texts
+                 if not t or any(c.isspace() for c in t)]
         if blank:
             raise StreamherdError(f"class {blank[0]!r}: a model file's class names have no "
                                   f"blanks; rename the class to save the model")
-        return self._task.meta()
+        return self._model.task.meta()
 
 
 class OnlineRegressor(RegressorMixin, _OnlineEstimator):
@@ -558,7 +542,7 @@ class OnlineRegressor(RegressorMixin, _OnlineEstimator):
 
     def partial_fit(self, X, y, sample_weight=None):
         """One online pass over (X, y) in order, continuing the model."""
-        first = getattr(self, "_learner", None) is None
+        first = getattr(self, "_model", None) is None
         X, y = self._validated_pair(X, y, reset=first)
         weights = self._weights(sample_weight, X)
         if first:
@@ -721,18 +705,16 @@ def load_model(path):
     if crossed:
         raise StreamherdError(f"{path} was trained with --{crossed[0]}; the estimators take "
                               f"columns, not namespaces: use streamherd predict for it")
-    task = tasks.of_model(meta)
+    online = model.OnlineModel.from_meta(meta, arrays)
+    task = online.task
     settings = dict(algo=meta["algo"], **meta["hyperparameters"], bits=meta["bits"],
                     normalize=space.normalize != normalization.NONE, fit_intercept=meta["bias"])
-    task.calibration = calibrations.of_meta(meta)
     if task.kind == "regression":
         estimator = OnlineRegressor(**settings)
     else:
         estimator = OnlineClassifier(**settings, multiclass=meta.get("multiclass", "joint"),
                                      calibration=_calibration_name(task.calibration))
-    estimator._space, estimator._task, estimator._rows = space, task, None
-    estimator._learner = task.new_learner(meta["algo"], space.dim, meta["hyperparameters"],
-                                          arrays, meta.get("learner", {}))
+    estimator._model, estimator._rows = online, None
     estimator.n_features_in_ = int(meta.get("n_features_in", space.dim))
     estimator.examples_ = int(meta.get("examples", 0))
     estimator.n_iter_ = 0

@@ -85,14 +85,14 @@ def test_adapter_pass_and_predictions_equal_the_joint_api_by_hand(blobs, algo, o
     model = adapter.new_model(problem, algo, blobs.bits, hyperparameter, value)
     rows, targets = problem.value_targets(blobs.train.labels)
     train = blobs.train.take(rows)
-    updates, progressive = adapter.learn_pass(problem, model, targets, train)
-    predicted = problem.predict(model, blobs.test)
+    updates, progressive = adapter.learn_pass(model, targets, train)
+    predicted = model.predict(blobs.test)
 
     reference, ref_updates, (ref_progressive,) = by_hand(
         algo, options, blobs.bits, 3, [train], [class_ids(blobs.train.labels)])
     assert updates == ref_updates > 0
     assert np.array_equal(progressive, ref_progressive)
-    assert np.array_equal(model.mean, reference.mean)
+    assert np.array_equal(model.arrays()["mean"], reference.mean)
     test_cls = class_ids(blobs.test.labels)
     assert np.array_equal(predicted, dense_predictions(reference, blobs.test, 3))
     error = np.mean(predicted != problem.value_targets(blobs.test.labels)[1])

@@ -10,6 +10,7 @@ import pytest
 from conftest import one_line_error
 from streamherd import herding
 from streamherd.learners.kernels.herding import herd_predict, herd_step
+from streamherd.model.herding import load as load_herding
 
 
 # ---------------------------------------------------------------- the plain transcription
@@ -244,7 +245,7 @@ def test_cli_model_round_trip(run_cli, blob_files, tmp_path, mode):
     model = tmp_path / "m.npz"
     proc = run_cli("herd", str(train), "-f", str(model), "--multiclass", mode, *SMALL)
     assert proc.returncode == 0, proc.stderr
-    meta, features, sets, classes = herding.load(model)
+    meta, features, sets, classes = load_herding(model)
     assert classes.tolist() == [1.0, 3.0, 5.0]
     with np.load(model) as archive:
         herders, outputs = (3, 2) if mode == "ova" else (1, 3)

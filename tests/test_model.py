@@ -6,7 +6,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from streamherd import model as model_module
+from streamherd.model import container as model_module
 from streamherd.errors import StreamherdError
 from streamherd.model import FORMAT_VERSION, load_model, save_model
 

@@ -263,12 +263,12 @@ def test_predict_is_the_same_as_without_the_checks(model, folder, monkeypatch, t
                                                    kind):
     """predict through load_model, and through a loader that only reads the file (the numpy and
     json reads load_model did before it checked the schema), print the same."""
-    from streamherd import training
+    from streamherd.model import online
 
     path = model(algo, kind)
     flags = [{}, {"scores": True} if kind in ("joint", "ova") else {"raw": True}]
     checked = [_predict(path, folder / DATA[kind], tmp_path, **f) for f in flags]
-    monkeypatch.setattr(training, "load_model", lambda p: _dense(p))
+    monkeypatch.setattr(online, "load_model", lambda p: _dense(p))
     unchecked = [_predict(path, folder / DATA[kind], tmp_path, **f) for f in flags]
     assert checked == unchecked
     assert all(checked)

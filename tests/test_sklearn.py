@@ -342,9 +342,9 @@ def test_calibration_learns_from_first_pass_and_every_partial_fit(files):
     one = OnlineClassifier("pa2", max_iter=1, shuffle=False).fit(X, y)
     three = OnlineClassifier("pa2", max_iter=3, shuffle=False).fit(X, y)
     # the later passes predict rows already learned from: the statistics are the first's
-    calibration = three._task.calibration
-    np.testing.assert_array_equal(calibration.positive, one._task.calibration.positive)
-    np.testing.assert_array_equal(calibration.negative, one._task.calibration.negative)
+    calibration = three._model.calibration
+    np.testing.assert_array_equal(calibration.positive, one._model.calibration.positive)
+    np.testing.assert_array_equal(calibration.negative, one._model.calibration.negative)
     assert calibration.positive.sum() == (y > 0).sum()
     # and by hand: the map of those statistics applied to the final model's margins
     np.testing.assert_allclose(three.predict_proba(X)[:, 1],

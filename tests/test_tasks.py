@@ -12,7 +12,7 @@ from streamherd.io.reader import ChunkReader
 from streamherd.labels import BinaryLabels, ClassLabels
 from streamherd.learners.reductions.ova import OneVersusAll
 from streamherd.tasks.binary import zero_one_loss
-from streamherd.training import Trainer, plan
+from streamherd.model import ModelFlags, OnlineModel
 
 BITS = 5
 DIM = 1 << BITS
@@ -43,19 +43,18 @@ def dense(rows):
 
 
 def trained(path, algo, **choice):
-    """A Trainer that has learned the file at BITS bits, and the chunk it learned from."""
-    start = plan(algo, {}, BITS, None, None, tasks.choose(**choice))
-    trainer = Trainer(start)
-    chunk = read(path, features=start.space)
+    """An OnlineModel that has learned the file at BITS bits, and the chunk it learned from."""
+    trainer = OnlineModel.new(ModelFlags(algo, bits=BITS, choice=tasks.choose(**choice)))
+    chunk = read(path, features=trainer.space)
     step = trainer.learn(chunk)
     return trainer, step
 
 
 def saved_task(trainer, skip_bad=False):
     """The task and learner predict makes of the trainer's model (its meta and arrays)."""
-    meta = trainer.model_meta(0, 0.0)
+    meta = trainer.meta(0, 0.0)
     task = tasks.of_model(meta, skip_bad)
-    learner = task.new_learner(meta["algo"], DIM, meta["hyperparameters"], trainer.state(),
+    learner = task.new_learner(meta["algo"], DIM, meta["hyperparameters"], trainer.arrays(),
                                meta["learner"])
     return task, learner
 
@@ -79,7 +78,7 @@ def test_progressive_predictions_are_those_of_the_model_before_each_row(tmp_path
     task, rows = trainer.task, step.chunk
     for i in range(rows.n_examples):
         replay, _ = saved_task(trainer)   # the task as it ends, with a fresh learner
-        fresh = replay.new_learner(trainer.start.algo, DIM, trainer.start.options)
+        fresh = replay.new_learner(trainer.algo, DIM, trainer.options)
         if i:
             _, targets = replay.targets(rows.take(np.arange(i)))
             replay.learn(fresh, targets, rows.take(np.arange(i)))
@@ -103,7 +102,7 @@ def test_train_and_predict_share_the_binary_labels_of_the_data(tmp_path):
     the sign mistakes of the saved model's margins (a dense product here)."""
     path = write_rows(tmp_path / "b.svm", np.random.default_rng(2).choice(["1", "0"], 60))
     trainer, step = trained(path, "pa2")
-    assert trainer.task.kind == "binary" and trainer.start.chosen_from_labels
+    assert trainer.task.kind == "binary" and trainer.task_from_labels
     assert (trainer.task.labels.negative, trainer.task.labels.positive) == (0.0, 1.0)
     task, learner = saved_task(trainer)
     scored = task.score(learner, step.chunk)
@@ -127,7 +126,7 @@ def test_multiclass_predict_outputs_from_the_saved_classes(tmp_path, mode):
     assert task.labels.texts == list(dict.fromkeys(names))
     test = tmp_path / "test.svm"   # with a label no class has: a mistake, never predicted
     test.write_text(path.read_text() + "weather 1:1\n")
-    chunk = read(test, features=trainer.start.space)
+    chunk = read(test, features=trainer.space)
     scored = task.score(learner, chunk)
     if mode == "ova":
         assert isinstance(learner, OneVersusAll)
@@ -152,7 +151,7 @@ def test_regression_predict_reports_the_squared_error(tmp_path):
     path = write_rows(tmp_path / "r.svm", [f"{v:g}" for v in values])
     trainer, _ = trained(path, "nherd-d", loss="squared")
     task, learner = saved_task(trainer)
-    chunk = read(path, features=trainer.start.space)
+    chunk = read(path, features=trainer.space)
     scored = task.score(learner, chunk)
     predictions = dense(chunk) @ learner.mean
     np.testing.assert_allclose(scored.predictions, predictions, rtol=1e-12, atol=1e-12)

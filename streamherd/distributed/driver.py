@@ -1,7 +1,7 @@
 """The rounds of ``dist-train`` on a Dask cluster (iterative parameter mixing).
 
 What a user can get wrong is checked before the cluster starts (the inputs, the model's path,
-the flags: training.plan, as ``train``; the mixing rule), but what depends on the shards. The
+the flags: model.OnlineModel, as ``train``; the mixing rule), but what depends on the shards. The
 task is fixed before round 1 (_settled: a label scan of every shard for a new multiclass
 model without --classes). Then each round scatters the
 model, maps epoch.train_shard over the shards, gathers the results in shard order and mixes
@@ -23,10 +23,10 @@ import time
 import uuid
 
 from streamherd import calibration as calibrations
-from streamherd import learners, tasks, training
+from streamherd import tasks
 from streamherd.errors import StreamherdError, say
 from streamherd.labels import ClassLabels
-from streamherd.model import save_model
+from streamherd.model import ModelFlags, OnlineModel, save_model
 from streamherd.outputs import check_inputs, resolve_output
 from streamherd.passes import DEFAULT_EARLY_TERMINATE, BestPass, copied
 
@@ -95,7 +95,7 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
     write the model to ``final_model`` after each; returns the summary (a dict). With a holdout
     set (``settings.holdout_period``), stop after ``early_terminate`` rounds in a row without a
     lower holdout loss and end with the model of the round with the lowest, as train --passes.
-    ``flags``: training.plan's (algo, options, bits, bias, normalize, namespaces) and the
+    ``flags``: model.ModelFlags' (algo, options, bits, bias, normalize, namespaces) and the
     task's (loss, multiclass, classes), as ``train`` takes them; ``initial_model``: -i, the
     model to go on from. ``client``: a dask.distributed Client to use instead of
     ``cluster``'s."""
@@ -119,9 +119,11 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
     _check_mix(mix)
     _refuse_auto(flags.get("algo"), flags.get("options") or {})
     task_flags = {k: flags.pop(k, None) for k in ("loss", "multiclass", "classes")}
-    start = training.plan(choice=tasks.choose(**task_flags), initial_model=initial_model,
-                          skip_bad=settings.skip_bad, **flags)
-    if learners.canonical_name(start.algo) == "voted-perceptron":
+    flags = ModelFlags(choice=tasks.choose(**task_flags),
+                       **{k: v for k, v in flags.items() if v is not None})
+    start = OnlineModel.continued(initial_model, flags, settings.skip_bad) \
+        if initial_model is not None else OnlineModel.new(flags, settings.skip_bad)
+    if start.algo == "voted-perceptron":
         raise StreamherdError("the voted perceptron keeps a list of updates, which shards "
                               "cannot average; use --algo avg-perceptron")
     # every check that needs no shard is made before a cluster starts
@@ -131,12 +133,12 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
           else dask_client(cluster.scheduler, cluster.workers)) as client:
         shards = _numbered(client, plan_shards(
             paths, shard_count or len(client.scheduler_info()["workers"])), token)
-        trainer, model = starting_model(client, start, shards, settings, token)
-        rule = _rule(mix, model[1], trainer.task.kind, len(shards))
+        start, model = starting_model(client, start, shards, settings, token)
+        rule = _rule(mix, model[1], start.task.kind, len(shards))
         return _run_rounds(client, shards, model, rule, rounds, mix.weights, settings,
-                           RoundTable(quiet, trainer.task.loss_name,
+                           RoundTable(quiet, start.task.loss_name,
                                       settings.holdout_period > 0), model_path, token,
-                           trainer.calibration, early_terminate)
+                           start.calibration, early_terminate)
 
 
 def _refuse_auto(algo, options):
@@ -164,17 +166,17 @@ def _checked_state(start):
     scan), and a one-vs-all learner of no class has no arrays: one stand-in class gives the
     arrays' names and kinds, which is what the rule reads."""
     task = start.task
-    if task.kind == "multiclass" and start.state is None and not len(task.labels):
-        task = tasks.MulticlassTask(ClassLabels(["stand-in"]), task.mode, task.skip_bad)
-        start = dataclasses.replace(start, task=task, chosen_from_labels=False)
-    return training.Trainer(start).state()
+    if task.kind == "multiclass" and not len(task.labels):
+        start = start.with_task(tasks.MulticlassTask(ClassLabels(["stand-in"]), task.mode,
+                                                     task.skip_bad))
+    return start.arrays()
 
 
 def starting_model(client, start, shards, settings, token):
-    """(the Trainer of ``start`` with its task settled (_settled), the model (meta, arrays)
+    """(the OnlineModel ``start`` with its task settled (_settled), the model (meta, arrays)
     round 1 starts from)."""
-    trainer = training.Trainer(_settled(client, start, shards, settings, token))
-    return trainer, (trainer.model_meta(0, float("nan")), copied(trainer.state()))
+    start = _settled(client, start, shards, settings, token)
+    return start, (start.meta(0, float("nan")), copied(start.arrays()))
 
 
 def _rule(mix, state, kind, shards):
@@ -307,18 +309,18 @@ def _numbered(client, shards, token):
 
 
 def _settled(client, start, shards, settings, token):
-    """The Start with its task fixed before round 1: every shard must learn the same task.
+    """The model with its task fixed before round 1: every shard must learn the same task.
     Without --multiclass, --classes or --loss the first chunk of the first shard decides, as
     train's first chunk does. A new multiclass model without --classes gets the classes of
     a label scan of every shard (their union in shard order: the order of first appearance),
     so that every shard's class blocks are the same classes in the same order."""
     task = start.task
-    if start.chosen_from_labels:
+    if start.undecided:
         first = next(iter(reader_of(shards[0], start.space, settings, workers=0).chunks()),
                      None)
         task = tasks.BinaryTask(skip_bad=settings.skip_bad) if first is None \
             else tasks.detect(first, settings.skip_bad)
-    if task.kind == "multiclass" and not task.labels.fixed and start.state is None:
+    if task.kind == "multiclass" and not task.labels.fixed and not len(task.labels):
         futures = client.map(shard_classes, shards, space=start.space, settings=settings,
                              key=[f"dist-train-{token}-labels-{i}" for i in range(len(shards))],
                              retries=TASK_RETRIES)
@@ -328,7 +330,7 @@ def _settled(client, start, shards, settings, token):
                 union.setdefault(key, name)
         task = tasks.MulticlassTask(ClassLabels(list(union.values())), task.mode,
                                     settings.skip_bad)
-    return dataclasses.replace(start, task=task, chosen_from_labels=False)
+    return start if task is start.task else start.with_task(task)
 
 
 def run_round(client, shards, model, settings, name, calibrating=None):

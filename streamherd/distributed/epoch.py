@@ -1,21 +1,21 @@
 """One shard's epoch of a round: a pure function of (shard, model, settings), so that a task
 Dask runs again (a retry, a lost worker) returns the same result.
 
-It is ``train -i`` for one pass, in memory: the model's meta and arrays become a
-training.Start (as training._continued makes one from a file), a Trainer learns from the
-shard's chunks (ChunkReader over the shard's Source) into a quiet ProgressiveValidation, and
-the learner's arrays and counters come back instead of a file.
+It is ``train -i`` for one pass, in memory: the model's meta and arrays become an OnlineModel
+(as ``OnlineModel.continued`` makes one from a file), which learns from the shard's chunks
+(ChunkReader over the shard's Source) into a quiet ProgressiveValidation, and the learner's
+arrays and counters come back instead of a file.
 """
 import functools
 from dataclasses import dataclass
 
 from streamherd import tasks
 from streamherd.errors import StreamherdError
-from streamherd.features.space import FeatureSpace
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
+from streamherd.model import OnlineModel
 from streamherd.passes import copied, mark_held_out
 from streamherd.progress import ProgressiveValidation
-from streamherd.training import Start, Trainer, _learn_from
+from streamherd.training import learn_from
 
 from streamherd.distributed.mixing import Counters, ShardResult
 from streamherd.distributed.shards import owned_lines
@@ -44,14 +44,12 @@ class Calibrating:
 
 
 def start_of(meta, state, skip_bad=False, calibrating=None):
-    """The training.Start that continues the model (``meta``, ``state``), whose arrays are
+    """The OnlineModel that continues the model (``meta``, ``state``), whose arrays are
     copied: the caller's (the driver's, in a threaded cluster) are left as they are;
     ``calibrating``: a Calibrating, or None (no calibration learned)."""
-    return Start(meta["algo"], dict(meta["hyperparameters"]), FeatureSpace.from_meta(meta),
-                 tasks.of_model(meta, skip_bad), False, copied(state),
-                 meta.get("learner", {}), meta.get("examples", 0),
-                 calibrating.method if calibrating else "none",
-                 calibrating.saved if calibrating else None)
+    meta = {**meta, "calibration": calibrating.saved if calibrating else None}
+    return OnlineModel.from_meta(meta, copied(state), skip_bad,
+                                 calibration=calibrating.method if calibrating else "none")
 
 
 def reader_of(shard, space, settings, workers=TRAINING_WORKERS, process=None):
@@ -92,18 +90,17 @@ def train_shard(shard, model, settings=Settings(), calibrating=None):
     when ``calibrating`` (a Calibrating) says so."""
     meta, state = model
     start = start_of(meta, state, settings.skip_bad, calibrating)
-    trainer = Trainer(start)
-    trainer.calibrating = calibrating is not None
+    start.calibrating = calibrating is not None
     progress = ProgressiveValidation(quiet=True)
     chunks = reader_of(shard, start.space, settings, process=start.task.check_labels)
     period = settings.holdout_period
-    _learn_from(held_out_lines(chunks, period) if period else chunks, trainer, progress, None,
-                holdout=bool(period))
-    return ShardResult(copied(trainer.state()), trainer.learner.meta(), trainer.task.meta(),
+    learn_from(held_out_lines(chunks, period) if period else chunks, start, progress,
+               holdout=bool(period))
+    return ShardResult(copied(start.arrays()), start.learner.meta(), start.task.meta(),
                        Counters(progress.examples, progress.labeled, progress.weighted,
                                 progress.loss_sum, progress.mistakes, progress.updates,
                                 progress.holdout_loss_sum, progress.holdout_weight),
-                       trainer.calibration if calibrating is not None else None)
+                       start.calibration if calibrating is not None else None)
 
 
 def held_out_lines(chunks, period):

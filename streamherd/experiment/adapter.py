@@ -1,5 +1,5 @@
-"""The one place the experiment calls into ``streamherd.learners``, and how it drives a task's
-learner (streamherd.tasks): a binary task (targets +1/-1; a multiclass file with ``--all-pairs``
+"""The one place the experiment calls into ``streamherd.learners``, and how it drives a model
+(model.OnlineModel) of a task (streamherd.tasks): a binary task (targets +1/-1; a multiclass file with ``--all-pairs``
 is K(K-1)/2 of them) or a multiclass one (targets are class ids 0..K-1, every class known from
 the start, as ``streamherd train --classes``; its learner has K class blocks and learns with
 ``learn_joint``). A task's loss against the targets gives the experiment's errors.
@@ -15,8 +15,8 @@ import numpy as np
 from streamherd import herding, learners
 from streamherd.errors import StreamherdError
 from streamherd.features.space import FeatureSpace
-from streamherd.learners.base import UnstableUpdate
 from streamherd.learners.spec import POSITIVE, Hyperparameter
+from streamherd.model import OnlineModel, UpdateFailed
 
 HERD = "herd"
 RATIO = Hyperparameter("ratio", ("--ratio",), herding.Options().ratio, POSITIVE,
@@ -89,23 +89,21 @@ def validate(algo, hyperparameter, values):
 
 
 def new_model(problem, algo, bits, hyperparameter, value, seed=0):
-    """A fresh learner of the task ``problem`` over 2^bits slots per class block (herd: its
-    batch order and initial weights from ``seed``)."""
+    """A fresh model of the task ``problem`` over 2^bits slots per class block, uncalibrated
+    (herd: its batch order and initial weights from ``seed``)."""
     if algo == HERD:
         return HerdModel(problem, bits, value, seed)
-    return problem.new_learner(algo, 1 << bits,
-                               {hyperparameter: value} if hyperparameter else {})
+    return OnlineModel(algo, {hyperparameter: value} if hyperparameter else {},
+                       FeatureSpace(bits), problem)
 
 
-def learn_pass(problem, model, targets, rows):
+def learn_pass(model, targets, rows):
     """One online pass (predict, then update) over ``rows`` (a Chunk) in its order; returns
     (updates, the progressive predictions, made before each update; herd: its iterations and
     its predictions of the rows once trained)."""
-    if isinstance(model, HerdModel):
-        return model.fit(problem, targets, rows)
     try:
-        return problem.learn(model, targets, rows)
-    except UnstableUpdate:
+        return model.learn_targets(targets, rows)
+    except UpdateFailed:
         raise Diverged() from None
 
 
@@ -116,12 +114,15 @@ class HerdModel:
     it predicts as ``predict`` of a herd model, by its snapshots' votes."""
 
     def __init__(self, problem, bits, ratio, seed):
+        self.problem = problem
         self.classes = np.asarray(problem.target_values, float)   # ascending, as herd's
         self.bias_slot = FeatureSpace(bits).bias_slot
         self.options = herding.Options(ratio=ratio, seed=seed)
         self.runs = self.features = None
 
-    def fit(self, problem, targets, rows):
+    def learn_targets(self, targets, rows):
+        """Herding learns from every row at once (see the module's docstring)."""
+        problem = self.problem
         chunk = rows.take(np.arange(rows.n_examples))   # a copy, its bias entries dropped below
         keep = chunk.indices != self.bias_slot
         row_of = np.repeat(np.arange(chunk.n_examples), np.diff(chunk.indptr))[keep]
@@ -134,7 +135,10 @@ class HerdModel:
         herding.check_options(self.options, train.n_rows, self.features.n_columns,
                               len(self.classes), 0)
         self.runs, _ = herding.train(train, self.classes, self.options)
-        return sum(r.iterations for r in self.runs), problem.predict(self, rows)
+        return sum(r.iterations for r in self.runs), self.predict(rows)
+
+    def predict(self, rows):
+        return self.problem.predict(self, rows)
 
     def _votes(self, indptr, indices, values):
         """Each class's share of the snapshots' votes, per row (the bias slot is unknown to

@@ -183,9 +183,9 @@ class Worker:
             try:
                 for p in range(adapter.passes(job.algo, settings.max_passes)):
                     targets, rows = data.fit_pass(p, adapter.shuffled(job.algo))
-                    adapter.learn_pass(problem, model, targets, rows)
+                    adapter.learn_pass(model, targets, rows)
                     errors[v, p] = np.mean(problem.loss(
-                        data.validation_targets, problem.predict(model, data.validation))) \
+                        data.validation_targets, model.predict(data.validation))) \
                         if data.validation.n_examples else 0.0
             except adapter.Diverged:
                 pass  # the remaining passes of this value stay NaN: never chosen
@@ -220,14 +220,14 @@ class Worker:
         try:
             for p in range(passes):
                 targets, rows, clean = data.train_pass(p, adapter.shuffled(job.algo))
-                count, progressive = adapter.learn_pass(problem, model, targets, rows)
+                count, progressive = adapter.learn_pass(model, targets, rows)
                 updates += count
                 if p == 0:   # mistakes against the clean labels
                     result.curve = self._curve(np.cumsum(problem.loss(clean, progressive) > 0))
         except adapter.Diverged:
             result.row["status"] = "diverged in the final training"
             return
-        correct = problem.loss(data.test_targets, problem.predict(model, data.test)) == 0
+        correct = problem.loss(data.test_targets, model.predict(data.test)) == 0
         result.correct = correct
         result.row.update(updates=updates,
                           test_error=float(1.0 - correct.mean()) if len(correct) else 0.0)

@@ -364,3 +364,9 @@ class Learner:
         from streamherd.learners.kernels.multiclass import all_class_scores
 
         all_class_scores(self.mean, self.dim, self.blocks, indptr, indices, values, out)
+
+
+def prediction_weights(arrays):
+    """The weight vector predictions read, of a learner's state arrays (the averaged
+    perceptron predicts with its average)."""
+    return arrays["average"] if "average" in arrays else arrays["mean"]

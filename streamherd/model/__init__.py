@@ -1,0 +1,19 @@
+"""The model: ``OnlineModel`` (online.py), the one object every face holds, and its file
+(container.py: the ``.npz`` members, checked whole on loading, written atomically)."""
+from streamherd.model.container import (FORMAT_VERSION, HERDING_KIND, MODEL_MARKER,
+                                        initial_values, load_model, model_meta, open_model,
+                                        require_arrays, save_model)
+from streamherd.model.herding import HerdingModel
+from streamherd.model.online import ModelFlags, OnlineModel, Step, UpdateFailed
+
+
+def for_predicting(path, skip_bad=False):
+    """The model saved at ``path``, whatever its kind, as ``predict`` holds it: an
+    OnlineModel, or a conditional herding model (model/herding.py)."""
+    if model_meta(path).get("kind") == HERDING_KIND:
+        return HerdingModel(path)
+    return OnlineModel.from_file(path, skip_bad)
+
+__all__ = ["FORMAT_VERSION", "HERDING_KIND", "MODEL_MARKER", "initial_values", "load_model",
+           "model_meta", "open_model", "require_arrays", "save_model", "ModelFlags",
+           "OnlineModel", "HerdingModel", "Step", "UpdateFailed", "for_predicting"]
