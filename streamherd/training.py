@@ -19,12 +19,11 @@ from typing import NamedTuple
 import numpy as np
 
 from streamherd import calibration as calibrations
-from streamherd import compilation, learners, tasks
+from streamherd import compilation, learners, selection, tasks
 from streamherd.errors import Interrupted, StreamherdError, notice, notices_silenced, say
 from streamherd.features import normalize as normalization
 from streamherd.features.space import DEFAULT_BITS, FeatureSpace
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
-from streamherd.learners import bank
 from streamherd.learners.base import UnstableUpdate
 from streamherd.model import HERDING_KIND, load_model, model_meta, save_model
 from streamherd.outputs import (check_inputs, check_stdout_output, refuse_shared_outputs,
@@ -51,7 +50,7 @@ class Start:
     # --calibration (calibration.py): the method, and the initial model's statistics (its meta)
     calibration: str = calibrations.DEFAULT_METHOD
     calibration_meta: "dict | None" = None
-    auto: object = None        # -C auto ...: the hyperparameter a bank chooses (learners/bank.py)
+    auto: object = None        # -C auto ...: what a bank chooses among (selection.Search)
 
 
 def plan(algo=None, options=None, bits=None, bias=None, normalize=None, choice=tasks.Choice(),
@@ -59,7 +58,7 @@ def plan(algo=None, options=None, bits=None, bias=None, normalize=None, choice=t
     """The Start of a new model, or of ``initial_model`` continued (see train's parameters)."""
     options = {k: v for k, v in (options or {}).items() if v is not None}
     namespaces = {k: v for k, v in (namespaces or {}).items() if v}
-    if bank.AUTO in options.values() and initial_model is not None:
+    if selection.AUTO in options.values() and initial_model is not None:
         raise StreamherdError("auto chooses a hyperparameter for a new model; to continue "
                               f"{initial_model} (-i), drop auto: it keeps its own value")
     if initial_model is not None:
@@ -67,15 +66,15 @@ def plan(algo=None, options=None, bits=None, bias=None, normalize=None, choice=t
                            calibration)
         _check_namespaces(initial_model, start.space, namespaces)
         return start
-    if algo == bank.AUTO:   # --algo auto: banks of several learners; one stands in for checks
-        auto = bank.algo_auto(options, grid, choice.kind)
+    if algo == selection.AUTO:   # --algo auto: banks of several learners; one stands in
+        auto = selection.search_learners(options, grid, choice.kind)
         algo = auto.stand_in
     else:
         algo = learners.canonical_name(algo or learners.DEFAULT_ALGO)
-        auto = bank.auto_of(algo, options, grid, choice.kind)
+        auto = selection.search_hyperparameter(algo, options, grid, choice.kind)
     space = FeatureSpace(DEFAULT_BITS if bits is None else bits, True if bias is None else bias,
                          normalization.L2 if normalize else normalization.NONE, **namespaces)
-    options = _hyperparameters(algo, {k: v for k, v in options.items() if v != bank.AUTO},
+    options = _hyperparameters(algo, {k: v for k, v in options.items() if v != selection.AUTO},
                                choice.kind)
     method = calibration or ("none" if choice.kind == "regression"
                              else calibrations.DEFAULT_METHOD)
@@ -84,7 +83,7 @@ def plan(algo=None, options=None, bits=None, bias=None, normalize=None, choice=t
         # the probit map reads every row's x' Sigma x before its update; a bank gives its
         # members' margins only
         raise StreamherdError(f"--calibration probit reads one learner's variances, and "
-                              f"{auto.hyperparameter.flag} auto trains a bank of them; use "
+                              f"{auto.flag} auto trains a bank of them; use "
                               f"--calibration isotonic or platt with auto")
     return Start(algo, options, space, choice.new_task(skip_bad), choice.kind is None,
                  calibration=method, auto=auto)
@@ -291,13 +290,13 @@ class Trainer:
 
     def _new_calibration(self, saved=None):
         """The calibration the model learns (None: none); with auto, each member of the bank
-        learns its own instead (bank.calibrate_members), and the model written takes the
+        learns its own instead (Bank.calibrate_members), and the model written takes the
         chosen member's (calibration_now)."""
         if saved is not None or self.start.calibration == "none":
             return calibrations.of_meta({"calibration": saved, "task": self.task.kind},
                                         self.start.calibration)
         calibration = calibrations.new(self.start.calibration, self.task.kind)
-        if calibration is not None and isinstance(self.learner, bank.Choosing):
+        if calibration is not None and isinstance(self.learner, selection.Bank):
             self.learner.calibrate_members(
                 lambda: calibrations.new(self.start.calibration, self.task.kind))
             return None
@@ -305,7 +304,7 @@ class Trainer:
 
     def calibration_now(self):
         """The calibration of the model as it is: the chosen member's with auto."""
-        if isinstance(self.learner, bank.Choosing):
+        if isinstance(self.learner, selection.Bank):
             return self.learner.member_calibration(self.learner.chosen())
         return self.calibration
 
@@ -313,12 +312,7 @@ class Trainer:
         """The learner; with auto, a bank of them, once the labels chose the task."""
         start = self.start
         if start.auto is not None and not self.undecided:
-            if self.task.kind != "binary" and isinstance(start.auto, bank.AlgoAuto):
-                raise StreamherdError(f"--algo auto works for binary tasks only, and the labels "
-                                      f"are {self.task.kind}; name one --algo (its "
-                                      f"hyperparameter can be auto)")
-            return bank.new_bank(self.task, start.algo, start.space.dim, start.options,
-                                 start.auto)
+            return selection.new_bank(self.task, start.auto, start.space.dim, start.options)
         return self.task.new_learner(start.algo, start.space.dim, start.options, state,
                                      learner_meta)
 
@@ -332,7 +326,7 @@ class Trainer:
                 else self.learner.learn_chunk(targets, chunk, lambda task, learner, calibration:
                                               self._learn(task, learner, calibration, targets,
                                                           chunk)) \
-                if isinstance(self.learner, bank.TaskBank) \
+                if isinstance(self.learner, selection.Bank) \
                 else self._learn(self.task, self.learner, self.calibration, targets, chunk)
         except UnstableUpdate as e:   # e.index: a row of the chunk the learner saw
             raise StreamherdError(
@@ -417,7 +411,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     standard output (features/names.LearningAudit); ``calibration``: --calibration, the map
     from the progressive predictions to predict --proba's probabilities (calibration.py; None:
     the default, or an initial model's own). A hyperparameter "auto" in ``options``: a bank
-    over ``grid`` (--grid's text; None: the default) chooses it (learners/bank.py), the
+    over ``grid`` (--grid's text; None: the default) chooses it (streamherd.selection), the
     calibration learned from the margins of the member leading at each chunk; ``save_bank``:
     also write every member, STEM.bankK.npz beside -f STEM.npz. A run that
     learns from no labeled example fails (exit 2) and writes no model, unless ``allow_empty``:
@@ -446,7 +440,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     refuse_shared_outputs([("model", final_model, model_path),
                            *(("--save_per_pass model", per_pass_path(final_model, k + 1), path)
                              for k, path in enumerate(pass_paths or ())),
-                           *(("--save-bank model", bank.bank_path(final_model, k + 1), path)
+                           *(("--save-bank model", selection.bank_path(final_model, k + 1), path)
                              for k, path in enumerate(bank_paths or ())),
                            ("predictions", predictions, predictions_path)])
     trainer = Trainer(start, test_only)
@@ -511,10 +505,10 @@ def _note_failed_members(learner, bank_paths, progress):
 
 
 def _bank_paths(start, save_bank, final_model, paths, learns_nothing):
-    """--save-bank's files (bank.bank_path), checked as outputs; auto refused with -t and
+    """--save-bank's files (selection.bank_path), checked as outputs; auto refused with -t and
     --audit (what would it choose, whose weights would it show)."""
     if start.auto is not None and learns_nothing:
-        raise StreamherdError(f"{start.auto.hyperparameter.flag} auto trains a bank of models "
+        raise StreamherdError(f"{start.auto.flag} auto trains a bank of models "
                               f"and keeps one; -t learns nothing and --audit shows one model's "
                               f"weights: drop auto (give a value) or -t/--audit")
     if not save_bank:
@@ -522,8 +516,8 @@ def _bank_paths(start, save_bank, final_model, paths, learns_nothing):
     if start.auto is None or final_model is None:
         raise StreamherdError("--save-bank writes every model of an auto bank beside the "
                               "chosen one: give a hyperparameter auto (e.g. -C auto) and -f")
-    return [resolve_output(bank.bank_path(final_model, k + 1), paths, "model")
-            for k in range(len(start.auto.grid))]
+    return [resolve_output(selection.bank_path(final_model, k + 1), paths, "model")
+            for k in range(len(start.auto.members))]
 
 
 def _learning_audit(start, fmt, skip_bad):
