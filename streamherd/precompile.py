@@ -17,14 +17,13 @@ hash of the module's source (not its file time, which installing changes): a whe
 ``pip install`` on the machine that runs it matches; one built elsewhere, or run beside another
 numba, compiles on first use, as without this.
 
-Default: the README's commands (``train`` and ``predict`` on svmlight and on VW input, about
-10 s each on two cores, the parser of the format most of it) and every binary learner but the
-``-full`` ones (a second or less each), multiclass ``--multiclass mira``, the voted
-perceptron's joint multiclass and ``herd`` (both modes) with ``predict`` of their models, and
-``-C auto``'s bank of nherd-p, arow-p and pa2 (about 10 s each): 60-80 s in all. ``--all`` adds
-the ``-full`` learners, regression, joint and one-versus-all multiclass, ``--normalize``, the
-other ``predict`` outputs (``--raw``, ``--proba``, ``--scores``) and the banks of the other
-families: about 2 min in all.
+Default: the README's commands (``train`` and ``predict`` on svmlight and on VW input, the
+parser of the format most of their compile time) and every binary learner but the ``-full``
+ones, multiclass ``--multiclass mira``, the voted perceptron's joint multiclass and ``herd``
+(both modes) with ``predict`` of their models, and ``-C auto``'s bank of nherd-p, arow-p and pa2
+(README_BANKS). ``--all`` adds the ``-full`` learners, regression, joint and one-versus-all
+multiclass, ``--normalize``, the other ``predict`` outputs (``--raw``, ``--proba``,
+``--scores``) and the banks of the other families. The progress lines give each run's time.
 
 Exit status 0 when every run compiled; 1 when one failed (the others still ran): a command
 whose kernels failed to compile here compiles on first use, as it would have without this.
@@ -83,7 +82,7 @@ def jobs(everything=False):
                 _binary("svmlight", "voted-perceptron", ("multiclass",), multiclass="joint")))
     out.append(("herd (joint and ova) and predict", _herd("svmlight")))
     # auto's bank kernels (one per family, for the group size of this machine's cores:
-    # selection/packed.py group_sizes), about 10 s each: the README's, then (--all) every family
+    # selection/packed.py group_sizes): the README's, then (--all) every family
     for name in banked_learners(everything):
         auto = learners.spec(name).hyperparameters[0].name
         out.append((f"train --algo {name}, {auto} auto",

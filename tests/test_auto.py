@@ -7,15 +7,22 @@ import re
 import numpy as np
 import pytest
 
-from conftest import one_line_error
 from streamherd import tasks
 from streamherd.learners import create, spec
 from streamherd.learners.base import UnstableUpdate
 from streamherd.model import load_model
-from streamherd.selection import (LEARNER_GRIDS, Grid, PackedBank, Search, default_grid,
-                                  search_learners)
+from streamherd.selection import (
+    LEARNER_GRIDS,
+    Grid,
+    PackedBank,
+    Search,
+    default_grid,
+    search_learners,
+)
 from streamherd.selection.packed import group_sizes
 from streamherd.selection.scores import RecentRows, Scores, weighted_auc
+
+from conftest import one_line_error
 
 # (algo, the hyperparameter auto chooses): every family with a bank, and an auto on -a
 # and every diagonal rule of the Gaussian families (each compiled into its own copy of the

@@ -7,13 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from conftest import one_line_error
 from streamherd import tasks
 from streamherd.learners import spec
 from streamherd.learners.base import UnstableUpdate
 from streamherd.model import load_model
 from streamherd.selection import Grid, Search, TaskBank
 from streamherd.selection.scores import loss_scores
+
+from conftest import one_line_error
 
 # keys of a member's meta that say it came from a bank (the rest is the single run's)
 BANK_KEYS = {"auto", "algo"}

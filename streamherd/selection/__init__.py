@@ -41,9 +41,17 @@ calibration (--proba's map) is each member's own, from its own progressive margi
 from streamherd.errors import StreamherdError
 from streamherd.selection.bank import Bank, bank_path
 from streamherd.selection.packed import PackedBank, bank_entry_point
-from streamherd.selection.search import (AUTO, LEARNER_GRIDS, Grid, Member, Search,
-                                         default_grid, parse_grid, search_hyperparameter,
-                                         search_learners)
+from streamherd.selection.search import (
+    AUTO,
+    LEARNER_GRIDS,
+    Grid,
+    Member,
+    Search,
+    default_grid,
+    parse_grid,
+    search_hyperparameter,
+    search_learners,
+)
 from streamherd.selection.task_bank import TaskBank
 
 __all__ = ["AUTO", "LEARNER_GRIDS", "Bank", "Grid", "Member", "PackedBank", "Search",

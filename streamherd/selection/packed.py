@@ -142,7 +142,7 @@ class PackedBank(Bank):
 
     def _layout(self, grid, options, threads):
         """(the bank kernel of ``grid``'s learner, its state arrays, its group sizes)."""
-        probe = self.task.new_learner(grid.algo, 1, grid.members()[0].options(options))
+        probe = self.task.new_learner(grid.algo, 1, grid.members[0].options(options))
         attrs = probe.interleaved or ("mean",)
         assert len(probe.kernel_state()) == len(attrs) and all(
             a is getattr(probe, attr) for a, attr in zip(probe.kernel_state(), attrs)), \

@@ -45,6 +45,7 @@ class Grid:
     def name(self):
         return self.hyperparameter.name
 
+    @property
     def members(self):
         return tuple(Member(self.algo, self.hyperparameter, v) for v in self.values)
 
@@ -70,7 +71,7 @@ class Search:
     @property
     def members(self):
         """Every Member, grid by grid, each grid's values in order."""
-        return tuple(m for grid in self.grids for m in grid.members())
+        return tuple(m for grid in self.grids for m in grid.members)
 
     @property
     def stand_in(self):
