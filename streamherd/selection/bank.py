@@ -4,6 +4,7 @@ member's losses, the window, the holdout, the choice, the members' calibrations,
 face asks of a learner."""
 import math
 import os
+from abc import ABC, abstractmethod
 
 import numpy as np
 
@@ -19,7 +20,7 @@ def bank_path(final_model, k):
     return f"{stem}.bank{k}.npz"
 
 
-class Bank:
+class Bank(ABC):
     """The members of ``search`` (a Search), each a learner of ``task`` (``learners``, in the
     order of ``search.members``), and the choice among them.
 
@@ -62,13 +63,13 @@ class Bank:
 
     # ------------------------------------------------------------ learning
 
+    @abstractmethod
     def learn_chunk(self, targets, chunk, learn_member):
         """Every live member over one chunk of the task's ``targets``, where
         ``learn_member(task, learner, calibration or None)`` is how the face learns one learner
         over it, returning (updates, predictions) as the task's learn does; returns those the
         bank gives (the member leading on the chunks before). The last member failing is an
         UnstableUpdate."""
-        raise NotImplementedError
 
     def _account(self, y, importance, losses, window):
         """Each member's weighted ``losses`` (rows x members) on the chunk's learned rows (first
@@ -142,9 +143,9 @@ class Bank:
             self._scored = (key, scores)
         return self._scored[1]
 
+    @abstractmethod
     def window_scores(self, y, weight, window, alive):
         """The Scores of the window's rows (``window``: each member's values there)."""
-        raise NotImplementedError
 
     def leading_scores(self):
         """The lowest loss on the examples so far (the last pass's holdout, else the first
