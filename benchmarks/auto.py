@@ -287,7 +287,7 @@ def multiclass_section(rows):
              "`--normalize`): each learner at its default value, with its hyperparameter "
              "`auto` (the default grid, 11 values: a TaskBank, each member in turn over each "
              "chunk, chosen on the lowest 0/1 loss of the later half of the pass; "
-             "learners/bank.py), and the best grid value on the test set (an oracle, from "
+             "streamherd/selection), and the best grid value on the test set (an oracle, from "
              "`--save-bank`'s members). Time: auto's whole command over one learner's (one "
              "run each: small files, where start-up counts).", "",
              "| task | learner | default | auto (value) | best (value) | time ratio |",
@@ -311,7 +311,7 @@ def speed_section(times, pairs):
              f"{times['load'][1]:.1f} ({os.cpu_count()} cores; jobs beside the benchmark take "
              "cores from the parser thread of both commands and from the bank's threads).", "",
              "Every core: the bank runs its members in groups of whole cache lines, one thread "
-             "each (learners/bank.py group_sizes; 11 members on two cores: 8 and 3), beside the "
+             "each (selection/packed.py group_sizes; 11 members on two cores: 8 and 3), beside the "
              "parser thread both commands have. One core (both commands pinned to core 0, as on "
              "a 1-core machine): the bank's members on one thread, the parser on the same core.",
              "", "| learner | cores | one value (s) | auto, 11 values (s) | ratio |",
@@ -329,7 +329,7 @@ def quality_section(rows):
              "probability (test labels clean), default flags. *auto*: the value the bank chose "
              "(on the later half of the pass: the highest AUC of the progressive margins among "
              "the values within one standard error of the lowest progressive 0/1 loss, "
-             "learners/bank.py); *best*: the best grid value on the test set (an oracle); "
+             "streamherd/selection); *best*: the best grid value on the test set (an oracle); "
              "*algo auto*: `--algo auto` (nherd-p, arow-p, scw1 and pa2 over their grids), the "
              "learner and value it chose; VW: logistic, its learning rate chosen on the test "
              f"set among {', '.join(f'{r:g}' for r in VW_RATES)}.", "",

@@ -79,7 +79,7 @@ def _with_hyperparameter_flags(command):
 
 
 def _number_or_auto(ctx: typer.Context, param: typer.CallbackParam, value: Optional[str]):
-    """A hyperparameter's value: a number, or "auto" (learners/bank.py chooses it)."""
+    """A hyperparameter's value: a number, or "auto" (streamherd.selection chooses it)."""
     if value is None or value == "auto":
         return value
     try:

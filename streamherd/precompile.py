@@ -17,14 +17,13 @@ hash of the module's source (not its file time, which installing changes): a whe
 ``pip install`` on the machine that runs it matches; one built elsewhere, or run beside another
 numba, compiles on first use, as without this.
 
-Default: the README's commands (``train`` and ``predict`` on svmlight and on VW input, about
-10 s each on two cores, the parser of the format most of it) and every binary learner but the
-``-full`` ones (a second or less each), multiclass ``--multiclass mira``, the voted
-perceptron's joint multiclass and ``herd`` (both modes) with ``predict`` of their models, and
-``-C auto``'s bank of nherd-p, arow-p and pa2 (about 10 s each): 60-80 s in all. ``--all`` adds
-the ``-full`` learners, regression, joint and one-versus-all multiclass, ``--normalize``, the
-other ``predict`` outputs (``--raw``, ``--proba``, ``--scores``) and the banks of the other
-families: about 2 min in all.
+Default: the README's commands (``train`` and ``predict`` on svmlight and on VW input, the
+parser of the format most of their compile time) and every binary learner but the ``-full``
+ones, multiclass ``--multiclass mira``, the voted perceptron's joint multiclass and ``herd``
+(both modes) with ``predict`` of their models, and ``-C auto``'s bank of nherd-p, arow-p and pa2
+(README_BANKS). ``--all`` adds the ``-full`` learners, regression, joint and one-versus-all
+multiclass, ``--normalize``, the other ``predict`` outputs (``--raw``, ``--proba``,
+``--scores``) and the banks of the other families. The progress lines give each run's time.
 
 Exit status 0 when every run compiled; 1 when one failed (the others still ran): a command
 whose kernels failed to compile here compiles on first use, as it would have without this.
@@ -58,8 +57,8 @@ DATA = {
 }
 
 
-# a learner of each family with a bank (-C auto): the README's two and train's default first
-AUTO_FAMILIES = ("nherd-p", "arow-p", "pa2", "cw", "scw1", "narow-p")
+# the learners whose -C auto bank the default compiles: the README's two and train's default
+README_BANKS = ("nherd-p", "arow-p", "pa2")
 
 
 def jobs(everything=False):
@@ -76,15 +75,15 @@ def jobs(everything=False):
     for name in names:
         out.append((f"train and predict --algo {name}",
                     _binary("svmlight", name, ("binary",), bits=bits[name])))
-    # the multiclass learners of issue 19, whose kernels no other run here compiles
+    # the multiclass learners whose kernels no other run here compiles
     out.append(("train and predict --algo pa2 --multiclass mira",
                 _binary("svmlight", "pa2", ("multiclass",), multiclass="mira")))
     out.append(("train and predict --algo voted-perceptron --multiclass joint",
                 _binary("svmlight", "voted-perceptron", ("multiclass",), multiclass="joint")))
     out.append(("herd (joint and ova) and predict", _herd("svmlight")))
     # auto's bank kernels (one per family, for the group size of this machine's cores:
-    # learners/bank.py group_sizes), about 10 s each: the README's, then (--all) every family
-    for name in AUTO_FAMILIES if everything else AUTO_FAMILIES[:3]:
+    # selection/packed.py group_sizes): the README's, then (--all) every family
+    for name in banked_learners(everything):
         auto = learners.spec(name).hyperparameters[0].name
         out.append((f"train --algo {name}, {auto} auto",
                     _train("svmlight", "binary", name, options={auto: "auto"})))
@@ -100,6 +99,22 @@ def jobs(everything=False):
                             _binary("svmlight", name, ("multiclass",), bits=bits[name],
                                     multiclass=mode)))
     return out
+
+
+def banked_learners(everything=False):
+    """README_BANKS, then (``everything``) a learner of each other family with a bank kernel
+    (selection.bank_entry_point) and a hyperparameter to give auto."""
+    from streamherd import learners, selection
+
+    names = list(README_BANKS)
+    if everything:
+        kernels = {selection.bank_entry_point(name) for name in names}
+        for name, variant in learners.REGISTRY.items():
+            kernel = selection.bank_entry_point(name)
+            if kernel is not None and kernel not in kernels and variant.hyperparameters:
+                kernels.add(kernel)
+                names.append(name)
+    return names
 
 
 def _binary(fmt, algo, tasks, **train_options):

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streamherd import compilation, tasks
+from streamherd import compilation, selection, tasks
 from streamherd.errors import Interrupted, StreamherdError, notice, notices_silenced, say
 from streamherd.features import normalize as normalization
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
-from streamherd.learners import bank
 from streamherd.model import ModelFlags, OnlineModel, UpdateFailed, for_predicting, save_model
 from streamherd.outputs import (check_inputs, check_stdout_output, refuse_shared_outputs,
                                 replaced_on_success, replaced_together, resolve_output)
@@ -70,7 +69,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     standard output (features/names.LearningAudit); ``calibration``: --calibration, the map
     from the progressive predictions to predict --proba's probabilities (calibration.py; None:
     the default, or an initial model's own). A hyperparameter "auto" in ``options``: a bank
-    over ``grid`` (--grid's text; None: the default) chooses it (learners/bank.py), the
+    over ``grid`` (--grid's text; None: the default) chooses it (streamherd.selection), the
     calibration learned from the margins of the member leading at each chunk; ``save_bank``:
     also write every member, STEM.bankK.npz beside -f STEM.npz. A run that
     learns from no labeled example fails (exit 2) and writes no model, unless ``allow_empty``:
@@ -101,7 +100,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     refuse_shared_outputs([("model", final_model, model_path),
                            *(("--save_per_pass model", per_pass_path(final_model, k + 1), path)
                              for k, path in enumerate(pass_paths or ())),
-                           *(("--save-bank model", bank.bank_path(final_model, k + 1), path)
+                           *(("--save-bank model", selection.bank_path(final_model, k + 1), path)
                              for k, path in enumerate(bank_paths or ())),
                            ("predictions", predictions, predictions_path)])
     task_from_labels = model.undecided   # (a later pass's reader: as the first's)
@@ -164,7 +163,7 @@ def _note_failed_members(model, bank_paths, progress):
 
 
 def _bank_paths(model, save_bank, final_model, paths, test_only, audit):
-    """--save-bank's files (bank.bank_path), checked as outputs; auto refused with -t and
+    """--save-bank's files (selection.bank_path), checked as outputs; auto refused with -t and
     --audit (what would it choose, whose weights would it show)."""
     if test_only or audit:
         model.check_learns_one("-t learns nothing and --audit shows one model's weights")
@@ -173,7 +172,7 @@ def _bank_paths(model, save_bank, final_model, paths, test_only, audit):
     if model.bank_size() is None or final_model is None:
         raise StreamherdError("--save-bank writes every model of an auto bank beside the "
                               "chosen one: give a hyperparameter auto (e.g. -C auto) and -f")
-    return [resolve_output(bank.bank_path(final_model, k + 1), paths, "model")
+    return [resolve_output(selection.bank_path(final_model, k + 1), paths, "model")
             for k in range(model.bank_size())]
 
 

@@ -1,18 +1,28 @@
-"""-C auto (issue 20 §2): a bank of one binary learner over a grid of values learns in one pass;
-each member is the single learner of its value, and the bank keeps the member of the highest
-AUC among those within one standard error of the lowest 0/1 loss, on the later half of the
-pass (holdout: the lowest holdout loss). --algo auto: banks of several learners, chosen alike."""
+"""-C auto: a bank of one binary learner over a grid of values learns in one pass; each member
+is the single learner of its value, and the bank keeps the member of the highest AUC among those
+within one standard error of the lowest 0/1 loss, on the later half of the pass (holdout: the
+lowest holdout loss). --algo auto: a bank of several learners' grids, chosen alike."""
 import re
 
 import numpy as np
 import pytest
 
-from conftest import one_line_error
 from streamherd import tasks
 from streamherd.learners import create, spec
-from streamherd.learners import bank as banks
-from streamherd.learners.bank import Auto, Bank, Scores, default_grid
+from streamherd.learners.base import UnstableUpdate
 from streamherd.model import load_model
+from streamherd.selection import (
+    LEARNER_GRIDS,
+    Grid,
+    PackedBank,
+    Search,
+    default_grid,
+    search_learners,
+)
+from streamherd.selection.packed import group_sizes
+from streamherd.selection.scores import RecentRows, Scores, weighted_auc
+
+from conftest import one_line_error
 
 # (algo, the hyperparameter auto chooses): every family with a bank, and an auto on -a
 # and every diagonal rule of the Gaussian families (each compiled into its own copy of the
@@ -46,6 +56,12 @@ def hyperparameter(algo, name):
     return next(h for h in spec(algo).hyperparameters if h.name == name)
 
 
+def one_grid(algo, name, values=None):
+    """The Search of -C auto (``name`` auto) over ``values`` (default: its default grid)."""
+    h = hyperparameter(algo, name)
+    return Search((Grid(algo, h, default_grid(h) if values is None else values),), h.flag)
+
+
 # every family on two threads (groups of 8 and 3: what a two-core machine runs), pa2 on one and
 # nherd-p on three too (the kernel is one for any group, compiled once per group size)
 @pytest.mark.parametrize("algo, name, seed, threads",
@@ -54,14 +70,30 @@ def hyperparameter(algo, name):
 def test_every_member_is_the_single_learner_of_its_value(algo, name, seed, threads):
     """Weights, variances and each progressive margin of member k equal those of a learner of
     value k run alone (to 1e-12), and the member's progressive loss is the single run's; on
-    one thread or on several (bank.group_sizes: 11 members of two arrays in groups of 8 and 3
-    or of 4, 4 and 3; of one array, 8 and 3)."""
+    one thread or on several (selection.packed.group_sizes: 11 members of two arrays in groups
+    of 8 and 3 or of 4, 4 and 3; of one array, 8 and 3)."""
     chunks, dim = random_chunks(seed)
-    h = hyperparameter(algo, name)
-    auto = Auto(h, default_grid(h))
-    bank = Bank(tasks.BinaryTask(), algo, dim, {}, auto, threads=threads)
-    assert len(bank.groups) == min(threads, 2 if algo == "pa2" else 3)
-    singles = [create(algo, dim, {name: v}, task="binary") for v in auto.grid]
+    search = one_grid(algo, name)
+    bank = PackedBank(tasks.BinaryTask(), search, dim, {}, threads=threads)
+    assert len(bank.groups) == 1
+    assert len(bank.groups[0]) == min(threads, 2 if algo == "pa2" else 3)
+    _check_members_are_single_learners(bank, chunks, dim)
+
+
+def test_a_bank_of_learners_runs_each_learner_as_its_single_run():
+    """--algo auto's bank: each learner's grid packed apart, every member of every learner
+    equal to its single learner, the progressive losses and the window's Scores theirs."""
+    chunks, dim = random_chunks(4)
+    bank = PackedBank(tasks.BinaryTask(), search_learners({}, None, None), dim, {})
+    assert [sum(len(group.alive) for group in groups) for groups in bank.groups] == [11] * 4
+    _check_members_are_single_learners(bank, chunks, dim)
+
+
+def _check_members_are_single_learners(bank, chunks, dim):
+    """Learn ``chunks`` with the bank and beside it with a learner of each member's value
+    alone: each member's state and options are its single learner's, the bank's progressive
+    loss and window Scores theirs."""
+    singles = [create(m.algo, dim, m.options({}), task="binary") for m in bank.members]
     mistakes, weight = np.zeros(len(singles)), 0.0
     rows = []   # (y, importance, every single's margin) of each learned row, in order
     for y, importance, indptr, indices, values in chunks:
@@ -75,13 +107,14 @@ def test_every_member_is_the_single_learner_of_its_value(algo, name, seed, threa
             wrong = (margins[learned, k] > 0) != (y[learned] > 0)
             mistakes[k] += importance[learned] @ wrong
         rows += zip(y[learned], importance[learned], margins[learned])
+    progressive = mistakes / weight
     for k, single in enumerate(singles):
         assert bank.alive[k]
-        ours = bank.members[k].state()
+        ours = bank.learners[k].state()
         for key, theirs in single.state().items():
             np.testing.assert_allclose(ours[key], theirs, rtol=0, atol=1e-12, err_msg=key)
-        assert bank.members[k].options == single.options
-    np.testing.assert_allclose(bank.progressive / bank.progressive_weight, mistakes / weight,
+        assert bank.learners[k].options == single.options
+    np.testing.assert_allclose(bank.progressive / bank.progressive_weight, progressive,
                                rtol=0, atol=1e-12)
     window = rows[len(rows) // 2:]   # the later half (the odd row to it)
     y = np.array([r[0] for r in window])
@@ -110,29 +143,29 @@ def test_a_member_whose_update_fails_leaves_the_bank_where_its_single_learner_fa
     indices = np.concatenate([rng.choice(dim, k, replace=False) for k in nnz]).astype(np.int64)
     values = rng.normal(size=indptr[-1])
     y, importance = np.where(rng.random(n) < 0.5, 1.0, -1.0), np.ones(n)
-    h = hyperparameter("nherd-p", "C")
-    auto = Auto(h, default_grid(h))
-    bank = Bank(tasks.BinaryTask(), "nherd-p", dim, {}, auto, threads=threads)
+    search = one_grid("nherd-p", "C")
+    bank = PackedBank(tasks.BinaryTask(), search, dim, {}, threads=threads)
     margins = bank.learn_members(y, importance, indptr, indices, values * 1e77)
     failed = 0
-    for k, value in enumerate(auto.grid):
-        single = create("nherd-p", dim, {"C": value}, task="binary")
+    for k, member in enumerate(search.members):
+        single = create("nherd-p", dim, {"C": member.value}, task="binary")
         theirs = np.empty(n)
         try:
             single.learn(y, importance, indptr, indices, values * 1e77, theirs)
             at = n
-        except banks.UnstableUpdate as e:
+        except UnstableUpdate as e:
             at, failed = e.index, failed + 1
             assert not bank.alive[k] and bank.failed_at[k] == at
             assert np.isnan(margins[at:, k]).all()
         else:
             assert bank.alive[k] and bank.failed_at[k] == -1
-            np.testing.assert_array_equal(bank.members[k].state()["mean"],
+            np.testing.assert_array_equal(bank.learners[k].state()["mean"],
                                           single.state()["mean"])
         np.testing.assert_array_equal(margins[:at, k], theirs[:at])
-    assert 0 < failed < len(auto.grid) and bank.alive.sum() == len(auto.grid) - failed
-    everywhere = Bank(tasks.BinaryTask(), "nherd-p", dim, {}, auto, threads=threads)
-    with pytest.raises(banks.UnstableUpdate, match="failed for every value") as raised:
+    members = len(search.members)
+    assert 0 < failed < members and bank.alive.sum() == members - failed
+    everywhere = PackedBank(tasks.BinaryTask(), search, dim, {}, threads=threads)
+    with pytest.raises(UnstableUpdate, match="failed for every value") as raised:
         everywhere.learn_members(y, importance, indptr, indices, values * 1e80)
     assert raised.value.index == everywhere.failed_at.max()
 
@@ -143,7 +176,7 @@ def test_a_member_whose_update_fails_leaves_the_bank_where_its_single_learner_fa
     (3, 2, 2, [3]), (5, 2, 2, [4, 1]), (1, 1, 4, [1])])
 def test_each_thread_runs_whole_cache_lines_of_members_the_first_the_most(members, arrays,
                                                                           threads, sizes):
-    assert banks.group_sizes(members, arrays, threads) == sizes
+    assert group_sizes(members, arrays, threads) == sizes
 
 
 @pytest.mark.parametrize("module, rules", [("nherd", (0, 1, 2)), ("arow", (False, True)),
@@ -180,7 +213,7 @@ def pairwise_auc(margins, y, w):
 
 def test_the_window_is_the_later_half_of_the_rows_at_most_its_capacity():
     rng = np.random.default_rng(5)
-    recent = banks.RecentRows(8, 2)
+    recent = RecentRows(8, 2)
     added = []
     for n in (3, 0, 5, 11, 1, 2):
         y = rng.choice([-1.0, 1.0], n)
@@ -199,17 +232,16 @@ def test_weighted_auc_counts_ties_as_half_and_weights_each_pair():
     margins = np.array([0.5, -1.0, 0.5, 2.0, -1.0, 0.0])
     y = np.array([1.0, -1.0, -1.0, 1.0, 1.0, -1.0])
     w = np.array([1.0, 2.0, 0.5, 3.0, 1.0, 0.25])
-    assert banks.weighted_auc(margins, y > 0, w) == pytest.approx(pairwise_auc(margins, y, w),
-                                                                  abs=1e-15)
-    assert np.isnan(banks.weighted_auc(margins, np.ones(6, bool), w))
+    assert weighted_auc(margins, y > 0, w) == pytest.approx(pairwise_auc(margins, y, w),
+                                                            abs=1e-15)
+    assert np.isnan(weighted_auc(margins, np.ones(6, bool), w))
 
 
 def test_the_leaders_margins_are_the_bank_prediction():
     """What the table and -p see of a chunk: the margins of the member whose loss led on the
     chunks before it (the first chunk: the value nearest the default)."""
     chunks, dim = random_chunks(3)
-    h = hyperparameter("arow-p", "r")
-    bank = Bank(tasks.BinaryTask(), "arow-p", dim, {}, Auto(h, (0.01, 1.0, 100.0)))
+    bank = PackedBank(tasks.BinaryTask(), one_grid("arow-p", "r", (0.01, 1.0, 100.0)), dim, {})
     singles = [create("arow-p", dim, {"r": v}, task="binary") for v in (0.01, 1.0, 100.0)]
     leader = 1
     for y, importance, indptr, indices, values in chunks:
@@ -247,8 +279,8 @@ def test_the_choice_is_the_best_auc_within_one_error_of_the_lowest_loss_then_the
 
 
 def test_the_leader_while_learning_is_the_lowest_progressive_loss_ties_to_the_default():
-    h = hyperparameter("nherd-p", "C")
-    bank = Bank(tasks.BinaryTask(), "nherd-p", 4, {}, Auto(h, (0.25, 0.5, 2.0, 4.0, 8.0)))
+    bank = PackedBank(tasks.BinaryTask(), one_grid("nherd-p", "C", (0.25, 0.5, 2.0, 4.0, 8.0)),
+                      4, {})
     assert bank.leader() == 1   # nothing seen: 0.5 and 2 as near C's default 1: the smaller
     bank.progressive_weight = 10.0
     bank.progressive[:] = [3.0, 2.0, 2.0, 1.0, 1.0]
@@ -259,8 +291,7 @@ def test_the_leader_while_learning_is_the_lowest_progressive_loss_ties_to_the_de
 
 def test_the_summary_describes_the_model_written_not_the_bank_now():
     """With passes, the model written is the best pass's: the summary reads its record."""
-    h = hyperparameter("arow-p", "r")
-    bank = Bank(tasks.BinaryTask(), "arow-p", 4, {}, Auto(h, (0.5, 1.0, 2.0)))
+    bank = PackedBank(tasks.BinaryTask(), one_grid("arow-p", "r", (0.5, 1.0, 2.0)), 4, {})
     bank.pass_holdout = np.array([0.3, 0.2, 0.1])
     record = bank.model_meta()["auto"]              # the best pass's model: r = 2
     bank.pass_holdout = np.array([0.1, 0.2, 0.3])   # a later, worse pass: r = 0.5 leads
@@ -383,7 +414,7 @@ def test_auto_with_passes_chooses_on_the_holdout_loss(run_cli, data_dir, tmp_pat
     (["--algo", "voted-perceptron", "--max-support", "auto"],
      "--max-support auto has no default grid; give the values to try with --grid"),
     (["--algo", "auto", "-b", "30"], "--algo auto's banks of 44 models need "),
-    # (the bytes: 2^30 slots of 3 cache lines, or of 2 per thread: bank_threads)
+    # (the bytes: 2^30 slots of 3 cache lines, or of 2 per thread: group_sizes)
     (["--algo", "nherd-p", "-C", "auto", "-b", "30"], "-C auto's bank of 11 nherd-p models "
                                                       "needs "),
 ])
@@ -417,7 +448,7 @@ def test_auto_refuses_continuing_a_model(run_cli, tmp_path):
 
 
 def test_algo_auto_keeps_a_plain_model_of_the_chosen_learner(run_cli, data_dir, tmp_path):
-    """--algo auto on spambase: a bank of every learner of bank.ALGO_FAMILIES over its default
+    """--algo auto on spambase: a bank of every learner of LEARNER_GRIDS over its default
     grid; the model written is the chosen member's bank file, which is `train --algo A -X v`
     itself (weights, and predict's output), and the summary names the chosen and the
     runner-up as the record's scores rank them."""
@@ -429,7 +460,7 @@ def test_algo_auto_keeps_a_plain_model_of_the_chosen_learner(run_cli, data_dir, 
     meta, arrays = load_model(model)
     auto = meta["auto"]
     tried = [(m["algo"], m["hyperparameter"], m["value"]) for m in auto["members"]]
-    assert tried == [(algo, name, v) for algo, name in banks.ALGO_FAMILIES
+    assert tried == [(algo, name, v) for algo, name in LEARNER_GRIDS
                      for v in default_grid(hyperparameter(algo, name))]
     defaults = [hyperparameter(a, n).default for a, n, _ in tried]
     ranking = Scores(np.array(auto["losses"]), np.array(auto["aucs"]), auto["spread"]) \
@@ -481,7 +512,7 @@ def test_a_default_of_zero_breaks_ties_by_difference_and_a_failed_member_is_no_r
     scores = Scores(np.zeros(3), np.full(3, np.nan))
     with np.errstate(all="raise"):
         assert scores.ranking((0.0, 0.5, 1.0), (h.default,) * 3).tolist() == [0, 1, 2]
-    bank = Bank(tasks.BinaryTask(), "pa2", 4, {}, Auto(hyperparameter("pa2", "C"), (1.0, 2.0)))
+    bank = PackedBank(tasks.BinaryTask(), one_grid("pa2", "C", (1.0, 2.0)), 4, {})
     bank.alive[1] = False
     assert "runner_up_label" not in bank.model_meta()["auto"]
 

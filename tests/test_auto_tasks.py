@@ -1,4 +1,4 @@
-"""-C auto beyond a binary learner's bank kernel (learners/bank.py TaskBank): multiclass (joint,
+"""-C auto beyond a binary learner's bank kernel (selection's TaskBank): multiclass (joint,
 ova, mira), --loss squared and the -full learners. Each member learns each chunk through the
 task as a run of its value alone, so every --save-bank file is that run's model bit for bit; the
 bank keeps the member of the lowest loss on the later half of the pass."""
@@ -7,12 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from conftest import one_line_error
 from streamherd import tasks
 from streamherd.learners import spec
-from streamherd.learners import bank as banks
-from streamherd.learners.bank import Auto, TaskBank, loss_window_scores
+from streamherd.learners.base import UnstableUpdate
 from streamherd.model import load_model
+from streamherd.selection import Grid, Search, TaskBank
+from streamherd.selection.scores import loss_scores
+
+from conftest import one_line_error
 
 # keys of a member's meta that say it came from a bank (the rest is the single run's)
 BANK_KEYS = {"auto", "algo"}
@@ -111,7 +113,7 @@ def test_the_window_loss_and_its_spread_are_the_weighted_mean_and_its_standard_e
     losses[:, 2] *= 0.5
     weight = rng.choice([0.5, 1.0, 2.0], 500)
     alive = np.array([True, True, True, False])
-    scores = loss_window_scores(weight, losses, alive)
+    scores = loss_scores(weight, losses, alive)
     means = weight @ losses / weight.sum()
     np.testing.assert_allclose(scores.losses[:3], means[:3], rtol=1e-12)
     assert scores.losses[3] == math.inf and np.isnan(scores.aucs).all()
@@ -121,7 +123,7 @@ def test_the_window_loss_and_its_spread_are_the_weighted_mean_and_its_standard_e
     # a 0/1 loss: the spread is the binary bank's, the error of a proportion
     mistakes = (rng.random((400, 3)) < [0.3, 0.2, 0.4]).astype(float)
     ones = np.ones(400)
-    scores = loss_window_scores(ones, mistakes, np.ones(3, bool))
+    scores = loss_scores(ones, mistakes, np.ones(3, bool))
     p = mistakes[:, 1].mean()
     assert scores.spread == pytest.approx(math.sqrt(p * (1 - p) / 400), rel=1e-12)
     assert int(scores.ranking((1.0, 2.0, 4.0), (1.0,) * 3)[0]) == 1
@@ -157,7 +159,8 @@ def test_a_member_whose_update_fails_leaves_the_bank_and_all_failing_is_an_error
 
     def run(scale, threads):
         task = tasks.MulticlassTask(ClassLabels.of_values([0, 1, 2]))
-        bank = TaskBank(task, "nherd-p", 32, {}, Auto(h, grid), threads=threads)
+        bank = TaskBank(task, Search((Grid("nherd-p", h, grid),), h.flag), 32, {},
+                        threads=threads)
         rows = _Rows(indptr, indices, values * scale)
         return task, bank, bank.learn_chunk(classes, rows, lambda task, member, calibration:
                                             task.learn(member, classes, rows))
@@ -168,16 +171,16 @@ def test_a_member_whose_update_fails_leaves_the_bank_and_all_failing_is_an_error
         single = single_task.new_learner("nherd-p", 32, {"C": value})
         try:
             single_task.learn(single, classes, _Rows(indptr, indices, values * 1e77))
-        except banks.UnstableUpdate as e:
+        except UnstableUpdate as e:
             failed += 1
             assert not bank.alive[k] and bank.failed_at[k] == e.index
         else:
             assert bank.alive[k] and bank.failed_at[k] == -1
             for key, array in single.state().items():
-                np.testing.assert_array_equal(bank.members[k].state()[key], array)
+                np.testing.assert_array_equal(bank.learners[k].state()[key], array)
     assert 0 < failed < len(grid)
     assert task.known == 3
-    with pytest.raises(banks.UnstableUpdate, match="failed for every value"):
+    with pytest.raises(UnstableUpdate, match="failed for every value"):
         run(1e200, threads)
 
 

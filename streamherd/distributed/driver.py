@@ -23,7 +23,7 @@ import time
 import uuid
 
 from streamherd import calibration as calibrations
-from streamherd import tasks
+from streamherd import selection, tasks
 from streamherd.errors import StreamherdError, say
 from streamherd.labels import ClassLabels
 from streamherd.model import ModelFlags, OnlineModel, save_model
@@ -33,7 +33,6 @@ from streamherd.passes import DEFAULT_EARLY_TERMINATE, BestPass, copied
 from streamherd.distributed import mixing
 from streamherd.distributed.epoch import (Calibrating, Settings, UserError, reader_of,
                                          shard_classes, shard_lines, train_shard)
-from streamherd.learners import bank
 from streamherd.distributed.shards import numbered, plan_shards
 
 # a task is run again this many times when it fails (its worker lost: the scheduler also
@@ -143,17 +142,17 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
 
 def _refuse_auto(algo, options):
     """-C auto (any hyperparameter auto) and --algo auto train a bank of models in one stream
-    and keep the best (learners/bank.py); dist-train has no bank across shards, and would write
+    and keep the best (streamherd.selection); dist-train has no bank across shards, and would write
     one default model under auto's name: refused before the cluster starts."""
-    if algo == bank.AUTO:
+    if algo == selection.AUTO:
         flag = "--algo"
     else:
-        names = [name for name, value in options.items() if value == bank.AUTO]
+        names = [name for name, value in options.items() if value == selection.AUTO]
         if not names:
             return
-        from streamherd.learners.spec import _flag_of
+        from streamherd.learners.spec import flag_of
 
-        flag = _flag_of(names[0])
+        flag = flag_of(names[0])
     raise StreamherdError(f"dist-train cannot choose {flag} auto (a bank of models is not "
                           f"mixed across shards); choose it with 'streamherd train {flag} auto' "
                           f"on the data or a sample, then pass the value it reports to "

@@ -114,7 +114,7 @@ class LearnerSpec:
         accepted = {h.name: h for h in self.accepted(task)}
         unknown = [name for name in given if name not in accepted]
         if unknown:
-            flags = ", ".join(_flag_of(name) for name in sorted(unknown))
+            flags = ", ".join(flag_of(name) for name in sorted(unknown))
             takes = ", ".join(h.flag for h in accepted.values()) or "none"
             raise StreamherdError(f"{self.name} does not take {flags}; its hyperparameters "
                                   f"are: {takes}")
@@ -127,7 +127,7 @@ class LearnerSpec:
         return next((h for h in self.hyperparameters if h.grid), None)
 
 
-def _flag_of(name):
+def flag_of(name):
     """A flag for a hyperparameter name no learner of the moment declares (in an error)."""
     from streamherd.learners import REGISTRY
 

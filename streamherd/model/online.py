@@ -18,11 +18,10 @@ from typing import NamedTuple
 import numpy as np
 
 from streamherd import calibration as calibrations
-from streamherd import learners, tasks
+from streamherd import learners, selection, tasks
 from streamherd.errors import StreamherdError
 from streamherd.features import normalize as normalization
 from streamherd.features.space import DEFAULT_BITS, FeatureSpace
-from streamherd.learners import bank
 from streamherd.learners.base import UnstableUpdate, prediction_weights
 from streamherd.model.container import load_model
 
@@ -112,18 +111,18 @@ class OnlineModel:
     def new(cls, flags=ModelFlags(), skip_bad=False, learning=True):
         """A fresh model of ``flags`` (ModelFlags), every flag checked."""
         options = flags.given_options()
-        if flags.algo == bank.AUTO:   # banks of several learners; one stands in for checks
-            auto = bank.algo_auto(options, flags.grid, flags.choice.kind)
+        if flags.algo == selection.AUTO:   # banks of several learners; one stands in for checks
+            auto = selection.search_learners(options, flags.grid, flags.choice.kind)
             algo = auto.stand_in
         else:
             algo = learners.canonical_name(flags.algo or learners.DEFAULT_ALGO)
-            auto = bank.auto_of(algo, options, flags.grid, flags.choice.kind)
+            auto = selection.search_hyperparameter(algo, options, flags.grid, flags.choice.kind)
         space = FeatureSpace(DEFAULT_BITS if flags.bits is None else flags.bits,
                              True if flags.bias is None else flags.bias,
                              normalization.L2 if flags.normalize else normalization.NONE,
                              **flags.given_namespaces())
         kind = flags.choice.kind
-        options = checked_options(algo, {k: v for k, v in options.items() if v != bank.AUTO},
+        options = checked_options(algo, {k: v for k, v in options.items() if v != selection.AUTO},
                                   kind)
         method = flags.calibration or ("none" if kind == "regression"
                                        else calibrations.DEFAULT_METHOD)
@@ -132,7 +131,7 @@ class OnlineModel:
             # the probit map reads every row's x' Sigma x before its update; a bank gives its
             # members' margins only
             raise StreamherdError(f"--calibration probit reads one learner's variances, and "
-                                  f"{auto.hyperparameter.flag} auto trains a bank of them; use "
+                                  f"{auto.flag} auto trains a bank of them; use "
                                   f"--calibration isotonic or platt with auto")
         return cls(algo, options, space, flags.choice.new_task(skip_bad),
                    calibration_method=method, undecided=kind is None, auto=auto,
@@ -167,7 +166,7 @@ class OnlineModel:
         """-i: the model at ``path``, read whole, with every flag given checked against it (a
         flag that would change what it is, refused in one line); its hyperparameters may be
         given anew, and its calibration statistics continue."""
-        if bank.AUTO in flags.given_options().values():
+        if selection.AUTO in flags.given_options().values():
             raise StreamherdError("auto chooses a hyperparameter for a new model; to continue "
                                   f"{path} (-i), drop auto: it keeps its own value")
         meta, state = load_model(path)
@@ -204,11 +203,7 @@ class OnlineModel:
     def _new_learner(self, options, state=None, learner_meta=None):
         """The learner; with auto, a bank of them, once the labels chose the task."""
         if self.auto is not None and not self.undecided:
-            if self.task.kind != "binary" and isinstance(self.auto, bank.AlgoAuto):
-                raise StreamherdError(f"--algo auto works for binary tasks only, and the labels "
-                                      f"are {self.task.kind}; name one --algo (its "
-                                      f"hyperparameter can be auto)")
-            return bank.new_bank(self.task, self.algo, self.space.dim, options, self.auto)
+            return selection.new_bank(self.task, self.auto, self.space.dim, options)
         return self.task.new_learner(self.algo, self.space.dim, options, state, learner_meta)
 
     def _new_calibration(self, saved=None):
@@ -220,7 +215,7 @@ class OnlineModel:
                                                self.calibration_method)
         else:
             calibration = calibrations.new(self.calibration_method, self.task.kind)
-            if calibration is not None and isinstance(self.learner, bank.Choosing):
+            if calibration is not None and isinstance(self.learner, selection.Bank):
                 self.learner.calibrate_members(
                     lambda: calibrations.new(self.calibration_method, self.task.kind))
                 calibration = None
@@ -229,7 +224,7 @@ class OnlineModel:
 
     def calibration_now(self):
         """The calibration of the model as it is: the chosen member's with auto."""
-        if isinstance(self.learner, bank.Choosing):
+        if isinstance(self.learner, selection.Bank):
             return self.learner.member_calibration(self.learner.chosen())
         return self.calibration
 
@@ -248,13 +243,13 @@ class OnlineModel:
     def check_learns_one(self, what):
         """Refuse, in one line, ``what`` (-t, --audit) of a model that trains a bank."""
         if self.auto is not None:
-            raise StreamherdError(f"{self.auto.hyperparameter.flag} auto trains a bank of "
+            raise StreamherdError(f"{self.auto.flag} auto trains a bank of "
                                   f"models and keeps one; {what}: drop auto (give a value) or "
                                   f"-t/--audit")
 
     def bank_size(self):
         """The models a bank trains (--save-bank writes each); None without auto."""
-        return None if self.auto is None else len(self.auto.grid)
+        return None if self.auto is None else len(self.auto.members)
 
     # ------------------------------------------------------------ the task
 
@@ -298,7 +293,7 @@ class OnlineModel:
         prediction before its update). An update that fails is an UpdateFailed naming the
         row."""
         try:
-            if isinstance(self.learner, bank.TaskBank):
+            if isinstance(self.learner, selection.Bank):
                 return self.learner.learn_chunk(
                     targets, rows, lambda task, learner, calibration:
                     self._learn(task, learner, calibration, targets, rows))

@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.gaussian import GaussianLearner
+from streamherd.learners.kernels.bank import run_diag_bank_rules
 from streamherd.learners.kernels.covariance import (full_reset, full_sigma_x, full_update,
                                                     planned_step)
 from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
@@ -135,6 +136,12 @@ def run_diag(binary=None, regression=None, joint=None, args=None):
     return run_rules(diag_margin, diag_step, None, binary, regression, joint, args)
 
 
+@entry_point("numpy")
+def run_diag_bank(bank):
+    """A bank's members over one chunk (kernels/bank.py), with cw's diagonal rule."""
+    return run_diag_bank_rules(diag_plan, keep, rule_of, cw_variance, bank)
+
+
 @njit(cache=True, inline="always")
 def full_step(state, params, indices, values, start, end, m, v, y, s):
     phi, floor = params[0], params[1]
@@ -156,6 +163,7 @@ class ConfidenceWeighted(GaussianLearner):
     """cw and cw-full."""
 
     entry_points = {"diagonal": run_diag, "full": run_full}
+    bank_entry_points = {"diagonal": run_diag_bank}
 
     def __init__(self, dim, options=None, **kwargs):
         super().__init__(dim, options=options, **kwargs)   # eta in (0.5, 1): its declaration

@@ -24,6 +24,7 @@ from numba import njit
 from streamherd.learners.algorithms.arow import (KEEP, Arow, arow_variance, keep, planned,
                                                  rule_of)
 # (keep: AROW's, for narow's bank too, kernels/bank.py)
+from streamherd.learners.kernels.bank import run_diag_bank_rules
 from streamherd.learners.kernels.covariance import (full_reset, full_sigma_x, full_update,
                                                     planned_step)
 from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
@@ -62,6 +63,12 @@ def run_diag(binary=None, regression=None, joint=None, args=None):
     return run_rules(diag_margin, diag_step, None, binary, regression, joint, args)
 
 
+@entry_point("numpy")
+def run_diag_bank(bank):
+    """A bank's members over one chunk (kernels/bank.py), with NAROW's step (AROW's rules)."""
+    return run_diag_bank_rules(diag_plan, keep, rule_of, arow_variance, bank)
+
+
 @njit(cache=True, inline="always")
 def full_step(state, params, indices, values, start, end, m, v, y, s):
     if m >= 1.0:
@@ -84,6 +91,7 @@ class Narow(Arow):
     """narow-p, narow-d (the registry's rule: "project" or "drop") and narow-full."""
 
     entry_points = {"diagonal": run_diag, "full": run_full}
+    bank_entry_points = {"diagonal": run_diag_bank}
 
     def kernel_params(self):
         return (self.options["b"], self.spec.rule == "drop")

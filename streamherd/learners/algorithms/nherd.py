@@ -17,6 +17,7 @@ example mu += (y - mu.x) Sigma x / (v + 1/C), with the same covariance updates.
 from numba import njit
 
 from streamherd.learners.gaussian import GaussianLearner
+from streamherd.learners.kernels.bank import run_diag_bank_rules
 from streamherd.learners.kernels.covariance import full_sigma_x, full_update, planned_step
 from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.sparse import finite
@@ -111,6 +112,12 @@ def run_diag(binary=None, regression=None, joint=None, args=None):
     return run_rules(diag_margin, diag_step, diag_regression_step, binary, regression, joint, args)
 
 
+@entry_point("numpy")
+def run_diag_bank(bank):
+    """A bank's members over one chunk (kernels/bank.py), with nherd's diagonal rules."""
+    return run_diag_bank_rules(diag_plan, keep, rule_of, nherd_variance, bank)
+
+
 @njit(cache=True, inline="always")
 def full_step(state, params, indices, values, start, end, m, v, y, s):
     if m > 1.0:
@@ -140,6 +147,7 @@ class Nherd(GaussianLearner):
     nherd-full (Eq. 13)."""
 
     entry_points = {"diagonal": run_diag, "full": run_full}
+    bank_entry_points = {"diagonal": run_diag_bank}
     rules = tuple(VARIANCE_RULES)
 
     def kernel_params(self):

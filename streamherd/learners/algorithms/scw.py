@@ -21,6 +21,7 @@ from numba import njit
 from streamherd.learners.algorithms.cw import (KEEP, VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha,
                                                cw_full_apply, cw_sqrt_u_beta, keep, rule_of)
 # (keep: cw's, for scw's bank too, kernels/bank.py)
+from streamherd.learners.kernels.bank import run_diag_bank_rules
 from streamherd.learners.kernels.covariance import full_sigma_x, planned_step
 from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.sparse import finite, squared_norm
@@ -74,6 +75,12 @@ def run_diag(binary=None, regression=None, joint=None, args=None):
     return run_rules(diag_margin, diag_step, None, binary, regression, joint, args)
 
 
+@entry_point("numpy")
+def run_diag_bank(bank):
+    """A bank's members over one chunk (kernels/bank.py), with SCW's diagonal rules."""
+    return run_diag_bank_rules(diag_plan, keep, rule_of, scw_variance, bank)
+
+
 @njit(cache=True, inline="always")
 def scw_loss(m, v, phi):
     """Whether the SCW loss max(0, phi sqrt(v) - m) is positive (and v > 0)."""
@@ -101,6 +108,7 @@ class SoftConfidenceWeighted(ConfidenceWeighted):
     """scw1, scw2 (the registry's rule: "I" or "II") and their -full forms."""
 
     entry_points = {"diagonal": run_diag, "full": run_full}
+    bank_entry_points = {"diagonal": run_diag_bank}
     rules = ("I", "II")
 
     def kernel_params(self):

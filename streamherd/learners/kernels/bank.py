@@ -1,14 +1,14 @@
 """The bank's loop: K copies of one binary learner, each with its own hyperparameter value,
-learning in the same pass from every example (learners/bank.py, ``-C auto``).
+learning in the same pass from every example (streamherd.selection's PackedBank, ``-C auto``).
 
 The K states are stored slot-major (``packed[j, w, k]``: slot j, the learner's w-th state
-array, member k; bank.line_aligned): a slot holds its K means, then its K variances, padded to
-whole cache lines (11 members: 3 lines), so the features of a row bring the lines of all K
-members into the cache at once. Member k's arrays are the strided views ``packed[:, w, k]``,
-of the same numba type as the interleaved columns a single learner runs on
-(Learner.interleaved). A kernel call runs one group of a bank's members (bank.MemberGroup:
-each on a thread of its own, with its own packed array); ``params`` may hold more tuples than
-the group has members (``alive``), so that groups of every size share one compiled kernel.
+array, member k; selection/packed.py line_aligned): a slot holds its K means, then its K
+variances, padded to whole cache lines (11 members: 3 lines), so the features of a row bring the
+lines of all K members into the cache at once. Member k's arrays are the strided views
+``packed[:, w, k]``, of the same numba type as the interleaved columns a single learner runs on
+(Learner.interleaved). A kernel call runs one group of a bank's members (a MemberGroup: each on
+a thread of its own, with its own packed array); ``params`` may hold more tuples than the group
+has members (``alive``), so that groups of every size share one compiled kernel.
 
 Per row: every member's margin in one pass over the row's slots (``diag_margins`` and
 ``mean_margins``: the sums of kernels/loops.diag_margin and mean_margin for all members at once,
@@ -23,20 +23,24 @@ whose margin or update fails (not finite: a value at the edge of the grid can di
 the others do not) is dropped from the bank (``alive``) and never chosen; its margins are NaN
 from that example on.
 
-One entry point per family, the rules closed over as in loops.run_rules, so numba inlines
-them. The diagonal families' entry points use numpy's error model whatever their own: with
-Python's, each division tests its divisor for zero to raise, and that branch kept LLVM from
-vectorising the update; their divisors are never zero (the steps divide by v + 1/C, v + r,
-1 + (a product >= 0) and the like; keep's r is infinite, not zero), and a step that makes a
-number not finite fails the member as before.
+Entry points: each family with a bank declares its own in its module (algorithms/), one line
+over ``run_bank_rules`` (a family without a covariance) or ``run_diag_bank_rules`` (a diagonal
+one), with the family's rules, closed over as in loops.run_rules so that numba inlines them:
+  @entry_point("numpy")
+  def run_diag_bank(bank):
+      return run_diag_bank_rules(diag_plan, keep, rule_of, variance, bank)
+and names it in its learner class's ``bank_entry_points`` (by covariance kind, as
+``entry_points``). They use numpy's error model whatever the family's own: with Python's, each
+division tests its divisor for zero to raise, and that branch kept LLVM from vectorising the
+update; their divisors are never zero (the steps divide by v + 1/C, v + r, 1 + (a product >= 0)
+and the like; keep's r is infinite, not zero), and a step that makes a number not finite fails
+the member as before.
 """
 import numpy as np
 from numba import njit
 from numba.extending import overload
 
-from streamherd.learners.algorithms import arow, cw, narow, nherd, pa, scw
 from streamherd.learners.kernels.covariance import entry_ok
-from streamherd.learners.kernels.loops import entry_point
 from streamherd.learners.kernels.prefetch import prefetch, row_ahead
 from streamherd.learners.kernels.sparse import finite
 
@@ -98,7 +102,7 @@ def slot_views(flat, base, padded, width):
 def slot_sums(flat, indices, values, start, end, ahead, arrays, margins, confidences):
     """Every member's margin mu_k.x (and, ``arrays`` 2, its confidence x' diag(sigma_k) x) of
     the row, into ``margins`` and ``confidences``, of a slot's padded member count
-    (bank.line_aligned; the padding's sums are zeros, never read as a member's).
+    (selection/packed.py line_aligned; the padding's sums are zeros, never read as a member's).
 
     One pass over the row's features, and per feature an inner loop over the slot's contiguous
     members (slot_views): LLVM vectorises it (4 or 8 members per instruction), each member's
@@ -219,9 +223,9 @@ def diag_bank_loop(plan, keep, rule_of, variance, bank):
     variance rules multiply their change by a zero) while the products they multiply are
     finite: x_r^2 is, on a row some member learns from (its v is), and sigma_r x_r^2
     (nherd-d: sigma_r^2 x_r^2) can overflow only where a x_r^2 (a^2 x_r^2) does, as the
-    variances never grow past their initial a. An entry that keep made not ok drops its member, as a failed update
-    does, rather than leaving it wrong. A dead member's entries go on being written with keep's
-    numbers: they are never read again."""
+    variances never grow past their initial a. An entry that keep made not ok drops its
+    member, as a failed update does, rather than leaving it wrong. A dead member's entries go on
+    being written with keep's numbers: they are never read again."""
     y, importance, indptr, indices, values, views, flat, params, alive, margins_out, \
         updates_out, failed_at, work = bank
     margins, confidences, scales, learns, bad = work[0], work[1], work[2], work[3], work[4]
@@ -279,13 +283,14 @@ def diag_bank_loop(plan, keep, rule_of, variance, bank):
     return live_members(alive)
 
 
-def run_diag_bank(plan, keep, rule_of, variance, bank):
+def run_diag_bank_rules(plan, keep, rule_of, variance, bank):
     """The body of a diagonal family's bank entry point: diag_bank_loop with its rules (the
-    overload below, as run_bank)."""
-    raise TypeError("run_diag_bank is the body of a numba entry point (learners/kernels/bank.py)")
+    overload below, as run_bank_rules)."""
+    raise TypeError("run_diag_bank_rules is the body of a numba entry point "
+                    "(learners/kernels/bank.py)")
 
 
-@overload(run_diag_bank, inline="always")
+@overload(run_diag_bank_rules, inline="always")
 def _run_diag_bank_of_rules(plan, keep, rule_of, variance, bank):
     plan_rule, keep_rule, rule_rule = plan.dispatcher, keep.dispatcher, rule_of.dispatcher
     variance_rule = variance.dispatcher
@@ -295,53 +300,17 @@ def _run_diag_bank_of_rules(plan, keep, rule_of, variance, bank):
     return run
 
 
-def run_bank(margins_of, step, bank):
+def run_bank_rules(margins_of, step, bank):
     """The body of a bank entry point: bank_loop with the family's rules (the overload below,
     closed over them as loops.run_rules is, so that numba inlines them)."""
-    raise TypeError("run_bank is the body of a numba entry point (learners/kernels/bank.py)")
+    raise TypeError("run_bank_rules is the body of a numba entry point "
+                    "(learners/kernels/bank.py)")
 
 
-@overload(run_bank, inline="always")
+@overload(run_bank_rules, inline="always")
 def _run_bank_of_rules(margins_of, step, bank):
     margins_rule, step_rule = margins_of.dispatcher, step.dispatcher
 
     def run(margins_of, step, bank):
         return bank_loop(margins_rule, step_rule, bank)
     return run
-
-
-@entry_point("numpy")
-def pa_bank(bank):
-    return run_bank(mean_margins, pa.step, bank)
-
-
-@entry_point("numpy")
-def nherd_bank(bank):
-    return run_diag_bank(nherd.diag_plan, nherd.keep, nherd.rule_of, nherd.nherd_variance, bank)
-
-
-@entry_point("numpy")
-def arow_bank(bank):
-    return run_diag_bank(arow.diag_plan, arow.keep, arow.rule_of, arow.arow_variance, bank)
-
-
-@entry_point("numpy")
-def narow_bank(bank):
-    return run_diag_bank(narow.diag_plan, narow.keep, narow.rule_of, narow.arow_variance, bank)
-
-
-@entry_point("numpy")
-def cw_bank(bank):
-    return run_diag_bank(cw.diag_plan, cw.keep, cw.rule_of, cw.cw_variance, bank)
-
-
-@entry_point("numpy")
-def scw_bank(bank):
-    return run_diag_bank(scw.diag_plan, scw.keep, scw.rule_of, scw.scw_variance, bank)
-
-
-# the bank entry point of each family (its learner class's module) and covariance kind
-ENTRY_POINTS = {("algorithms.pa", "none"): pa_bank, ("algorithms.nherd", "diagonal"): nherd_bank,
-                ("algorithms.arow", "diagonal"): arow_bank,
-                ("algorithms.narow", "diagonal"): narow_bank,
-                ("algorithms.cw", "diagonal"): cw_bank, ("algorithms.scw", "diagonal"): scw_bank}
