@@ -94,9 +94,15 @@ class Learner:
     live_arrays: tuple = ("mean",)
     # live arrays the kernels read together for every feature (e.g. mean and variance), kept
     # as the columns of one (size, k) array: a slot's entries then share a cache line, so a
-    # random feature costs one miss instead of k (nherd-p's kernel: 0.51-0.63 s -> 0.34 s on
-    # the 1M-line benchmark). The attributes are views into it; saved models hold plain arrays.
+    # random feature costs one miss instead of k. The attributes are views into it; saved
+    # models hold plain arrays.
     interleaved: tuple = ()
+    # what a model file's check reads of the saved arrays: those that are matrices over the
+    # slots (square blocks), those whose entries (a matrix's diagonal) must be > 0, and the
+    # scalars of meta() (each a count)
+    matrix_arrays: tuple = ()
+    positive_arrays: tuple = ()
+    meta_scalars: tuple = ()
 
     def __init__(self, dim, options=None, state=None, learner_meta=None, name=None, blocks=1,
                  task=None):

@@ -30,6 +30,9 @@ class GaussianLearner(Learner):
     """N(mu, Sigma) over weight vectors, Sigma diagonal or full as the variant's LearnerSpec
     says; subclasses set their entry points and ``kernel_params``."""
 
+    matrix_arrays = ("covariance",)
+    positive_arrays = ("variance", "covariance")
+
     @classmethod
     def saved_arrays(cls, covariance):
         return ("mean", "covariance" if covariance == "full" else "variance")

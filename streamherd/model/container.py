@@ -41,15 +41,6 @@ _MARKER = MODEL_MARKER = "streamherd-model"
 # a conditional herding model (streamherd/herding.py, ``streamherd herd``): meta "kind"
 HERDING_KIND = "herding"
 
-# state arrays that are matrices over the slots (the full-covariance learners), the others are
-# vectors of one entry per slot
-_MATRICES = ("covariance", "inverse")
-# arrays whose entries (matrices: whose diagonal) must be > 0: variances, the diagonal of
-# a I + S (sop), and the diagonals of Sigma and of A^-1 (full learners)
-_POSITIVE = ("variance", "diagonal", "covariance", "inverse")
-# the scalars of a learner's own meta (``Learner.meta()``), by algorithm; the others have none
-_LEARNER_SCALARS = {"avg-perceptron": ("examples_seen",),
-                    "voted-perceptron": ("support", "support_nonzeros")}
 # the entries of a member read at a time (8 MB): loading needs no full-size temporary
 _PIECE = 1 << 20
 # what breaks a token in the data files: a class name read from data never holds one
@@ -332,14 +323,14 @@ def _check_meta(path, meta):
         m.get("multiclass", lambda v: v is None, f"absent in a {task} model", required=False)
     if task == "binary":
         _check_binary_labels(m)
-    _check_learner_meta(m, name, mode, classes)
+    _check_learner_meta(m, cls, mode, classes)
 
     dim = 1 << bits
     rows = classes * dim
     # a full matrix spans every slot of every class block, but one-versus-all stacks the K
     # per-class 2^b x 2^b matrices: (K 2^b) x 2^b
     columns = dim if mode == "ova" else rows
-    shapes = {array: ((rows, columns) if array in _MATRICES else (rows,))
+    shapes = {array: ((rows, columns) if array in cls.matrix_arrays else (rows,))
               for array in cls.saved_arrays(variant.covariance)}
     # an update list's arrays (the voted perceptron's) have lengths of their own
     shapes.update({name: (length,)
@@ -347,7 +338,7 @@ def _check_meta(path, meta):
     model = f"{name}, bits={bits}"
     if task == "multiclass":
         model += f", {classes} classes, {_MODE_NAMES[mode]}"
-    fills = _check_fills(m, shapes) if meta["format_version"] >= SPARSE_SINCE else None
+    fills = _check_fills(m, shapes, cls) if meta["format_version"] >= SPARSE_SINCE else None
     return shapes, (name, model), fills
 
 
@@ -357,7 +348,7 @@ def _calibration_ok(value):
     return meta_ok(value)
 
 
-def _check_fills(m, shapes):
+def _check_fills(m, shapes, cls):
     """Format 3: the fresh value of each array (``fill``), finite, and > 0 where the array's
     entries (a matrix's diagonal) must be."""
     fills = m.get("fill", lambda v: isinstance(v, dict), "a table of the arrays' fresh values")
@@ -365,7 +356,7 @@ def _check_fills(m, shapes):
         raise m.damaged(f"'fill' in its meta names {_show(sorted(fills, key=str))}, expected "
                         f"the arrays {', '.join(shapes)}")
     for name, value in fills.items():
-        positive = name in _POSITIVE
+        positive = name in cls.positive_arrays
         if not (_is_finite(value) and (value > 0 or not positive)):
             raise m.damaged(f"the fill of '{name}' in its meta is {_show(value)}, expected a "
                             f"finite number{' > 0' if positive else ''}")
@@ -433,7 +424,7 @@ def _check_binary_labels(m):
                             f"{'<= 0' if side == 'negative' else '> 0'} or null")
 
 
-def _check_learner_meta(m, name, mode, classes):
+def _check_learner_meta(m, cls, mode, classes):
     """The learner's own scalars (``Learner.meta()``); one-versus-all: one set per class."""
     learner = m.get("learner", lambda v: isinstance(v, dict), "a table", required=False,
                     default={})
@@ -443,13 +434,13 @@ def _check_learner_meta(m, name, mode, classes):
             raise m.damaged(f"'learner' in its meta is {_show(learner)}, expected "
                             f"{{\"ova\": [...]}} with one entry per class ({classes})")
         for entry in learner["ova"]:
-            _check_learner_scalars(m, name, entry)
+            _check_learner_scalars(m, cls, entry)
     else:
-        _check_learner_scalars(m, name, learner)
+        _check_learner_scalars(m, cls, learner)
 
 
-def _check_learner_scalars(m, name, scalars):
-    expected = _LEARNER_SCALARS.get(name, ())
+def _check_learner_scalars(m, cls, scalars):
+    name, expected = m.meta["algo"], cls.meta_scalars
     if not isinstance(scalars, dict) or set(scalars) != set(expected):
         want = ", ".join(expected) or "an empty table"
         raise m.damaged(f"the {name} learner's meta is {_show(scalars)}, expected {want}")
@@ -673,10 +664,13 @@ def _check_values(path, meta, arrays):
     """Finite everywhere; variances and the diagonals of the covariance (and of sop's A and
     A^-1) > 0; the averaged perceptron's running sum finite; an update list whole
     (Learner.check_saved)."""
+    from streamherd import learners
+
+    positive = learners.learner_class(meta["algo"]).positive_arrays
     for name, array in arrays.items():
         if not np.all(np.isfinite(array)):
             raise StreamherdError(f"{path} is damaged: array '{name}' holds NaN or infinity")
-        if name in _POSITIVE:
+        if name in positive:
             values = array if array.ndim == 1 else _diagonals(array)
             if not np.all(values > 0):
                 what = "entries" if array.ndim == 1 else "diagonal entries"

@@ -127,6 +127,7 @@ def _averaged_joint(cls, importance, indptr, indices, values, w, u, seen, D, kno
 
 class AveragedPerceptron(Learner):
     state_arrays = ("average",)
+    meta_scalars = ("examples_seen",)
     live_arrays = ("mean", "_weighted_updates")
     interleaved = ("mean", "_weighted_updates")
 

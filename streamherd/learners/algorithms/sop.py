@@ -176,6 +176,7 @@ class SecondOrderPerceptron(Learner):
     """Diagonal second-order perceptron."""
 
     state_arrays = ("label_sum", "diagonal")
+    positive_arrays = ("diagonal",)   # a I + S
     live_arrays = ("mean", "label_sum", "diagonal")
     interleaved = ("label_sum", "diagonal")
 
@@ -220,6 +221,7 @@ class SecondOrderPerceptronFull(Learner):
     """Second-order perceptron with the full d x d inverse of a I + S."""
 
     state_arrays = ("inverse",)
+    matrix_arrays = positive_arrays = ("inverse",)   # A^-1
     live_arrays = ("mean", "inverse")
 
     def check_size(self, size, blocks):

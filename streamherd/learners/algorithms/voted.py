@@ -352,6 +352,7 @@ class VotedPerceptron(Learner):
     blocking = (ROWS_PER_BLOCK, TILE)
     dense_share = DENSE_SHARE
     state_arrays = ("weighted_updates", "base", "folded_updates")
+    meta_scalars = ("support", "support_nonzeros")
     live_arrays = ("mean", "weighted_updates", "base", "folded_updates")
     interleaved = ("mean", "weighted_updates")
 
