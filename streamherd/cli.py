@@ -10,15 +10,15 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from streamherd import __version__, start_up
 from streamherd import option_groups as shared
 from streamherd.command_line import (HELP_FLAGS, Command, HelpAsked, Option, Positional,
-                                     UsageError, laid_out, path)
+                                     UsageError, laid_out)
 from streamherd.distributed import command as dist_train
 from streamherd.errors import Interrupted, StreamherdError, say
 from streamherd.learners import REGISTRY, hyperparameters
-from streamherd.option_groups import VW_SPELLINGS  # noqa: F401  (the hints, for the tests)
 
 # ---------------------------------------------------------------- train
 
@@ -65,7 +65,7 @@ AUTO = [
 ]
 PREDICTIONS = Option(("-p", "--predictions"), "predictions", "Write the progressive predictions "
                      "here (each made before its example's update), one line per example as "
-                     "predict writes them.", path, "FILE")
+                     "predict writes them.", Path, "FILE")
 TRAIN_OUTPUT = [
     shared.FINAL_MODEL, shared.INITIAL_MODEL,
     Option(("-t", "--testonly"), "test_only", "Predict every example without learning (with "
@@ -109,7 +109,8 @@ TRAIN = Command("train", "Train a model, one online update per line, reporting p
                     ("Features", shared.feature_options()),
                     ("Passes", PASSES),
                     ("Model and output", TRAIN_OUTPUT),
-                ], train, shared.FILES, shared.vw_hint, "interrupted; no model was written")
+                ], train, positional=shared.FILES, hint=shared.vw_hint,
+                interrupted="interrupted; no model was written")
 
 
 # ---------------------------------------------------------------- predict
@@ -129,10 +130,10 @@ PREDICT = Command(
             "one; each skipped line gets an empty output line, so that output line k is still "
             "example k.", bool, default=False)]),
         ("Model and output", [
-            Option(("-m", "--model"), "model", "The model (.npz).", path, "MODEL",
+            Option(("-m", "--model"), "model", "The model (.npz).", Path, "MODEL",
                    required=True),
             Option(("-p", "--predictions"), "predictions", "Write predictions here instead of "
-                   "stdout.", path, "FILE"),
+                   "stdout.", Path, "FILE"),
             Option(("--raw",), "raw", "Print the margin w.x instead of the label (multiclass: "
                    "every class's score, as --scores).", bool, default=False),
             Option(("--proba",), "proba", "Print P(y=+1|x) instead of the label, by the model's "
@@ -147,7 +148,8 @@ PREDICT = Command(
                    "(ns^name, crosses a^x*b^y, Constant).", bool, default=False),
             shared.QUIET,
         ]),
-    ], predict, shared.FILES, shared.predict_hint, "interrupted; the predictions are incomplete")
+    ], predict, positional=shared.FILES, hint=shared.predict_hint,
+    interrupted="interrupted; the predictions are incomplete")
 
 
 # ---------------------------------------------------------------- inspect
@@ -174,7 +176,8 @@ INSPECT = Command(
                    "crosses a^x*b^y, several blank-separated when they collide.",
                    metavar="FILE", repeatable=True),
         ]),
-    ], inspect, Positional("model", "MODEL", "The model (.npz).", many=False), shared.vw_hint)
+    ], inspect, positional=Positional("model", "MODEL", "The model (.npz).", many=False),
+    hint=shared.vw_hint)
 
 
 # ---------------------------------------------------------------- herd
@@ -218,13 +221,14 @@ HERD = Command(
         ]),
         ("Output", [
             Option(("-p", "--predictions"), "predictions", "The --test file's predicted "
-                   "labels.", path, "FILE"),
+                   "labels.", Path, "FILE"),
             Option(("-f", "--final-model"), "final_model", "Save the snapshots for 'predict "
-                   "-m'.", path, "MODEL"),
+                   "-m'.", Path, "MODEL"),
             shared.QUIET,
         ]),
-    ], herd, Positional("train_file", "TRAIN", "The training file (read whole into memory).",
-                        many=False), shared.vw_hint, "interrupted; nothing was written")
+    ], herd, positional=Positional("train_file", "TRAIN", "The training file (read whole into "
+                                                          "memory).", many=False),
+    hint=shared.vw_hint, interrupted="interrupted; nothing was written")
 
 
 # ---------------------------------------------------------------- experiment
@@ -296,7 +300,7 @@ EXPERIMENT = Command(
         ]),
         ("Output", [
             Option(("--out",), "out", "Folder for runs.csv, validation.csv, report.md and the "
-                   "plots.", path, "FOLDER", "experiment"),
+                   "plots.", Path, "FOLDER", "experiment"),
             Option(("--curve-task",), "curve_task", "Task of the learning-curve plot (default: "
                    "the first).", metavar="TASK"),
             Option(("--scatter",), "scatter", "A,B: the accuracy scatter's algorithms (default "
@@ -306,9 +310,10 @@ EXPERIMENT = Command(
                    default="png"),
             shared.QUIET,
         ]),
-    ], experiment, Positional("datasets", "DATASETS", "Each FILE (split into --folds) or "
-                                                      "TRAIN,TEST (a pair of files)."),
-    shared.vw_hint, "interrupted; the experiment is incomplete")
+    ], experiment, positional=Positional("datasets", "DATASETS", "Each FILE (split into --folds) "
+                                                                 "or TRAIN,TEST (a pair of "
+                                                                 "files)."),
+    hint=shared.vw_hint, interrupted="interrupted; the experiment is incomplete")
 
 
 # ---------------------------------------------------------------- the entry point

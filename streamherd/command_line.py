@@ -10,7 +10,6 @@ that every spelling of an option shows its value's name once (``-b, --bits BITS`
 import difflib
 import shutil
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 HELP_FLAGS = ("-h", "--help")
@@ -54,6 +53,7 @@ class Option:
     required: bool = False
     vw: tuple = ()
     expected: str = ""
+    show_default: bool = True
 
     @property
     def switch(self):
@@ -71,7 +71,7 @@ class Option:
         """The help text, with the default or [required]."""
         if self.required:
             return f"{self.help}  [required]"
-        if self.switch or self.default is None:
+        if self.switch or self.default is None or not self.show_default:
             return self.help
         return f"{self.help}  [default: {self.default}]"
 
@@ -244,7 +244,3 @@ def _no_such_option(flag, by_flag):
         if close:
             message += f" (Possible options: {', '.join(sorted(close))})"
     return message
-
-
-def path(text):
-    return Path(text)

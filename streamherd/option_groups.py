@@ -5,7 +5,9 @@ for Vowpal Wabbit's flags that streamherd spells differently or does without.
 
 Imports neither numpy nor numba (``--help`` answers without them).
 """
-from streamherd.command_line import Option, Positional, path
+from pathlib import Path
+
+from streamherd.command_line import Option, Positional
 from streamherd.features.options import FEATURE_OPTIONS, space_flags
 from streamherd.learners import ALIASES, DEFAULT_ALGO, REGISTRY, hyperparameters
 from streamherd.learners.spec import POSITIVE
@@ -89,9 +91,9 @@ CALIBRATION = Option(
     "which is not P(y=+1|x); other models have no --proba). Multiclass: softmax(beta s + b) "
     "over the class scores (any but none). With -i: the model's own.", metavar="METHOD")
 FINAL_MODEL = Option(("-f", "--final-model", "--final_regressor"), "final_model",
-                     "Write the model here (.npz).", path, "MODEL", vw=("--final_regressor",))
+                     "Write the model here (.npz).", Path, "MODEL", vw=("--final_regressor",))
 INITIAL_MODEL = Option(("-i", "--initial-model", "--initial_regressor"), "initial_model",
-                       "Continue training this model.", path, "MODEL",
+                       "Continue training this model.", Path, "MODEL",
                        vw=("--initial_regressor",))
 EARLY_TERMINATE = Option(("--early_terminate", "--early-terminate"), "early_terminate",
                          "Stop after K passes in a row without a lower holdout loss.", int, "K",

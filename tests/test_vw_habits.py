@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from conftest import without_compile_notice
 
-from streamherd.cli import VW_SPELLINGS
 from streamherd.model import load_model
+from streamherd.option_groups import VW_SPELLINGS
 
 
 def usage_error(proc):

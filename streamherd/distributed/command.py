@@ -14,7 +14,8 @@ ROUNDS = [
            "file are predicted and scored, not learned from; each round's row shows their "
            "loss, the rounds stop after --early_terminate without a lower one, and the model "
            "of the round with the lowest is written. Default: none (every round learns from "
-           "every example, as train -i, and the last round's model is written).", int, "K", 0),
+           "every example, as train -i, and the last round's model is written).", int, "K", 0,
+           show_default=False),
     shared.EARLY_TERMINATE,
     Option(("--mix",), "mix",
            "prec (default for Gaussian learners: precision-weighted means), mean (every array "
@@ -64,5 +65,5 @@ COMMAND = Command(
         ("Rounds", ROUNDS),
         ("Cluster", CLUSTER),
         ("Model and output", [shared.FINAL_MODEL, shared.INITIAL_MODEL, shared.QUIET]),
-    ], run, shared.FILES, shared.vw_hint,
-    "interrupted; the model holds the last finished round (-i goes on from it)")
+    ], run, positional=shared.FILES, hint=shared.vw_hint,
+    interrupted="interrupted; the model holds the last finished round (-i goes on from it)")

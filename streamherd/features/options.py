@@ -58,7 +58,6 @@ def _letters(values):
     return "".join(values or ())
 
 
-_LETTERS = "LETTERS"
 FEATURE_OPTIONS = (
     FeatureOption(
         "bits", ("-b", "--bits"), int, "2^bits hashed weight slots (default 18).", "BITS",
@@ -88,16 +87,16 @@ FEATURE_OPTIONS = (
         "--experimental_full_name_interactions).", "ITEMS", repeatable=True),
     FeatureOption(
         "ignore", ("--ignore",), str,
-        "Drop the namespaces beginning with these letters (case-sensitive), as VW.", _LETTERS,
+        "Drop the namespaces beginning with these letters (case-sensitive), as VW.", "LETTERS",
         repeatable=True, to_space=_letters),
     FeatureOption(
         "keep", ("--keep",), str,
         "Read only the namespaces beginning with these letters (case-sensitive; overrides "
-        "--ignore, as in VW).", _LETTERS, repeatable=True, to_space=_letters),
+        "--ignore, as in VW).", "LETTERS", repeatable=True, to_space=_letters),
     FeatureOption(
         "ignore_linear", ("--ignore_linear", "--ignore-linear"), str,
         "Use the namespaces beginning with these letters only in crosses, not as features "
-        "themselves (case-sensitive), as VW.", _LETTERS, repeatable=True, to_space=_letters),
+        "themselves (case-sensitive), as VW.", "LETTERS", repeatable=True, to_space=_letters),
     FeatureOption(
         "hash_all", ("--hash",), str,
         "strings: a feature name of digits only is its number plus the namespace's seed (VW's "
