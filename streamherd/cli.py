@@ -326,7 +326,7 @@ HELP = "Online linear classifiers (CW, AROW, NHERD, PA, perceptrons) over stream
 
 def help_text():
     return laid_out("streamherd [OPTIONS] COMMAND [ARGS]...", HELP, [
-        ("Commands", [(name, command.summary) for name, command in COMMANDS.items()]),
+        ("Commands", [(name, command.help) for name, command in COMMANDS.items()]),
         ("Options", [("--version", "Print the version and exit."),
                      (", ".join(HELP_FLAGS), "Show this message and exit.")])])
 

@@ -59,7 +59,7 @@ class Option:
     def switch(self):
         return self.type is bool
 
-    def convert(self, flag, text):
+    def convert(self, text):
         try:
             return self.type(text)
         except ValueError:
@@ -70,10 +70,10 @@ class Option:
     def described(self):
         """The help text, with the default or [required]."""
         if self.required:
-            return f"{self.help}  [required]"
+            return f"{self.help} [required]"
         if self.switch or self.default is None or not self.show_default:
             return self.help
-        return f"{self.help}  [default: {self.default}]"
+        return f"{self.help} [default: {self.default}]"
 
 
 @dataclass(frozen=True)
@@ -109,10 +109,6 @@ class Command:
     @property
     def options(self):
         return [option for _, options in self.groups for option in options]
-
-    @property
-    def summary(self):
-        return self.help.split("\n\n")[0]
 
     def flags(self):
         return {flag for option in self.options for flag in option.flags}
@@ -207,18 +203,18 @@ def read(options, positional, argv, hint=lambda flag: None):
                 raise UsageError(f"Option '{flag}' does not take a value.")
             if attached is not None:   # -tq: short switches run together
                 tokens.insert(0, "-" + attached)
-            given.append((option, flag, True))
+            given.append((option, True))
             continue
         if attached is None:
             if not tokens:
                 raise UsageError(f"Option '{flag}' requires an argument.")
             attached = tokens.pop(0)
-        given.append((option, flag, attached))
+        given.append((option, attached))
     if help_asked:
         raise HelpAsked()
     values = {o.dest: None if o.repeatable else o.default for o in options}
-    for option, flag, text in given:
-        value = True if option.switch else option.convert(flag, text)
+    for option, text in given:
+        value = True if option.switch else option.convert(text)
         if option.repeatable:
             values[option.dest] = [*(values[option.dest] or ()), value]
         else:
