@@ -25,8 +25,8 @@ from streamherd.learners import REGISTRY, hyperparameters
 
 def _vw_flag(name, help, type=int, metavar="N", default=0):
     """An option spelled as VW spells it (--holdout_period) and with dashes (--holdout-period)."""
-    return Option((f"--{name}", f"--{name.replace('_', '-')}"), name, help, type,
-                  "" if type is bool else metavar, False if type is bool else default)
+    return Option((f"--{name}", f"--{name.replace('_', '-')}"), name, help, type, metavar,
+                  default)
 
 
 PASSES = [
@@ -44,7 +44,7 @@ PASSES = [
              "STEM.npz.", bool),
     Option(("--shuffle",), "shuffle", "Each pass in its own random order: exact when the input "
            "fits --shuffle_memory, else block-wise (blocks and the rows of each window "
-           "permuted).", bool, default=False),
+           "permuted).", bool),
     _vw_flag("random_seed", "Seed of --shuffle.", metavar="SEED"),
     _vw_flag("shuffle_memory", "MiB of parsed rows --shuffle holds at once.", metavar="MIB",
              default=1024),
@@ -61,21 +61,20 @@ AUTO = [
     Option(("--save-bank",), "save_bank", "With auto: also write every value's model as the run "
            "left it, STEM.bankK.npz beside -f STEM.npz (K: its rank in the grid, ascending; "
            "--algo auto: in the order of its learners). With --passes and a holdout set, -f's "
-           "model is the best pass's and these the last pass's.", bool, default=False),
+           "model is the best pass's and these the last pass's.", bool),
 ]
-PREDICTIONS = Option(("-p", "--predictions"), "predictions", "Write the progressive predictions "
-                     "here (each made before its example's update), one line per example as "
-                     "predict writes them.", Path, "FILE")
 TRAIN_OUTPUT = [
     shared.FINAL_MODEL, shared.INITIAL_MODEL,
     Option(("-t", "--testonly"), "test_only", "Predict every example without learning (with "
-           "-i: the model's test loss in the table); writes no model.", bool, default=False),
-    PREDICTIONS,
+           "-i: the model's test loss in the table); writes no model.", bool),
+    Option(("-p", "--predictions"), "predictions", "Write the progressive predictions here "
+           "(each made before its example's update), one line per example as predict writes "
+           "them.", Path, "FILE"),
     Option(("--audit",), "audit", "On standard output, each example's prediction line, then its "
            "features as VW's --audit (name:slot:value:weight, the weight before its update; a "
-           "line per class, class:score first, for a multiclass model).", bool, default=False),
+           "line per class, class:score first, for a multiclass model).", bool),
     Option(("--allow-empty",), "allow_empty", "Write the model even when no labeled example was "
-           "read (without it, such a run fails and writes nothing).", bool, default=False),
+           "read (without it, such a run fails and writes nothing).", bool),
     shared.QUIET,
     Option(("-P", "--progress"), "progress", "A table row every N examples (an integer), or "
            "each time the count grows F times (a number with a point); default: doubling, as "
@@ -128,24 +127,23 @@ PREDICT = Command(
         ("Input", [shared.DATA, shared.FORMAT, Option(
             ("--skip-bad",), "skip_bad", "Skip malformed lines instead of stopping at the first "
             "one; each skipped line gets an empty output line, so that output line k is still "
-            "example k.", bool, default=False)]),
+            "example k.", bool)]),
         ("Model and output", [
             Option(("-m", "--model"), "model", "The model (.npz).", Path, "MODEL",
                    required=True),
             Option(("-p", "--predictions"), "predictions", "Write predictions here instead of "
                    "stdout.", Path, "FILE"),
             Option(("--raw",), "raw", "Print the margin w.x instead of the label (multiclass: "
-                   "every class's score, as --scores).", bool, default=False),
+                   "every class's score, as --scores).", bool),
             Option(("--proba",), "proba", "Print P(y=+1|x) instead of the label, by the model's "
                    "calibration map (train --calibration); multiclass: class:P(class|x) for "
                    "every class, classes sorted. A model without a map (--calibration none, or "
-                   "older): Gaussian models only, Phi(mu.x / sqrt(x'Sigma x)).", bool,
-                   default=False),
+                   "older): Gaussian models only, Phi(mu.x / sqrt(x'Sigma x)).", bool),
             Option(("--scores",), "scores", "Multiclass: print class:score for every class "
-                   "instead of the label.", bool, default=False),
+                   "instead of the label.", bool),
             Option(("--audit",), "audit", "After each prediction line, a line of the example's "
                    "features, as VW's --audit: a tab before each name:slot:value:weight "
-                   "(ns^name, crosses a^x*b^y, Constant).", bool, default=False),
+                   "(ns^name, crosses a^x*b^y, Constant).", bool),
             shared.QUIET,
         ]),
     ], predict, positional=shared.FILES, hint=shared.predict_hint,
@@ -168,9 +166,8 @@ INSPECT = Command(
                "and, for the Gaussian learners, its variance; largest |weight| first.", [
         ("Output", [
             Option(("--top",), "top", "Only the K largest weights.", int, "K"),
-            Option(("--json",), "as_json", "One JSON object per row.", bool, default=False),
-            Option(("--tsv",), "as_tsv", "Tab-separated, with a header line.", bool,
-                   default=False),
+            Option(("--json",), "as_json", "One JSON object per row.", bool),
+            Option(("--tsv",), "as_tsv", "Tab-separated, with a header line.", bool),
             Option(("--names",), "names", "Name each slot by the features of these data files "
                    "(repeatable) that hash there with the model's feature flags: ns^name, "
                    "crosses a^x*b^y, several blank-separated when they collide.",
@@ -277,8 +274,7 @@ EXPERIMENT = Command(
             Option(("--max-train",), "max_train", "At most N training examples per run (a "
                    "random stratified subset).", int, "N"),
             Option(("--all-pairs",), "all_pairs", "Turn each multiclass dataset into its "
-                   "K(K-1)/2 binary tasks (without it: one multiclass task).", bool,
-                   default=False),
+                   "K(K-1)/2 binary tasks (without it: one multiclass task).", bool),
             Option(("--multiclass",), "multiclass", "How the online learners learn a multiclass "
                    "task, as train's --multiclass: joint, ova or mira (pa, pa1, pa2 only). herd "
                    "is always its joint herder.", metavar="MODE", default="joint"),
@@ -305,7 +301,7 @@ EXPERIMENT = Command(
                    "the first).", metavar="TASK"),
             Option(("--scatter",), "scatter", "A,B: the accuracy scatter's algorithms (default "
                    "nherd-p,arow-p).", metavar="A,B"),
-            Option(("--no-plots",), "no_plots", "Write no plots.", bool, default=False),
+            Option(("--no-plots",), "no_plots", "Write no plots.", bool),
             Option(("--plot-format",), "plot_format", "png or svg.", metavar="FORMAT",
                    default="png"),
             shared.QUIET,

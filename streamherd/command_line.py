@@ -39,7 +39,7 @@ class HelpAsked(Exception):
 class Option:
     """``flags``: every spelling, the first named in messages (``vw``: those of them that are
     Vowpal Wabbit's, shown in the help's group of VW's spellings); ``type``: bool for a switch
-    (no value; True when given), else the conversion of its value (int, float, str, Path or a
+    (no value; True when given, else False), else the conversion of its value (int, float, str, Path or a
     function raising ValueError); ``repeatable``: every value is kept, in a list (None when the
     flag is absent); ``expected``: what a bad value should have been, for the message."""
 
@@ -212,7 +212,8 @@ def read(options, positional, argv, hint=lambda flag: None):
         given.append((option, attached))
     if help_asked:
         raise HelpAsked()
-    values = {o.dest: None if o.repeatable else o.default for o in options}
+    values = {o.dest: None if o.repeatable else False if o.switch else o.default
+              for o in options}
     for option, text in given:
         value = True if option.switch else option.convert(text)
         if option.repeatable:

@@ -61,10 +61,9 @@ DATA = Option(("-d", "--data"), "data", "An input file (repeatable).", metavar="
 FORMAT = Option(("--format",), "fmt", "auto, svmlight or vw (auto: the format of most of the "
                                       "first lines; a line with '|' is VW).",
                 metavar="FORMAT", default="auto")
-QUIET = Option(("--quiet",), "quiet", "No progress table or summary on stderr.", bool,
-               default=False)
+QUIET = Option(("--quiet",), "quiet", "No progress table or summary on stderr.", bool)
 SKIP_BAD = Option(("--skip-bad",), "skip_bad", "Skip malformed lines (counted in the summary) "
-                  "instead of stopping at the first one.", bool, default=False)
+                  "instead of stopping at the first one.", bool)
 ALGOS = ", ".join([*REGISTRY, *(f"{alias} (= {name})" for alias, name in ALIASES.items())])
 REGRESSION = learner_list([name for name, variant in REGISTRY.items()
                            if variant.regression is not None])

@@ -26,7 +26,7 @@ ROUNDS = [
            "mistakes of the round, McDonald et al. 2010).", metavar="WEIGHTS",
            default="uniform"),
     Option(("--force",), "force", "Run --mix sum on classification with more than 2 shards, "
-           "where it diverges.", bool, default=False),
+           "where it diverges.", bool),
 ]
 CLUSTER = [
     Option(("--scheduler",), "scheduler", "A running Dask scheduler (tcp://HOST:8786); without "
