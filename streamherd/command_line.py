@@ -39,9 +39,10 @@ class HelpAsked(Exception):
 class Option:
     """``flags``: every spelling, the first named in messages (``vw``: those of them that are
     Vowpal Wabbit's, shown in the help's group of VW's spellings); ``type``: bool for a switch
-    (no value; True when given, else False), else the conversion of its value (int, float, str, Path or a
-    function raising ValueError); ``repeatable``: every value is kept, in a list (None when the
-    flag is absent); ``expected``: what a bad value should have been, for the message."""
+    (no value; True when given, else False), else the conversion of its value (int, float,
+    str, Path or a function raising ValueError); ``repeatable``: every value is kept, in a list
+    (None when the flag is absent); ``expected``: what a bad value should have been, for the
+    message; ``show_default``: the help ends with the default (when there is one)."""
 
     flags: tuple
     dest: str
