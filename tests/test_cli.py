@@ -400,10 +400,9 @@ def test_no_arguments_shows_usage_without_traceback(run_cli):
     assert "Usage" in proc.stdout + proc.stderr
 
 
-def test_option_values_are_converted_as_typer_would(run_cli, tmp_path):
-    """Plain conversion (streamherd/cli_coercion.py) gives the types typer's pydantic path gives:
-    a run with every kind of option (int, float, str, Path, repeated str, bool) trains the model
-    those values ask for."""
+def test_option_values_of_every_kind_reach_the_model(run_cli, tmp_path):
+    """A run with every kind of option (int, float, str, Path, repeated str, bool) trains the
+    model those values ask for."""
     data = tmp_path / "d.svm"
     data.write_text("1 1:1 2:0.5\n-1 2:1 3:2\n1 1:0.25\n")
     model = tmp_path / "m.npz"
