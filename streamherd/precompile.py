@@ -202,7 +202,7 @@ def cache_folder():
 
 
 def _start_up():
-    """What a command runs before its work (cli._end_start_up loads numba's target with it)."""
+    """What a command runs before its work (start_up.end loads numba's target with it)."""
     import numpy as np
 
     from streamherd.io.block import count_newlines

@@ -21,6 +21,7 @@ from streamherd import calibration as calibrations
 from streamherd import learners, selection, tasks
 from streamherd.errors import StreamherdError
 from streamherd.features import normalize as normalization
+from streamherd.features.options import FEATURE_OPTIONS
 from streamherd.features.space import DEFAULT_BITS, FeatureSpace
 from streamherd.learners.base import UnstableUpdate, prediction_weights
 from streamherd.model.container import load_model
@@ -435,18 +436,19 @@ def _check_namespaces(path, space, namespaces):
         saved = {k: v for k, v in space.to_meta().items()
                  if k not in ("bits", "bias", "normalize")}
         said = " ".join(_flag_text(k, v) for k, v in saved.items() if v) or "no namespace flags"
-        raise StreamherdError(f"{path} was trained with {said}; drop -q/--cubic/--interactions/"
-                              f"--ignore/--keep/--ignore_linear/--hash to continue it with its "
-                              f"own")
+        flags = "/".join(option.flag for option in FEATURE_OPTIONS
+                         if option.key not in ("bits", "bias", "normalize"))
+        raise StreamherdError(f"{path} was trained with {said}; drop {flags} to continue it "
+                              f"with its own")
 
 
 def _flag_text(name, value):
     """A namespace flag of a model's meta as the command line gives it."""
+    flag = next(option.flag for option in FEATURE_OPTIONS if option.key == name)
     if name == "hash_all":
-        return "--hash all"
-    flag = {"quadratic": "-q"}.get(name, f"--{name}")
-    return " ".join(f"{flag} {v}" for v in value) if isinstance(value, (list, tuple)) \
-        else f"{flag} {value}"
+        return f"{flag} all"
+    return " ".join(f"{flag} {v}" for v in (value if isinstance(value, (list, tuple))
+                                            else [value]))
 
 
 class _Piece(NamedTuple):
