@@ -12,7 +12,7 @@ from scipy.special import log_ndtr, ndtr
 
 from streamherd import calibration
 from streamherd.model import load_model
-from tests.conftest import one_line_error
+from helpers import one_line_error
 
 
 def _pairs(n=20000, seed=0, scale=1.7, shift=-0.4):

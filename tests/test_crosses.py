@@ -10,7 +10,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from conftest import one_line_error
+from helpers import one_line_error
 from streamherd.errors import StreamherdError
 from streamherd.features.space import FeatureSpace
 from streamherd.model import load_model

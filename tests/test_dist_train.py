@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pytest
 
-from conftest import one_line_error
+from helpers import one_line_error
 
 distributed = pytest.importorskip("dask.distributed")
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import REPO, one_line_error
+from helpers import REPO, one_line_error
 
 distributed = pytest.importorskip("dask.distributed")
 
@@ -53,11 +53,9 @@ def _same_outputs(first, second):
 
 
 @pytest.fixture(scope="module")
-def with_jobs(tmp_path_factory):
-    from conftest import _run_cli
-
+def with_jobs(tmp_path_factory, run_cli):
     out = tmp_path_factory.mktemp("j2")
-    proc = _run_cli("experiment", *SMALL, "-j", "2", "--out", out, "--quiet")
+    proc = run_cli("experiment", *SMALL, "-j", "2", "--out", out, "--quiet")
     assert proc.returncode == 0, proc.stderr
     return out
 

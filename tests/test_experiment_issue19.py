@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import one_line_error
+from helpers import one_line_error
 
 from streamherd.experiment import splits
 from streamherd.experiment.data import load_dataset
@@ -36,13 +36,11 @@ def pendigits(data_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def experiment(pendigits, tmp_path_factory):
-    from conftest import _run_cli
-
+def experiment(pendigits, tmp_path_factory, run_cli):
     rows = {}
     for algos, mode in (("voted-perceptron,narow,herd", "joint"), ("pa2", "mira")):
         out = tmp_path_factory.mktemp("out")
-        proc = _run_cli("experiment", f"{pendigits['train']},{pendigits['test']}", "--algos",
+        proc = run_cli("experiment", f"{pendigits['train']},{pendigits['test']}", "--algos",
                         algos, "--multiclass", mode, *GRIDS, "--noise", "0", "--max-passes",
                         "3", "--normalize", "none", "--no-plots", "--out", out, "--quiet")
         assert proc.returncode == 0, proc.stderr

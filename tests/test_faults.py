@@ -14,7 +14,7 @@ import pytest
 
 from streamherd.model import load_model
 
-from conftest import REPO, one_line_error, without_compile_notice
+from helpers import REPO, one_line_error, without_compile_notice
 
 SAMPLE = REPO / "samples" / "sample.svm"
 

@@ -1,5 +1,5 @@
 """The confidence-weighted learners through the command line, on the shared data sets
-(skipped when /work/shared/data is absent)."""
+(helpers.DATA_DIR; skipped when a file is absent)."""
 import gzip
 import subprocess
 import sys
@@ -8,16 +8,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import DATA_DIR
+
 from streamherd import learners
 from streamherd.model import load_model
 from streamherd.training import train
 
-DATA = Path("/work/shared/data")
 DIAGONAL = [name for name, variant in learners.REGISTRY.items() if variant.covariance == "diagonal"]
 
 
 def data_file(name):
-    path = DATA / name
+    path = DATA_DIR / name
     if not path.exists():
         pytest.skip(f"{path} is not available")
     return path

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conftest import one_line_error
+from helpers import one_line_error
 from streamherd import herding
 from streamherd.learners.kernels.herding import herd_predict, herd_step
 

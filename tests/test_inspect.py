@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import VW_CONSTANT, one_line_error
+from helpers import VW_CONSTANT, one_line_error
 
 from streamherd.model import load_model
 

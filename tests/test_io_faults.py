@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from conftest import one_line_error
+from helpers import one_line_error
 from streamherd.errors import StreamherdError
 from streamherd.io.lexing import parse_float
 from streamherd.io.reader import ChunkReader, detect_format

@@ -12,7 +12,7 @@ from streamherd.io.reader import ChunkReader
 from streamherd.labels import ClassLabels
 from streamherd.model import load_model
 
-from conftest import one_line_error
+from helpers import one_line_error
 
 
 def summary(stderr):
@@ -87,11 +87,9 @@ def test_label_with_a_colon_is_still_malformed(tmp_path):
 # ---------------------------------------------------------------- train and predict, real data
 
 @pytest.fixture(scope="module")
-def dna_model(tmp_path_factory, data_dir):
-    from conftest import _run_cli
-
+def dna_model(tmp_path_factory, data_dir, run_cli):
     model = tmp_path_factory.mktemp("dna") / "dna.npz"
-    proc = _run_cli("train", "--algo", "arow", data_dir / "dna.scale.svm", "-f", model)
+    proc = run_cli("train", "--algo", "arow", data_dir / "dna.scale.svm", "-f", model)
     assert proc.returncode == 0, proc.stderr
     return model, proc
 

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from conftest import one_line_error
+from helpers import one_line_error
 from test_crosses import namespaced_sms, vw_audit_slots  # noqa: F401 (a fixture)
 
 from streamherd.features.names import feature_names

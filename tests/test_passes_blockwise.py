@@ -17,7 +17,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 from streamherd.io.csr import Chunk
 from streamherd.passes import Passes, PassChunks
 

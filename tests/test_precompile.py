@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import COMPILE_NOTICE, REPO
+from helpers import COMPILE_NOTICE, REPO
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """train's VW habits: -p (progressive predictions), -t (test only), --examples, the preamble."""
 import numpy as np
 import pytest
-from conftest import one_line_error
+from helpers import one_line_error
 
 from streamherd.model import load_model
 

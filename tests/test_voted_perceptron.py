@@ -4,7 +4,7 @@ joint multiclass votes, the progressive (averaged) margins, the folding of --max
 K = 0 against avg-perceptron, the model round trip, and train/predict end to end."""
 import numpy as np
 import pytest
-from conftest import one_line_error
+from helpers import one_line_error
 
 from streamherd import learners
 from streamherd.model import load_model, save_model

@@ -2,7 +2,7 @@
 hint naming the equivalent for VW flags streamherd spells differently or does without, -h."""
 import numpy as np
 import pytest
-from conftest import without_compile_notice
+from helpers import without_compile_notice
 
 from streamherd.cli import VW_SPELLINGS
 from streamherd.model import load_model
