@@ -1,4 +1,4 @@
-"""--calibration and predict --proba (issue 20, section 1): the fitted maps against independent
+"""--calibration and predict --proba: the fitted maps against independent
 fits (sklearn, scipy on the unbinned pairs), the statistics' round trip through the model, -i
 continuing them as one run would, and the CLI end to end on real data."""
 import json
@@ -245,7 +245,7 @@ def test_proba_on_a9a_is_calibrated_for_every_method_and_learner(run_cli, data_d
         if method != "none":
             assert ece < 0.03, (algo, method, ece)
     uncalibrated = losses.pop(("nherd", "none"))
-    assert uncalibrated > 1.0     # Phi(m / sqrt v) saturates (issue 20)
+    assert uncalibrated > 1.0     # Phi(m / sqrt v) saturates
     for key, loss in losses.items():
         assert loss < 0.36, (key, loss)   # VW's logistic one pass: 0.325
 

@@ -80,7 +80,7 @@ def test_proba_is_a_probability_consistent_with_labels(a9a_model, tmp_path):
     p = np.loadtxt(out_proba)
     labels = np.loadtxt(out_label)
     assert p.shape == labels.shape and np.all((p >= 0) & (p <= 1))
-    # calibrated (the default isotonic map, issue 20): a non-decreasing function of the margin,
+    # calibrated (the default isotonic map): a non-decreasing function of the margin,
     # whose 0.5 need not sit at margin 0
     raw = np.loadtxt(streamherd("predict", data_file("a9a.t.svm.gz"), "-m", a9a_model, "--raw",
                                 "--quiet").stdout.splitlines())

@@ -1,4 +1,4 @@
-"""Conditional herding (issue 19, section 2): the kernels against a plain numpy transcription of
+"""Conditional herding: the kernels against a plain numpy transcription of
 Gelfand et al.'s Eq. 7-12 and the algorithm box, the negative phase against brute force over
 every (y, z), prediction averaging, the model round trip and the ``herd`` command end to end."""
 import itertools

@@ -123,7 +123,7 @@ def test_dna_scores_and_proba(dna_model, data_dir, run_cli):
     P = np.array([[float(p.split(":")[1]) for p in line.split()] for line in proba.splitlines()])
     names = [[p.split(":")[0] for p in line.split()] for line in scores.splitlines()[:3]]
     assert names == [classes] * 3
-    # --proba's columns in sorted class order (issue 20), --scores' in the model's
+    # --proba's columns in sorted class order, --scores' in the model's
     proba_names = [[p.split(":")[0] for p in line.split()] for line in proba.splitlines()[:3]]
     assert proba_names == [sorted(classes, key=float)] * 3
     P = P[:, [proba_names[0].index(c) for c in classes]]

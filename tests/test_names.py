@@ -1,4 +1,4 @@
-"""Feature names (issue 18): ``inspect --names DATA`` names every slot by the features of the data
+"""Feature names: ``inspect --names DATA`` names every slot by the features of the data
 that hash there, each name and slot as VW 9's own ``--audit`` prints them on real data, with and
 without crosses; ``--hash all`` makes VW's slots and is kept by the model for predict."""
 import json

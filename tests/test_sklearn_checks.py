@@ -1,5 +1,6 @@
 """scikit-learn's own estimator checks over every registry learner, as classifier and, where it
-has a squared-loss form, as regressor; only the failures issue 21 allows are declared."""
+has a squared-loss form, as regressor; the only failures allowed are declared below, each
+with its reason."""
 import pytest
 
 from streamherd import learners

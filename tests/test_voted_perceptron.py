@@ -1,4 +1,4 @@
-"""The voted perceptron (issue 19, section 1) against a naive dense transcription that keeps every
+"""The voted perceptron against a naive dense transcription that keeps every
 snapshot v_i with its count c_i (plain numpy, written here from the paper's algorithm): binary and
 joint multiclass votes, the progressive (averaged) margins, the folding of --max-support K,
 K = 0 against avg-perceptron, the model round trip, and train/predict end to end."""
@@ -97,7 +97,7 @@ def naive_votes(V, c, X, limit=None):
     """The votes for each row of X: binary, sum_i c_i sign(v_i . x); joint, per class, the c_i of
     the snapshots whose argmax it is. With ``limit`` K: the snapshots made by the last K updates
     vote on their own, all earlier ones together, with their summed count, for their averaged
-    vector (the issue's folding rule)."""
+    vector (--max-support's folding rule)."""
     updates = len(V) - 1
     alone = updates if limit is None else min(updates, limit)
     prefix = len(V) - alone
@@ -351,7 +351,7 @@ def test_a_damaged_update_list_is_a_one_line_error(tmp_path, run_cli):
     assert "is damaged: its 'support_indptr' is not the row offsets" in line, line
 
 
-# the issue's comparison (benchmarks/voted_perceptron.py reports it): after 10 passes, the voted
+# the voted perceptron's target (benchmarks/voted_perceptron.py reports it): after 10 passes, the voted
 # perceptron's test error within 2 points of the averaged perceptron's
 REAL_PAIRS = ["news20_comp_ibm_vs_mac.{}.svm.gz", "news20_sci_elec_vs_med.{}.svm.gz",
               "news20_talk_guns_vs_mideast.{}.svm.gz", "rcv1_small.{}.vw.gz"]

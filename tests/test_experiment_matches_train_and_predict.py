@@ -1,4 +1,4 @@
-"""The experiment runs issue 19's learners (voted-perceptron, narow, pa2 with --multiclass mira,
+"""The experiment runs the multiclass learners (voted-perceptron, narow, pa2 with --multiclass mira,
 and herd) end to end through the CLI on a Pendigits subset, and each run's test error equals
 the one ``streamherd train`` + ``predict`` (or ``herd`` + ``predict``) give by hand on the same
 training rows, in the same order, with the hyperparameter and passes the run chose."""
