@@ -1,11 +1,14 @@
 """Shared fixtures: the real-data folder, a CLI runner, a reader of parsed rows, random CSR data
-cut into chunks, and an independent (pure Python + mmh3) model of VW's feature hashing. The
+cut into chunks, an independent (pure Python + mmh3) model of VW's feature hashing, and real text
+spread over namespaces. The
 plain functions behind them live in helpers.py, which test files import directly."""
 import signal
+from collections import defaultdict
 
 import pytest
 
 import helpers
+
 # test files that still import these from conftest (``from conftest import one_line_error``)
 # keep working; new code imports them from helpers
 from helpers import COMPILE_NOTICE as COMPILE_NOTICE
@@ -69,3 +72,25 @@ def random_csr():
 @pytest.fixture(scope="session")
 def csr_chunks():
     return helpers.split_csr
+
+
+@pytest.fixture(scope="module")
+def namespaced_sms(data_dir, tmp_path_factory):
+    """SMS spam (real text, its first 300 lines) with its words spread over namespaces: 'words'
+    (a-m) and 'wide' (8 letters or more): one letter w, two names; 'Other' (n-z; uppercase
+    letter), 'n' (all digits: numbers as names) and the default namespace (words of 1-2
+    letters)."""
+    out = tmp_path_factory.mktemp("crosses") / "sms_namespaces.vw"
+    lines = []
+    for raw in (data_dir / "sms_spam.vw").read_text().splitlines()[:300]:
+        label, _, text = raw.partition(" |w")
+        spaces = defaultdict(list)
+        for token in text.split():
+            name = token.split(":")[0]
+            space = ("n" if name.isdigit() else "" if len(name) <= 2 else "wide"
+                     if len(name) >= 8 else "words" if name[0] <= "m" else "Other")
+            spaces[space].append(token)
+        lines.append(label + "".join(f" |{space} {' '.join(tokens)}"
+                                     for space, tokens in sorted(spaces.items())))
+    out.write_text("\n".join(lines) + "\n")
+    return out

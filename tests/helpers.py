@@ -7,6 +7,7 @@ fixtures."""
 import os
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +83,28 @@ def read_rows(paths, **kwargs):
     return rows, reader, chunks
 
 
-# ---------------------------------------------------------------- independent VW hashing model
+# ---------------------------------------------------------------- VW's own view, and a model of it
+
+def vw_audit_slots(path, flags, bias=False, ignore_linear="", bits=18):
+    """Each example's {slot: value} as VW's --audit prints it (repeated slots summed). The
+    audit lists the linear features of --ignore_linear namespaces too, which VW's learners
+    skip: ``ignore_linear`` names those letters, whose uncrossed features are left out."""
+    command = [sys.executable, "-m", "vowpalwabbit", "--audit", "-t", "--quiet", "-b", str(bits),
+               "-d", str(path), *flags] + ([] if bias else ["--noconstant"])
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
+    rows = []
+    for line in out.splitlines():
+        if line and not line.startswith("\t"):
+            rows.append(defaultdict(float))   # the prediction line opens an example
+            continue
+        for item in line.split("\t")[1:]:   # (an example without features: an empty line)
+            name, slot, value, _ = item.rsplit(":", 3)
+            letter = name.split("^")[0][:1] if "^" in name else " "
+            if "*" in name or letter not in ignore_linear:
+                rows[-1][int(slot)] += float(value)
+    return [dict(row) for row in rows]
+
+
 
 def py_hashstring(name: bytes, seed: int) -> int:
     """VW's hashstring written from its definition: bytes <= 0x20 trimmed from both ends, then

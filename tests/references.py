@@ -211,7 +211,8 @@ class DenseLearner:
         psi, xi = 1 + phi ** 2 / 2, 1 + phi ** 2
         if v == 0:
             return False
-        alpha = max(0.0, (-m * psi + math.sqrt(m * m * phi ** 4 / 4 + v * phi ** 2 * xi)) / (v * xi))
+        alpha = max(0.0, (-m * psi + math.sqrt(m * m * phi ** 4 / 4 + v * phi ** 2 * xi))
+                    / (v * xi))
         if fam == "cw":
             if not alpha > 0:
                 return False

@@ -10,7 +10,6 @@ import sys
 
 import numpy as np
 import pytest
-from test_crosses import namespaced_sms  # noqa: F401 (a fixture)
 
 from streamherd.model import load_model
 
@@ -66,7 +65,7 @@ def head_model(run_cli, path, n, tmp_path, flags):
 
 @pytest.mark.parametrize("flags", [[], ["-q", "wO"]], ids=["linear", "crossed"])
 def test_train_audit_is_vws_features_with_the_weights_before_each_update(
-        run_cli, namespaced_sms, tmp_path, flags):  # noqa: F811
+        run_cli, namespaced_sms, tmp_path, flags):
     predictions = tmp_path / "p.txt"
     proc = run_cli("train", "--quiet", "--audit", "-b", BITS, *flags, namespaced_sms,
                    "-p", predictions)

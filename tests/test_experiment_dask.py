@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -154,7 +155,7 @@ def test_a_user_error_in_a_run_runs_once(cluster):
 def test_a_file_changed_since_the_driver_read_it_is_refused(cluster, tmp_path):
     _, client = cluster
     copy = tmp_path / "sample.svm"
-    copy.write_text(open(SAMPLE).read())
+    copy.write_text(Path(SAMPLE).read_text())
     _, source, jobs, settings = _grid(["perceptron"], [], path=copy)
     with open(copy, "a") as f:
         f.write("+1 1:1\n")

@@ -2,8 +2,16 @@
 import numpy as np
 import pytest
 
-from streamherd.experiment.data import (LOAD_BITS, dataset_name, injective_bits, load_dataset,
-                                        mask_slots, normalize_features, read_chunk, tasks_of)
+from streamherd.experiment.data import (
+    LOAD_BITS,
+    dataset_name,
+    injective_bits,
+    load_dataset,
+    mask_slots,
+    normalize_features,
+    read_chunk,
+    tasks_of,
+)
 from streamherd.features.hashing import VW_CONSTANT_HASH
 from streamherd.io.csr import Chunk
 

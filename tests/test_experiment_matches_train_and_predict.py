@@ -7,10 +7,11 @@ import re
 
 import numpy as np
 import pytest
-from helpers import one_line_error
 
 from streamherd.experiment import splits
 from streamherd.experiment.data import load_dataset
+
+from helpers import one_line_error
 
 TRAIN_ROWS, TEST_ROWS = 500, 250
 # (--algos name, runs.csv algo, the flag of its tuned hyperparameter, its values)

@@ -392,14 +392,13 @@ def test_outputs_replaced_together_replace_every_file_or_none(tmp_path):
     paths = [tmp_path / f"m{k}.npz" for k in range(3)]
     for path in paths:
         path.write_text("old")
-    with pytest.raises(KeyboardInterrupt):
-        with replaced_together():
-            for k, path in enumerate(paths):
-                with replaced_on_success(path) as f:
-                    f.write("new")
-                assert path.read_text() == "old"   # not yet: the others are not written
-                if k == 1:
-                    raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), replaced_together():
+        for k, path in enumerate(paths):
+            with replaced_on_success(path) as f:
+                f.write("new")
+            assert path.read_text() == "old"   # not yet: the others are not written
+            if k == 1:
+                raise KeyboardInterrupt
     assert [p.read_text() for p in paths] == ["old"] * 3
     assert sorted(p.name for p in tmp_path.iterdir()) == [p.name for p in paths]
     with replaced_together():

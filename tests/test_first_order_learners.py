@@ -3,9 +3,10 @@ numpy transcriptions of the papers' update rules (references.py, written indepen
 streamherd's kernels)."""
 import numpy as np
 import pytest
-import references
 
 from streamherd import learners
+
+import references
 
 ALGOS = ["perceptron", "avg-perceptron", "pa", "pa1", "pa2"]
 RTOL = 1e-9

@@ -3,16 +3,15 @@
 import gzip
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from helpers import DATA_DIR
-
 from streamherd import learners
 from streamherd.model import load_model
 from streamherd.training import train
+
+from helpers import DATA_DIR
 
 DIAGONAL = [name for name, variant in learners.REGISTRY.items() if variant.covariance == "diagonal"]
 

@@ -7,10 +7,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from helpers import one_line_error
 from streamherd import herding
 from streamherd.learners.kernels.herding import herd_predict, herd_step
 
+from helpers import one_line_error
 
 # ---------------------------------------------------------------- the plain transcription
 
@@ -139,8 +139,10 @@ def reference_herd(X, classes, n_classes, options, test):
     shuffled batches, annealed hidden bias during burn-in, test votes after it."""
     rng = np.random.default_rng(options.seed)
     r_max = np.sqrt((X ** 2).sum(1).max())
-    with_phi0 = lambda A: np.hstack([A, np.sqrt(np.maximum(r_max ** 2 - (A ** 2).sum(1),
-                                                           0))[:, None]])
+
+    def with_phi0(A):
+        return np.hstack([A, np.sqrt(np.maximum(r_max ** 2 - (A ** 2).sum(1), 0))[:, None]])
+
     X, test = with_phi0(X), with_phi0(test)
     shapes = ((X.shape[1], options.hidden), (n_classes, options.hidden), (options.hidden,),
               (n_classes,))

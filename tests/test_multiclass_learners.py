@@ -8,11 +8,12 @@ families' squared-loss forms (recursive least squares, NHERD squared loss, epsil
 """
 import numpy as np
 import pytest
-import references
 
 from streamherd import learners
 from streamherd.learners.reductions.ova import OneVersusAll
 from streamherd.model import load_model, save_model
+
+import references
 
 D = 16
 K = 4

@@ -4,10 +4,11 @@ joint multiclass votes, the progressive (averaged) margins, the folding of --max
 K = 0 against avg-perceptron, the model round trip, and train/predict end to end."""
 import numpy as np
 import pytest
-from helpers import one_line_error
 
 from streamherd import learners
 from streamherd.model import load_model, save_model
+
+from helpers import one_line_error
 
 D = 16
 N = 200
@@ -284,7 +285,8 @@ def test_train_and_predict_raw_end_to_end(tmp_path, run_cli, read_rows):
         value = data["values"][data["indptr"][i]:data["indptr"][i + 1]]
         label = "" if np.isnan(data["target"][i]) else f"{data['target'][i]:g}"
         weight = "" if np.isnan(data["target"][i]) else f" {data['importance'][i]:g}"
-        lines.append(f"{label}{weight} | " + " ".join(f"f{j}:{float(v)!r}" for j, v in zip(row, value)))
+        features = " ".join(f"f{j}:{float(v)!r}" for j, v in zip(row, value))
+        lines.append(f"{label}{weight} | {features}")
     path = tmp_path / "data.vw"
     path.write_text("\n".join(lines) + "\n")
     model, raw = tmp_path / "m.npz", tmp_path / "raw.txt"
@@ -351,8 +353,8 @@ def test_a_damaged_update_list_is_a_one_line_error(tmp_path, run_cli):
     assert "is damaged: its 'support_indptr' is not the row offsets" in line, line
 
 
-# the voted perceptron's target (benchmarks/voted_perceptron.py reports it): after 10 passes, the voted
-# perceptron's test error within 2 points of the averaged perceptron's
+# the voted perceptron's target (benchmarks/voted_perceptron.py reports it): after 10 passes,
+# the voted perceptron's test error within 2 points of the averaged perceptron's
 REAL_PAIRS = ["news20_comp_ibm_vs_mac.{}.svm.gz", "news20_sci_elec_vs_med.{}.svm.gz",
               "news20_talk_guns_vs_mideast.{}.svm.gz", "rcv1_small.{}.vw.gz"]
 

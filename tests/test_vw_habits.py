@@ -2,10 +2,11 @@
 hint naming the equivalent for VW flags streamherd spells differently or does without, -h."""
 import numpy as np
 import pytest
-from helpers import without_compile_notice
 
 from streamherd.cli import VW_SPELLINGS
 from streamherd.model import load_model
+
+from helpers import without_compile_notice
 
 
 def usage_error(proc):
@@ -44,8 +45,9 @@ def test_a_vw_flag_gets_a_hint_naming_the_equivalent(run_cli, command, flags, eq
 
 def test_every_hint_names_no_flag_streamherd_has():
     """A hint is for a flag streamherd does not take (else the flag would never be unknown)."""
-    from streamherd.cli import app
     import typer
+
+    from streamherd.cli import app
 
     command = typer.main.get_command(app)
     ours = {flag for sub in command.commands.values() for p in sub.params
