@@ -1,7 +1,7 @@
 """The learners' update rules as plain dense numpy, one transcription per family, written from the
 papers independently of streamherd's kernels. The binary tests (test_gaussian_learners,
-test_first_order_learners), the joint and one-versus-all tests and the regression tests
-(test_multiclass_learners) all run these.
+test_first_order_learners, test_voted_perceptron), the joint and one-versus-all tests and the
+regression tests (test_multiclass_learners) all run these.
 
 Each family's rule is written once, as the update on a dense vector x with label +1: the binary
 update with label y is the one on y x, and the joint one the one on Delta = f(x, y) - f(x, y')
@@ -9,9 +9,9 @@ update with label y is the one on y x, and the joint one the one on Delta = f(x,
 place of the hinge loss.
 
 - perceptron: Rosenblatt's update on a mistake (a margin <= 0), scaled by the importance; the
-  averaged perceptron's running sum counts 1 per example learned from, the voted perceptron's
-  counts grow by the importance (its snapshots are summed as they go; test_voted_perceptron
-  keeps every snapshot, to check the votes)
+  averaged perceptron's running sum counts 1 per example learned from; the voted perceptron
+  (Freund & Schapire 1999) keeps every snapshot v_i (each update makes one) with its count c_i,
+  which grows by the importance of each example it survives, and the running sum of c_i v_i
 - passive-aggressive, PA / PA-I / PA-II (Crammer et al. 2006): tau = l / |x|^2, min(C s, l / |x|^2),
   l / (|x|^2 + 1 / (2 C s)); the hinge loss, or the epsilon-insensitive loss in regression
 - NHERD (Crammer & Lee 2010): mu += l / (v + 1/c) Sigma x, c = C s; Sigma shrinks by the full
@@ -61,6 +61,8 @@ class DenseLearner:
         self.history = np.zeros(size)
         self.seen = 0
         self.updates = 0
+        if self.family == "voted":
+            self.snapshots, self.counts = [self.mu], [0.0]
 
     # ------------------------------------------------------------------ predictions
 
@@ -100,6 +102,9 @@ class DenseLearner:
             updated = self.mu @ x <= 0
             if updated:
                 self.mu = self.mu + s * x
+                if fam == "voted":   # a new snapshot, whose count starts at 0
+                    self.snapshots.append(self.mu)
+                    self.counts.append(0.0)
         elif fam in ("pa", "pa1", "pa2"):
             updated = self._pa_step(x, max(0.0, 1 - self.mu @ x), s)
         elif fam == "sop":
@@ -148,6 +153,8 @@ class DenseLearner:
         weight = s if self.family == "voted" else 1.0
         self.seen += weight
         self.history = self.history + weight * self.mu
+        if self.family == "voted":
+            self.counts[-1] += s
 
     # ------------------------------------------------------------------ each family's step
 
@@ -263,9 +270,9 @@ class DenseLearner:
 
 
 def binary_run(name, X, y, s, options=None, check_textbook_u=False):
-    """(progressive margins, final arrays, number of updates) of one binary run, example by
-    example: the margin before learning, then the update with label y; an unlabeled row (NaN)
-    or one of importance <= 0 is predicted but neither learned nor counted in an average."""
+    """(progressive margins, the learner after the run) of one binary run, example by example:
+    the margin before learning, then the update with label y; an unlabeled row (NaN) or one of
+    importance <= 0 is predicted but neither learned nor counted in an average."""
     learner = DenseLearner(name, X.shape[1], options, check_textbook_u)
     margins = np.empty(len(X))
     for i, x in enumerate(X):
@@ -274,7 +281,46 @@ def binary_run(name, X, y, s, options=None, check_textbook_u=False):
             continue
         learner.learn(y[i] * x, s[i])
         learner.count(s[i])
-    return margins, learner.arrays(), learner.updates
+    return margins, learner
+
+
+def joint_run(name, X, cls, s, k, options=None, fixed=False):
+    """(progressive predictions, the learner after the run) of the joint multiclass reduction
+    over k classes, example by example: the prediction is the best class among those known (the
+    averaged forms' average scores; -1 before any class is known; every class is known from the
+    start when ``fixed``), then the family's update with label +1 on
+    Delta = f(x, y) - f(x, y'), f(x, z) x in block z of k*d slots, y' the best wrong class among
+    those known. An unlabeled row (class -1) is predicted only; a row of importance <= 0 makes
+    its class known but is not learned."""
+    n, d = X.shape
+    learner = DenseLearner(name, k * d, options)
+    known = k if fixed else 0
+    predicted = np.full(n, -1)
+
+    def f(x, z):
+        out = np.zeros(k * d)
+        out[z * d:(z + 1) * d] = x
+        return out
+
+    averaged = learner.family in ("avg", "voted")
+    for i in range(n):
+        x, y = X[i], cls[i]
+        visible = max(known, y + 1)
+        blocks = np.array([f(x, z) for z in range(visible)]).reshape(visible, k * d)
+        if known:
+            predicted[i] = int(np.argmax(learner.scores(blocks[:known], averaged)))
+        if y < 0:
+            continue
+        known = visible
+        if s[i] <= 0:
+            continue
+        if known > 1:
+            scores = learner.scores(blocks)
+            scores[y] = -np.inf
+            rival = int(np.argmax(scores))
+            learner.learn(f(x, y) - f(x, rival), s[i])
+        learner.count(s[i])
+    return predicted, learner
 
 
 def regression_run(name, X, y, s, options=None):

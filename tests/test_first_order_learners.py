@@ -20,9 +20,10 @@ def reference(algo, X, y, s, C=1.0):
     Returns (w, average or None, progressive margins, number of updates). Unlabeled examples
     (NaN) are predicted but neither learned from nor counted in the average.
     """
-    margins, arrays, updates = references.binary_run(algo, X, y, s, {"C": C})
+    margins, learner = references.binary_run(algo, X, y, s, {"C": C})
+    arrays = learner.arrays()
     average = arrays["average"] if algo == "avg-perceptron" else None
-    return arrays["mean"], average, margins, updates
+    return arrays["mean"], average, margins, learner.updates
 
 
 def options_for(algo, C):

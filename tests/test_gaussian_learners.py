@@ -86,8 +86,9 @@ def options_for(name):
 
 def reference_for(name, data):
     """(progressive margins, mean, the other arrays) of the family's dense reference."""
-    margins, arrays, _ = references.binary_run(name, data["X"], data["y"], data["importance"],
-                                               options_for(name), check_textbook_u=True)
+    margins, learner = references.binary_run(name, data["X"], data["y"], data["importance"],
+                                             options_for(name), check_textbook_u=True)
+    arrays = learner.arrays()
     return margins, arrays.pop("mean"), arrays
 
 

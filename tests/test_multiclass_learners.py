@@ -76,37 +76,9 @@ def make_data(seed, d=D, k=K, n=N, nnz=5, labels_late=True):
 
 def joint_reference(name, data, k, options, fixed=False):
     """Predictions and final arrays of the Delta construction, example by example."""
-    X, cls, s = data["X"], data["cls"], data["importance"]
-    n, d = X.shape
-    state = references.DenseLearner(name, k * d, options)
-    known = k if fixed else 0
-    predicted = np.full(n, -1)
-
-    def f(x, z):
-        out = np.zeros(k * d)
-        out[z * d:(z + 1) * d] = x
-        return out
-
-    averaged = name in ("avg-perceptron", "voted-perceptron")
-    for i in range(n):
-        x, y = X[i], cls[i]
-        visible = max(known, y + 1)
-        blocks = np.array([f(x, z) for z in range(visible)]).reshape(visible, k * d)
-        if known:
-            predicted[i] = int(np.argmax(state.scores(blocks[:known], averaged)))
-        if y < 0:
-            continue
-        known = visible
-        if s[i] <= 0:
-            continue
-        if known > 1:
-            scores = state.scores(blocks)
-            scores[y] = -np.inf
-            rival = int(np.argmax(scores))
-            state.learn(f(x, y) - f(x, rival), s[i])
-        if averaged:
-            state.count(s[i])
-    return predicted, state.arrays()
+    predicted, learner = references.joint_run(name, data["X"], data["cls"], data["importance"],
+                                              k, options, fixed)
+    return predicted, learner.arrays()
 
 
 # ------------------------------------------------------------------ running streamherd
@@ -226,7 +198,8 @@ def test_ova_is_k_independent_binary_runs(name, data, fixed):
     for z in range(K):
         first = 0 if fixed else int(np.argmax(cls == z))
         y = np.where(cls[first:] < 0, np.nan, np.where(cls[first:] == z, 1.0, -1.0))
-        margins, arrays, _ = references.binary_run(name, X[first:], y, s[first:], options)
+        margins, learner = references.binary_run(name, X[first:], y, s[first:], options)
+        arrays = learner.arrays()
         scores[first + (not fixed):, z] = margins[(not fixed):]
         for key, value in arrays.items():
             np.testing.assert_allclose(state[key][z * D:(z + 1) * D], value, rtol=1e-9,
