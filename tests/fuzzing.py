@@ -47,9 +47,11 @@ is a finding to judge, not necessarily a streamherd bug):
 
 The CR, format-vote, damaged-number, binary-with-class-names and --skip-bad rules follow the
 fixes made alongside this fuzzer (README "Commands", "Your files and exit codes"; io/block.py,
-io/reader.py, labels.py, tasks/); when the README changes them, change ``reference``/``label_level``.
+io/reader.py, labels.py, tasks/); when the README changes them, change ``reference`` and
+``label_level``.
 """
 import bz2
+import contextlib
 import gzip
 import io
 import json
@@ -412,10 +414,9 @@ def reference(data, fmt="auto", bits=18):
                 rows.append(parse_svmlight(line, i, mask))
         except Bad as e:
             bad[i] = e.args[0]
-            if fmt == "auto":
-                if detected == "vw" and _svmlight_shaped(line) or \
-                        detected == "svmlight" and b"|" in line.split(b"#", 1)[0]:
-                    other.add(i)
+            if fmt == "auto" and (detected == "vw" and _svmlight_shaped(line)
+                                  or detected == "svmlight" and b"|" in line.split(b"#", 1)[0]):
+                other.add(i)
     return Reference(detected, lines, rows, bad, skipped, other)
 
 
@@ -970,16 +971,14 @@ def run_streamherd(args, cwd, timeout, stdin=None):
     env = dict(os.environ)
     env.pop("COLUMNS", None)
     started = time.monotonic()
-    infile = open(Path(cwd) / stdin, "rb") if stdin else subprocess.DEVNULL
-    try:
-        proc = subprocess.run([sys.executable, "-m", "streamherd", *args], cwd=cwd, env=env,
-                              stdin=infile, capture_output=True, timeout=timeout)
-        code, out, err = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired as e:
-        code, out, err = None, e.stdout or b"", e.stderr or b""
-    finally:
-        if stdin:
-            infile.close()
+    with open(Path(cwd) / stdin, "rb") if stdin else contextlib.nullcontext(
+            subprocess.DEVNULL) as infile:
+        try:
+            proc = subprocess.run([sys.executable, "-m", "streamherd", *args], cwd=cwd, env=env,
+                                  stdin=infile, capture_output=True, timeout=timeout)
+            code, out, err = proc.returncode, proc.stdout, proc.stderr
+        except subprocess.TimeoutExpired as e:
+            code, out, err = None, e.stdout or b"", e.stderr or b""
     return Run(list(args), code, out, err.decode("utf-8", "replace"),
                time.monotonic() - started, stdin)
 
@@ -1206,7 +1205,7 @@ def check_case(case, workdir, timeout=60.0):
         first = min(ref.bad) if ref.bad else min(label_bad) if label_bad else None
         if first is not None:
             reason = bad[first]
-            said = f"exited 0" if plain.code == 0 else f"said: {plain.last_line()[:300]}"
+            said = "exited 0" if plain.code == 0 else f"said: {plain.last_line()[:300]}"
             if line_error and line is not None and line < first:
                 rejected(plain, line)
             elif plain.code == 0 or not line_error or line != first:

@@ -1,4 +1,4 @@
-"""train --audit and the audit of multiclass models (features/names.py, issue 18 section 4):
+"""train --audit and the audit of multiclass models (features/names.py):
 names, slots and values against VW 9's own --audit on real data (binary, and --oaa K whose
 interleaved slot is ours times 2^ceil(log2 K) plus the class); the weights against models
 trained here on the lines before each example (the weights before its update), and the
@@ -10,7 +10,6 @@ import sys
 
 import numpy as np
 import pytest
-from test_crosses import namespaced_sms  # noqa: F401 (a fixture)
 
 from streamherd.model import load_model
 
@@ -66,7 +65,7 @@ def head_model(run_cli, path, n, tmp_path, flags):
 
 @pytest.mark.parametrize("flags", [[], ["-q", "wO"]], ids=["linear", "crossed"])
 def test_train_audit_is_vws_features_with_the_weights_before_each_update(
-        run_cli, namespaced_sms, tmp_path, flags):  # noqa: F811
+        run_cli, namespaced_sms, tmp_path, flags):
     predictions = tmp_path / "p.txt"
     proc = run_cli("train", "--quiet", "--audit", "-b", BITS, *flags, namespaced_sms,
                    "-p", predictions)

@@ -22,7 +22,7 @@ from streamherd.selection import (
 from streamherd.selection.packed import group_sizes
 from streamherd.selection.scores import RecentRows, Scores, weighted_auc
 
-from conftest import one_line_error
+from helpers import one_line_error
 
 # (algo, the hyperparameter auto chooses): every family with a bank, and an auto on -a
 # and every diagonal rule of the Gaussian families (each compiled into its own copy of the

@@ -14,7 +14,7 @@ from streamherd.model import load_model
 from streamherd.selection import Grid, Search, TaskBank
 from streamherd.selection.scores import loss_scores
 
-from conftest import one_line_error
+from helpers import one_line_error
 
 # keys of a member's meta that say it came from a bank (the rest is the single run's)
 BANK_KEYS = {"auto", "algo"}

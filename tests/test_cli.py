@@ -12,7 +12,7 @@ import pytest
 
 from streamherd.model import load_model
 
-from conftest import REPO, without_compile_notice
+from helpers import REPO, without_compile_notice
 
 CONSTANT = 11650396
 
@@ -191,7 +191,8 @@ def test_continue_training_with_initial_model(a9a, run_cli):
 @pytest.mark.parametrize("algo", ["pa2", "avg-perceptron"])
 def test_continue_training_equals_one_run(data_dir, run_cli, tmp_path, algo):
     train, test = data_dir / "agaricus.train.svm", data_dir / "agaricus.test.svm"
-    assert run_cli("train", "--algo", algo, "--quiet", "-f", tmp_path / "a.npz", train).returncode == 0
+    assert run_cli("train", "--algo", algo, "--quiet", "-f", tmp_path / "a.npz",
+                   train).returncode == 0
     assert run_cli("train", "--quiet", "-i", tmp_path / "a.npz", "-f", tmp_path / "ab.npz",
                    test).returncode == 0
     assert run_cli("train", "--algo", algo, "--quiet", "-f", tmp_path / "both.npz", train,

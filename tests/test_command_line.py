@@ -6,11 +6,12 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
 
 from streamherd.cli import COMMANDS
 from streamherd.command_line import HelpAsked, UsageError
 from streamherd.option_groups import inputs, training_arguments
+
+from helpers import REPO
 
 TRAIN = COMMANDS["train"]
 

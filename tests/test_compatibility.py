@@ -52,7 +52,7 @@ def test_format_3_files_of_every_task_and_array_kind():
 def _numbers(lines):
     """Each output line as its numbers (a 'class:value' pair gives its value; a VW tag none),
     'class:value' pairs in the order of their class names: --proba's columns were in the order
-    of the classes' first appearance, and are sorted since issue 20."""
+    of the classes' first appearance, and are sorted now."""
     return [[float(token.rsplit(":", 1)[-1])
              for token in sorted(line.split(), key=lambda t: t.rsplit(":", 1)[0])]
             for line in lines]

@@ -1,42 +1,19 @@
 """Crosses of namespaces (-q, --cubic, --interactions) and kept or ignored namespaces: every slot
 and value streamherd's reader makes equals what VW 9 itself reports (``--audit``) for the same
-lines and flags, on real data (/work/shared/data), and a model keeps its crosses for predict."""
+lines and flags, on real data (helpers.DATA_DIR), and a model keeps its crosses for predict."""
 import gzip
 import itertools
-import subprocess
-import sys
-from collections import defaultdict
 
 import numpy as np
 import pytest
 
-from conftest import one_line_error
 from streamherd.errors import StreamherdError
 from streamherd.features.space import FeatureSpace
 from streamherd.model import load_model
 
+from helpers import one_line_error, vw_audit_slots
+
 BITS = 18
-LINES = 300
-
-
-def vw_audit_slots(path, flags, bias=False, ignore_linear=""):
-    """Each example's {slot: value} as VW's --audit prints it (repeated slots summed). The
-    audit lists the linear features of --ignore_linear namespaces too, which VW's learners
-    skip: ``ignore_linear`` names those letters, whose uncrossed features are left out."""
-    command = [sys.executable, "-m", "vowpalwabbit", "--audit", "-t", "--quiet", "-b", str(BITS),
-               "-d", str(path), *flags] + ([] if bias else ["--noconstant"])
-    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
-    rows = []
-    for line in out.splitlines():
-        if line and not line.startswith("\t"):
-            rows.append(defaultdict(float))   # the prediction line opens an example
-            continue
-        for item in line.split("\t")[1:]:   # (an example without features: an empty line)
-            name, slot, value, _ = item.rsplit(":", 3)
-            letter = name.split("^")[0][:1] if "^" in name else " "
-            if "*" in name or letter not in ignore_linear:
-                rows[-1][int(slot)] += float(value)
-    return [dict(row) for row in rows]
 
 
 def streamherd_slots(read_rows, path, bias=False, **flags):
@@ -52,27 +29,6 @@ def assert_same_slots(ours, vws):
         assert mine.keys() == theirs.keys(), f"line {line}"
         for slot in mine:   # VW prints 6 significant digits of float32 products
             assert mine[slot] == pytest.approx(theirs[slot], rel=2e-5), f"line {line} {slot}"
-
-
-@pytest.fixture(scope="module")
-def namespaced_sms(data_dir, tmp_path_factory):
-    """SMS spam (real text) with its words spread over namespaces: 'words' (a-m) and 'wide'
-    (8 letters or more): one letter w, two names; 'Other' (n-z; uppercase letter), 'n' (all
-    digits: numbers as names) and the default namespace (words of 1-2 letters)."""
-    out = tmp_path_factory.mktemp("crosses") / "sms_namespaces.vw"
-    lines = []
-    for raw in (data_dir / "sms_spam.vw").read_text().splitlines()[:LINES]:
-        label, _, text = raw.partition(" |w")
-        spaces = defaultdict(list)
-        for token in text.split():
-            name = token.split(":")[0]
-            space = ("n" if name.isdigit() else "" if len(name) <= 2 else "wide"
-                     if len(name) >= 8 else "words" if name[0] <= "m" else "Other")
-            spaces[space].append(token)
-        lines.append(label + "".join(f" |{space} {' '.join(tokens)}"
-                                     for space, tokens in sorted(spaces.items())))
-    out.write_text("\n".join(lines) + "\n")
-    return out
 
 
 CASES = [

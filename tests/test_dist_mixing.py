@@ -22,7 +22,7 @@ def _start(rng, dim):
 
 
 def _expected(rule, start, results, w):
-    """The issue's formulas, element by element, weights w (normalized)."""
+    """The mixing rules' formulas, element by element, weights w (normalized)."""
     mu = np.array([r.state["mean"] for r in results])
     var = np.array([r.state["variance"] for r in results])
     extra = np.array([r.state["extra"] for r in results])

@@ -5,8 +5,14 @@ import random
 import numpy as np
 import pytest
 
-from streamherd.distributed.shards import (Shard, byte_ranges, numbered, owned_bytes,
-                                          owned_lines, plan_shards)
+from streamherd.distributed.shards import (
+    Shard,
+    byte_ranges,
+    numbered,
+    owned_bytes,
+    owned_lines,
+    plan_shards,
+)
 from streamherd.io.reader import ChunkReader
 
 

@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pytest
 
-from conftest import one_line_error
+from helpers import one_line_error
 
 distributed = pytest.importorskip("dask.distributed")
 
@@ -211,9 +211,9 @@ def test_a_user_error_in_a_shard_runs_once_and_reads_as_trains(run_cli, bad_line
     path = bad_lines[kind]
     trained = one_line_error(run_cli("train", path, "-f", tmp_path / "t.npz"))
     assert f"{path}:{line}:" in trained
-    with distributed.get_task_stream(client) as stream:
-        with pytest.raises(StreamherdError) as raised:
-            _run(client, path, tmp_path / "m.npz", rounds=3, shards="2", algo="arow-p")
+    with distributed.get_task_stream(client) as stream, \
+            pytest.raises(StreamherdError) as raised:
+        _run(client, path, tmp_path / "m.npz", rounds=3, shards="2", algo="arow-p")
     assert f"streamherd: {raised.value}" == trained
     shard_tasks = [t["key"] for t in stream.data if "-shard-" in str(t["key"])]
     assert sorted(shard_tasks) == sorted(set(shard_tasks)) and len(shard_tasks) == 2

@@ -9,10 +9,11 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from conftest import REPO, one_line_error
+from helpers import REPO, one_line_error
 
 distributed = pytest.importorskip("dask.distributed")
 
@@ -53,11 +54,9 @@ def _same_outputs(first, second):
 
 
 @pytest.fixture(scope="module")
-def with_jobs(tmp_path_factory):
-    from conftest import _run_cli
-
+def with_jobs(tmp_path_factory, run_cli):
     out = tmp_path_factory.mktemp("j2")
-    proc = _run_cli("experiment", *SMALL, "-j", "2", "--out", out, "--quiet")
+    proc = run_cli("experiment", *SMALL, "-j", "2", "--out", out, "--quiet")
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -156,7 +155,7 @@ def test_a_user_error_in_a_run_runs_once(cluster):
 def test_a_file_changed_since_the_driver_read_it_is_refused(cluster, tmp_path):
     _, client = cluster
     copy = tmp_path / "sample.svm"
-    copy.write_text(open(SAMPLE).read())
+    copy.write_text(Path(SAMPLE).read_text())
     _, source, jobs, settings = _grid(["perceptron"], [], path=copy)
     with open(copy, "a") as f:
         f.write("+1 1:1\n")

@@ -2,12 +2,20 @@
 import numpy as np
 import pytest
 
-from streamherd.experiment.data import (LOAD_BITS, dataset_name, injective_bits, load_dataset,
-                                        mask_slots, normalize_features, read_chunk, tasks_of)
+from streamherd.experiment.data import (
+    LOAD_BITS,
+    dataset_name,
+    injective_bits,
+    load_dataset,
+    mask_slots,
+    normalize_features,
+    read_chunk,
+    tasks_of,
+)
 from streamherd.features.hashing import VW_CONSTANT_HASH
 from streamherd.io.csr import Chunk
 
-from conftest import chunk_of_rows
+from helpers import chunk_of_rows
 
 REPO_SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[1] / "samples"
 

@@ -9,7 +9,7 @@ from streamherd.experiment.data import Dataset, Task
 from streamherd.experiment.runner import Grid, Prepared, Settings
 from streamherd.tasks import BinaryTask
 
-from conftest import chunk_of_rows
+from helpers import chunk_of_rows
 
 
 def binomial_interval(n, p, tail=1e-6):

@@ -6,9 +6,9 @@ import random
 import numpy as np
 import pytest
 
-from streamherd.io.block import SVMLIGHT, VW, count_newlines, parse_block
 from streamherd.features.rows import new_merge_table
 from streamherd.features.space import FeatureSpace
+from streamherd.io.block import SVMLIGHT, VW, count_newlines, parse_block
 from streamherd.io.csr import allocate_outputs
 
 NUMBERS = ["0", "1", "7", "12", "0.5", ".5", "5.", ".", "1234567", "12345678", "123456789",
@@ -157,8 +157,9 @@ def test_svmlight_scanner_token_edges(seed):
 
 
 # VW feature tokens around the scanner's limits: names of 7, 8 and more digits alone and with
-# values, tokens of 15 and 16 bytes and longer (ending in a byte that is not a separator), a '|', ':' or control byte right after a name or value,
-# names that are not numbers, and the values the general parser decides.
+# values, tokens of 15 and 16 bytes and longer (ending in a byte that is not a separator), a '|',
+# ':' or control byte right after a name or value, names that are not numbers, and the values
+# the general parser decides.
 VW_EDGE_TOKENS = ["1", "1234567", "12345678", "123456789012", "1:1", "1234567:1", "12345678:1",
                   "1:1234567", "1:12345678", "1:1234567.1234567", "1234567:1.123456",
                   "1234567:12.12345", "1234567:123.12345", "12:1234567.123456",
@@ -224,7 +225,8 @@ def test_vector_and_word_readers_agree_with_the_byte_reader(fmt):
     from streamherd.io import simd, svmlight, vw
 
     if fmt == "svmlight":
-        vector, words, slow = svmlight._vector_feature, svmlight._swar_feature, svmlight._slow_feature
+        vector, words = svmlight._vector_feature, svmlight._swar_feature
+        slow = svmlight._slow_feature
     else:
         vector, words = vw._vector_vw_feature, vw._swar_vw_feature
 

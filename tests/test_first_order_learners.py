@@ -1,9 +1,12 @@
-"""Perceptron, averaged perceptron and the Passive-Aggressive family against a plain dense numpy
-transcription of the papers' update rules, written here independently of streamherd's kernels."""
+"""Perceptron, averaged perceptron and the Passive-Aggressive family against their families' dense
+numpy transcriptions of the papers' update rules (references.py, written independently of
+streamherd's kernels)."""
 import numpy as np
 import pytest
 
 from streamherd import learners
+
+import references
 
 ALGOS = ["perceptron", "avg-perceptron", "pa", "pa1", "pa2"]
 RTOL = 1e-9
@@ -12,45 +15,15 @@ RTOL = 1e-9
 # ---------------------------------------------------------------- the reference transcription
 
 def reference(algo, X, y, s, C=1.0):
-    """Run the online algorithm densely, one example at a time.
+    """The family's dense reference (references.py), one example at a time.
 
     Returns (w, average or None, progressive margins, number of updates). Unlabeled examples
     (NaN) are predicted but neither learned from nor counted in the average.
     """
-    n, d = X.shape
-    w = np.zeros(d)
-    history_sum = np.zeros(d)  # sum of the weight vectors after each learned example
-    seen = 0
-    margins = np.zeros(n)
-    updates = 0
-    for t in range(n):
-        x = X[t]
-        if algo == "avg-perceptron":
-            margins[t] = (history_sum / seen) @ x if seen else 0.0
-        else:
-            margins[t] = w @ x
-        if np.isnan(y[t]):
-            continue
-        if algo in ("perceptron", "avg-perceptron"):
-            if y[t] * (w @ x) <= 0:           # mistake (or zero margin): Rosenblatt's update
-                w = w + s[t] * y[t] * x
-                updates += 1
-        else:
-            loss = max(0.0, 1.0 - y[t] * (w @ x))
-            norm2 = x @ x
-            if loss > 0 and norm2 > 0:
-                if algo == "pa":
-                    tau = loss / norm2
-                elif algo == "pa1":
-                    tau = min(C * s[t], loss / norm2)
-                else:
-                    tau = loss / (norm2 + 1.0 / (2.0 * C * s[t]))
-                w = w + tau * y[t] * x
-                updates += 1
-        seen += 1
-        history_sum = history_sum + w
-    average = history_sum / seen if (algo == "avg-perceptron" and seen) else None
-    return w, average, margins, updates
+    margins, learner = references.binary_run(algo, X, y, s, {"C": C})
+    arrays = learner.arrays()
+    average = arrays["average"] if algo == "avg-perceptron" else None
+    return arrays["mean"], average, margins, learner.updates
 
 
 def options_for(algo, C):

@@ -1,9 +1,8 @@
 """The confidence-weighted learners through the command line, on the shared data sets
-(skipped when /work/shared/data is absent)."""
+(helpers.DATA_DIR; skipped when a file is absent)."""
 import gzip
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,12 +11,13 @@ from streamherd import learners
 from streamherd.model import load_model
 from streamherd.training import train
 
-DATA = Path("/work/shared/data")
+from helpers import DATA_DIR
+
 DIAGONAL = [name for name, variant in learners.REGISTRY.items() if variant.covariance == "diagonal"]
 
 
 def data_file(name):
-    path = DATA / name
+    path = DATA_DIR / name
     if not path.exists():
         pytest.skip(f"{path} is not available")
     return path
@@ -79,7 +79,7 @@ def test_proba_is_a_probability_consistent_with_labels(a9a_model, tmp_path):
     p = np.loadtxt(out_proba)
     labels = np.loadtxt(out_label)
     assert p.shape == labels.shape and np.all((p >= 0) & (p <= 1))
-    # calibrated (the default isotonic map, issue 20): a non-decreasing function of the margin,
+    # calibrated (the default isotonic map): a non-decreasing function of the margin,
     # whose 0.5 need not sit at margin 0
     raw = np.loadtxt(streamherd("predict", data_file("a9a.t.svm.gz"), "-m", a9a_model, "--raw",
                                 "--quiet").stdout.splitlines())

@@ -37,7 +37,8 @@ def test_murmur3_hashes_only_the_given_range_of_a_larger_buffer():
         start = rng.randrange(0, 150)
         end = start + rng.randrange(0, 50)
         seed = rng.randrange(2 ** 32)
-        assert int(murmur3_32(buf, start, end, seed)) == mmh3.hash(big[start:end], seed, signed=False)
+        expected = mmh3.hash(big[start:end], seed, signed=False)
+        assert int(murmur3_32(buf, start, end, seed)) == expected
 
 
 def test_murmur3_known_vectors():
@@ -101,9 +102,11 @@ def test_hashstring_trims_bytes_up_to_space_like_vowpal_wabbit(name, trimmed):
 
 
 def test_hashstring_wide_seed_is_truncated_to_32_bits_for_murmur():
-    # A namespace named by digits has a seed beyond 32 bits; murmur takes its low 32 bits (uint32_t).
+    # A namespace named by digits has a seed beyond 32 bits; murmur takes its low 32 bits
+    # (uint32_t).
     seed = 99999999999
-    assert int(hashstring(_buf(b"word"), 0, 4, seed)) == mmh3.hash(b"word", seed % 2 ** 32, signed=False)
+    expected = mmh3.hash(b"word", seed % 2 ** 32, signed=False)
+    assert int(hashstring(_buf(b"word"), 0, 4, seed)) == expected
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,4 +1,4 @@
-"""Conditional herding (issue 19, section 2): the kernels against a plain numpy transcription of
+"""Conditional herding: the kernels against a plain numpy transcription of
 Gelfand et al.'s Eq. 7-12 and the algorithm box, the negative phase against brute force over
 every (y, z), prediction averaging, the model round trip and the ``herd`` command end to end."""
 import itertools
@@ -7,11 +7,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conftest import one_line_error
 from streamherd import herding
 from streamherd.learners.kernels.herding import herd_predict, herd_step
 from streamherd.model.herding import load as load_herding
 
+from helpers import one_line_error
 
 # ---------------------------------------------------------------- the plain transcription
 
@@ -140,8 +140,10 @@ def reference_herd(X, classes, n_classes, options, test):
     shuffled batches, annealed hidden bias during burn-in, test votes after it."""
     rng = np.random.default_rng(options.seed)
     r_max = np.sqrt((X ** 2).sum(1).max())
-    with_phi0 = lambda A: np.hstack([A, np.sqrt(np.maximum(r_max ** 2 - (A ** 2).sum(1),
-                                                           0))[:, None]])
+
+    def with_phi0(A):
+        return np.hstack([A, np.sqrt(np.maximum(r_max ** 2 - (A ** 2).sum(1), 0))[:, None]])
+
     X, test = with_phi0(X), with_phi0(test)
     shapes = ((X.shape[1], options.hidden), (n_classes, options.hidden), (options.hidden,),
               (n_classes,))

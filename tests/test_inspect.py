@@ -4,9 +4,10 @@ import json
 
 import numpy as np
 import pytest
-from conftest import VW_CONSTANT, one_line_error
 
 from streamherd.model import load_model
+
+from helpers import VW_CONSTANT, one_line_error
 
 CASES = [  # algo, extra train flags, data
     ("pa2", [], "samples/sample.svm"),

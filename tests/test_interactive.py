@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 # How long a prediction may take to come out while stdin stays open: a guard against hanging
 # the test run, not a measure of speed (the answer takes milliseconds).

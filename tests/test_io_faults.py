@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 from numba import njit
 
-from conftest import one_line_error
 from streamherd.errors import StreamherdError
 from streamherd.io.lexing import parse_float
 from streamherd.io.reader import ChunkReader, detect_format
+
+from helpers import one_line_error
 
 CONSTANT = 11650396
 

@@ -13,7 +13,7 @@ from streamherd.learners.kernels.mira import mira_steps
 from streamherd.learners.reductions.mira import Mira
 from streamherd.model import load_model
 
-from conftest import one_line_error
+from helpers import one_line_error
 
 VARIANTS = {"pa": 0, "pa1": 1, "pa2": 2}
 

@@ -6,9 +6,9 @@ import zipfile
 import numpy as np
 import pytest
 
-from streamherd.model import container as model_module
 from streamherd.errors import StreamherdError
 from streamherd.model import FORMAT_VERSION, load_model, save_model
+from streamherd.model import container as model_module
 
 BITS = 5
 

@@ -1,21 +1,19 @@
-"""Joint multiclass, one-versus-all and regression against plain dense numpy transcriptions,
-written here independently of streamherd's kernels.
+"""Joint multiclass, one-versus-all and regression against the families' dense numpy
+transcriptions (references.py, written independently of streamherd's kernels).
 
 Joint: for each example, the class scores mu . f(x, z) over the classes seen so far, the best wrong
 class y', Delta = f(x, y) - f(x, y') as a dense K*d vector, and the family's binary update on Delta
-with label +1 (the equations of issue 3 written again densely). One-versus-all: K independent runs of
-the binary references of test_gaussian_learners / test_first_order_learners. Regression: the
-squared-loss rules of issue 4 (recursive least squares, NHERD squared loss, epsilon-insensitive PA).
+with label +1. One-versus-all: K independent binary runs of the same references. Regression: the
+families' squared-loss forms (recursive least squares, NHERD squared loss, epsilon-insensitive PA).
 """
-import math
-
 import numpy as np
 import pytest
-from scipy.stats import norm
 
 from streamherd import learners
 from streamherd.learners.reductions.ova import OneVersusAll
 from streamherd.model import load_model, save_model
+
+import references
 
 D = 16
 K = 4
@@ -76,207 +74,11 @@ def make_data(seed, d=D, k=K, n=N, nnz=5, labels_late=True):
 
 # ------------------------------------------------------------------ dense joint reference
 
-class DenseState:
-    """The model over K*d slots, updated by the binary rules on a dense vector x with y = +1."""
-
-    def __init__(self, name, size, options):
-        self.name = name
-        self.family = name.split("-")[0]
-        self.full = name.endswith("-full")
-        self.o = {"C": 1.0, "r": 1.0, "eta": 0.9, "a": 1.0, **options}
-        a = self.o["a"]
-        self.mu = np.zeros(size)
-        if self.family == "sop":
-            self.S = np.zeros((size, size))
-            self.v = np.zeros(size)
-        elif self.family in ("nherd", "arow", "narow", "cw", "scw1", "scw2"):
-            self.Sigma = a * np.eye(size) if self.full else np.full(size, a)
-        self.history = np.zeros(size)
-        self.seen = 0
-
-    def sop_A(self):
-        return self.o["a"] * np.eye(len(self.mu)) + self.S
-
-    def scores(self, x_blocks, averaged=False):
-        """Scores of the classes whose f(x, z) are the rows of x_blocks."""
-        if self.family == "sop" and not self.full:
-            diag = np.diag(self.sop_A())
-            return np.array([np.sum(self.v * f / (diag + f * f)) for f in x_blocks])
-        if self.family == "sop":
-            w = np.linalg.solve(self.sop_A(), self.v)
-            return x_blocks @ w
-        if averaged:
-            return x_blocks @ (self.history / self.seen) if self.seen else np.zeros(len(x_blocks))
-        return x_blocks @ self.mu
-
-    def update(self, x, s):
-        """The binary update of the family on x with label +1 and importance s."""
-        o, fam = self.o, self.family
-        if fam in ("perceptron", "avg", "voted"):  # avg, voted: the snapshots' w
-            if self.mu @ x <= 0:
-                self.mu = self.mu + s * x
-            return
-        if fam in ("pa", "pa1", "pa2"):
-            loss = max(0.0, 1 - self.mu @ x)
-            n2 = x @ x
-            if loss > 0 and n2 > 0:
-                c = o["C"] * s
-                tau = {"pa": loss / n2, "pa1": min(c, loss / n2),
-                       "pa2": loss / (n2 + 1 / (2 * c))}[fam]
-                self.mu = self.mu + tau * x
-            return
-        if fam == "sop":
-            if self.full:
-                A = self.sop_A()
-                margin = self.v @ np.linalg.solve(A + np.outer(x, x), x)
-            else:
-                margin = np.sum(self.v * x / (np.diag(self.sop_A()) + x * x))
-            if margin <= 0:
-                self.S = self.S + s * np.outer(x, x)
-                self.v = self.v + s * x
-            return
-        m = self.mu @ x
-        Sx = self.Sigma @ x if self.full else self.Sigma * x
-        v = x @ Sx
-        if fam == "nherd":
-            if m > 1:
-                return
-            c = o["C"] * s
-            self.mu = self.mu + max(0.0, 1 - m) / (v + 1 / c) * Sx
-            coef = (c * c * v + 2 * c) / (1 + c * v) ** 2
-            if self.full:
-                self.Sigma = self.Sigma - coef * np.outer(Sx, Sx)
-            elif self.name == "nherd-e":
-                self.Sigma = self.Sigma / (1 + c * x ** 2 * self.Sigma) ** 2
-            elif self.name == "nherd-p":
-                self.Sigma = 1 / (1 / self.Sigma + (2 * c + c * c * v) * x ** 2)
-            else:
-                self.Sigma = self.Sigma - (self.Sigma * x) ** 2 * coef
-            return
-        if fam == "arow":
-            if m >= 1:
-                return
-            rr = o["r"] / s
-            beta = 1 / (v + rr)
-            self.mu = self.mu + (1 - m) * beta * Sx
-            if self.full:
-                self.Sigma = self.Sigma - beta * np.outer(Sx, Sx)
-            elif self.name == "arow-p":
-                self.Sigma = 1 / (1 / self.Sigma + x ** 2 / rr)
-            else:
-                self.Sigma = self.Sigma - beta * (self.Sigma * x) ** 2
-            return
-        if fam == "narow":
-            if m >= 1 or not v > 1 / o["b"]:   # no loss, or r_t = +inf
-                return
-            rr = v / (o["b"] * v - 1) / s
-            beta = 1 / (v + rr)
-            self.mu = self.mu + (1 - m) * beta * Sx
-            if self.full:
-                self.Sigma = self.Sigma - beta * np.outer(Sx, Sx)
-            elif self.name == "narow-p":
-                self.Sigma = 1 / (1 / self.Sigma + x ** 2 / rr)
-            else:
-                self.Sigma = self.Sigma - beta * (self.Sigma * x) ** 2
-            return
-        # cw, scw1, scw2 (the variance floor never binds on this data)
-        phi = norm.ppf(o["eta"])
-        psi, xi = 1 + phi ** 2 / 2, 1 + phi ** 2
-        if v == 0:
-            return
-        alpha = max(0.0, (-m * psi + math.sqrt(m * m * phi ** 4 / 4 + v * phi ** 2 * xi)) / (v * xi))
-        if fam == "cw":
-            if not alpha > 0:
-                return
-        else:
-            if not phi * math.sqrt(v) - m > 0:
-                return
-            c = o["C"] * s
-            if fam == "scw1":
-                alpha = min(c, alpha)
-            else:
-                n_ = v + 1 / (2 * c)
-                gamma = phi * math.sqrt(phi ** 2 * m * m * v * v + 4 * n_ * v * (n_ + v * phi ** 2))
-                alpha = max(0.0, (-(2 * m * n_ + phi ** 2 * m * v) + gamma)
-                            / (2 * (n_ * n_ + n_ * v * phi ** 2)))
-        # sqrt(u), u = (-alpha v phi + sqrt(alpha^2 v^2 phi^2 + 4v))^2 / 4, without cancellation
-        sqrt_u = 2 * v / (alpha * v * phi + math.sqrt(alpha ** 2 * v ** 2 * phi ** 2 + 4 * v))
-        beta = alpha * phi / (sqrt_u + v * alpha * phi)
-        self.mu = self.mu + alpha * Sx
-        if self.full:
-            self.Sigma = self.Sigma - beta * np.outer(Sx, Sx)
-        elif fam == "cw":   # the documented variance floor 1e-12 a (cw.py) binds in OVA runs
-            self.Sigma = np.maximum(1e-12 * o["a"],
-                                    1 / (1 / self.Sigma + alpha * phi * x ** 2 / sqrt_u))
-        else:
-            self.Sigma = np.maximum(1e-12 * o["a"], self.Sigma - beta * (self.Sigma * x) ** 2)
-
-    def binary_margin(self, x):
-        """The margin a binary run reports for x (sop: with x x' added to A)."""
-        if self.family == "sop":
-            if self.full:
-                return self.v @ np.linalg.solve(self.sop_A() + np.outer(x, x), x)
-            return np.sum(self.v * x / (np.diag(self.sop_A()) + x * x))
-        if self.family in ("avg", "voted"):
-            return (self.history / self.seen) @ x if self.seen else 0.0
-        return self.mu @ x
-
-    def arrays(self):
-        if self.family == "sop":
-            A = self.sop_A()
-            if self.full:
-                return {"mean": np.linalg.solve(A, self.v), "inverse": np.linalg.inv(A)}
-            return {"mean": self.v / np.diag(A), "label_sum": self.v, "diagonal": np.diag(A)}
-        out = {"mean": self.mu}
-        if hasattr(self, "Sigma"):
-            out["covariance" if self.full else "variance"] = self.Sigma
-        if self.family == "avg":
-            out["average"] = self.history / self.seen if self.seen else self.mu
-        if self.family == "voted":   # u = C w - sum_i c_i v_i (algorithms/voted.py)
-            out["weighted_updates"] = self.seen * self.mu - self.history
-        return out
-
-    def count(self, s):
-        """After an example of importance s: the averaged family's running sum (the voted
-        perceptron's counts grow by s, the averaged perceptron's by 1)."""
-        weight = s if self.family == "voted" else 1.0
-        self.seen += weight
-        self.history = self.history + weight * self.mu
-
-
 def joint_reference(name, data, k, options, fixed=False):
     """Predictions and final arrays of the Delta construction, example by example."""
-    X, cls, s = data["X"], data["cls"], data["importance"]
-    n, d = X.shape
-    state = DenseState(name, k * d, options)
-    known = k if fixed else 0
-    predicted = np.full(n, -1)
-
-    def f(x, z):
-        out = np.zeros(k * d)
-        out[z * d:(z + 1) * d] = x
-        return out
-
-    averaged = name in ("avg-perceptron", "voted-perceptron")
-    for i in range(n):
-        x, y = X[i], cls[i]
-        visible = max(known, y + 1)
-        blocks = np.array([f(x, z) for z in range(visible)]).reshape(visible, k * d)
-        if known:
-            predicted[i] = int(np.argmax(state.scores(blocks[:known], averaged)))
-        if y < 0:
-            continue
-        known = visible
-        if s[i] <= 0:
-            continue
-        if known > 1:
-            scores = state.scores(blocks)
-            scores[y] = -np.inf
-            rival = int(np.argmax(scores))
-            state.update(f(x, y) - f(x, rival), s[i])
-        if averaged:
-            state.count(s[i])
-    return predicted, state.arrays()
+    predicted, learner = references.joint_run(name, data["X"], data["cls"], data["importance"],
+                                              k, options, fixed)
+    return predicted, learner.arrays()
 
 
 # ------------------------------------------------------------------ running streamherd
@@ -376,21 +178,6 @@ def test_joint_full_covariance_over_k_blocks_is_refused_when_too_large():
 
 # ------------------------------------------------------------------ one-versus-all
 
-def binary_reference(name, X, y, s, options):
-    """(margins, arrays) of one binary run: the binary update with label y is the +1 update on
-    y x, for every family."""
-    state = DenseState(name, X.shape[1], options)
-    margins = np.empty(len(X))
-    for i, x in enumerate(X):
-        margins[i] = state.binary_margin(x)
-        if math.isnan(y[i]) or s[i] <= 0:
-            continue
-        state.update(y[i] * x, s[i])
-        if state.family in ("avg", "voted"):
-            state.count(s[i])
-    return margins, state.arrays()
-
-
 @pytest.mark.parametrize("fixed", [True, False], ids=["fixed", "discovered"])
 @pytest.mark.parametrize("name", ALL)
 def test_ova_is_k_independent_binary_runs(name, data, fixed):
@@ -411,7 +198,8 @@ def test_ova_is_k_independent_binary_runs(name, data, fixed):
     for z in range(K):
         first = 0 if fixed else int(np.argmax(cls == z))
         y = np.where(cls[first:] < 0, np.nan, np.where(cls[first:] == z, 1.0, -1.0))
-        margins, arrays = binary_reference(name, X[first:], y, s[first:], options)
+        margins, learner = references.binary_run(name, X[first:], y, s[first:], options)
+        arrays = learner.arrays()
         scores[first + (not fixed):, z] = margins[(not fixed):]
         for key, value in arrays.items():
             np.testing.assert_allclose(state[key][z * D:(z + 1) * D], value, rtol=1e-9,
@@ -467,57 +255,6 @@ def make_regression(seed, d=D, n=N):
                 indices=np.array(indices, np.int32), values=np.array(values), w=w)
 
 
-def regression_reference(name, X, y, s, C=1.0, r=1.0, a=1.0, epsilon=0.0):
-    n, d = X.shape
-    full = name.endswith("-full")
-    mu = np.zeros(d)
-    Sigma = a * np.eye(d) if full else np.full(d, a)
-    predictions = np.zeros(n)
-    for i in range(n):
-        x = X[i]
-        predictions[i] = m = mu @ x
-        if math.isnan(y[i]) or s[i] <= 0:
-            continue
-        residual = y[i] - m
-        if name.startswith("pa"):
-            loss = max(0.0, abs(residual) - epsilon)   # epsilon-insensitive (Crammer et al. 2006)
-            n2 = x @ x
-            if loss > 0 and n2 > 0:
-                c = C * s[i]
-                tau = {"pa": loss / n2, "pa1": min(c, loss / n2),
-                       "pa2": loss / (n2 + 1 / (2 * c))}[name]
-                mu = mu + np.sign(residual) * tau * x
-            continue
-        Sx = Sigma @ x if full else Sigma * x
-        v = x @ Sx
-        if name.startswith("arow"):   # recursive least squares
-            rr = r / s[i]
-            beta = 1 / (rr + v)
-            mu = mu + residual * beta * Sx
-            if full:
-                Sigma = Sigma - beta * np.outer(Sx, Sx)
-            elif name == "arow-p":
-                Sigma = 1 / (1 / Sigma + x ** 2 / rr)
-            else:
-                Sigma = Sigma - beta * (Sigma * x) ** 2
-        else:                          # NHERD, squared loss
-            c = C * s[i]
-            mu = mu + residual / (v + 1 / c) * Sx
-            coef = (c * c * v + 2 * c) / (1 + c * v) ** 2
-            if full:
-                Sigma = Sigma - coef * np.outer(Sx, Sx)
-            elif name == "nherd-e":
-                Sigma = Sigma / (1 + c * x ** 2 * Sigma) ** 2
-            elif name == "nherd-p":
-                Sigma = 1 / (1 / Sigma + (2 * c + c * c * v) * x ** 2)
-            else:
-                Sigma = Sigma - (Sigma * x) ** 2 * coef
-    arrays = {"mean": mu}
-    if not name.startswith("pa"):
-        arrays["covariance" if full else "variance"] = Sigma
-    return predictions, arrays
-
-
 REGRESSION_OPTIONS = {"arow": {"r": 0.5, "a": 1.5}, "nherd": {"C": 2.0, "a": 0.7},
                       "pa": {"epsilon": 0.2}, "pa1": {"C": 0.3, "epsilon": 0.1},
                       "pa2": {"C": 0.3, "epsilon": 0.0}}
@@ -534,8 +271,8 @@ def test_regression_matches_dense_equations(name):
         learner.learn_regression(data["y"][lo:hi], data["importance"][lo:hi],
                                  data["indptr"][lo:hi + 1], data["indices"], data["values"], out)
         predictions[lo:hi] = out
-    ref_predictions, ref_arrays = regression_reference(name, data["X"], data["y"],
-                                                       data["importance"], **options)
+    ref_predictions, ref_arrays = references.regression_run(name, data["X"], data["y"],
+                                                            data["importance"], options)
     np.testing.assert_allclose(predictions, ref_predictions, rtol=1e-9, atol=1e-12)
     assert_state(learner, ref_arrays)
     labeled = ~np.isnan(data["y"])

@@ -1,4 +1,4 @@
-"""Feature names (issue 18): ``inspect --names DATA`` names every slot by the features of the data
+"""Feature names: ``inspect --names DATA`` names every slot by the features of the data
 that hash there, each name and slot as VW 9's own ``--audit`` prints them on real data, with and
 without crosses; ``--hash all`` makes VW's slots and is kept by the model for predict."""
 import json
@@ -8,12 +8,12 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from conftest import one_line_error
-from test_crosses import namespaced_sms, vw_audit_slots  # noqa: F401 (a fixture)
 
 from streamherd.features.names import feature_names
 from streamherd.features.space import FeatureSpace
 from streamherd.model import load_model
+
+from helpers import one_line_error, vw_audit_slots
 
 BITS = 18
 LINES = 300
@@ -55,7 +55,7 @@ CASES = [
 
 @pytest.mark.parametrize("data, flags, vw_flags", CASES,
                          ids=[f"{c[0]} {' '.join(c[2])}" for c in CASES])
-def test_names_and_slots_equal_vw_audit(sms, namespaced_sms, data, flags, vw_flags):  # noqa: F811
+def test_names_and_slots_equal_vw_audit(sms, namespaced_sms, data, flags, vw_flags):
     path = sms if data == "sms" else namespaced_sms
     found = feature_names([path], FeatureSpace(BITS, **flags))
     want = vw_audit_names(path, vw_flags)
@@ -94,7 +94,7 @@ def test_svmlight_indices_are_names_of_the_default_namespace(tmp_path):
     assert 3 not in hashed   # "3" hashed as a string
 
 
-def test_hash_all_slots_equal_vw(read_rows, namespaced_sms):  # noqa: F811
+def test_hash_all_slots_equal_vw(read_rows, namespaced_sms):
     """--hash all: names of digits hashed as strings, as VW's (the 'n' namespace holds them)."""
     rows, _, _ = read_rows(namespaced_sms, features=FeatureSpace(BITS, False, hash_all=True))
     vws = vw_audit_slots(namespaced_sms, ["--hash", "all"])
@@ -124,7 +124,7 @@ def test_inspect_names_a_crossed_model_end_to_end(run_cli, sms, tmp_path):
                            for name in row["feature"].split(" ") if "*" in name)
 
 
-def test_hash_all_is_kept_by_the_model_for_predict(run_cli, namespaced_sms, tmp_path):  # noqa: F811
+def test_hash_all_is_kept_by_the_model_for_predict(run_cli, namespaced_sms, tmp_path):
     """A model trained with --hash all predicts with VW's --hash all slots: its margins are
     the weights at those slots times the values."""
     model = tmp_path / "m.npz"
@@ -158,7 +158,7 @@ def parse_audit(text):
     return predictions, features
 
 
-def test_crosses_of_an_ignore_linear_namespace_are_named_as_vw(run_cli, namespaced_sms,  # noqa: F811
+def test_crosses_of_an_ignore_linear_namespace_are_named_as_vw(run_cli, namespaced_sms,
                                                                 tmp_path):
     """--ignore_linear w -q wO: the w features are no features of their own but members of
     the crosses; the crosses took other features' names (inspect --names: 'Other^x' for
@@ -188,7 +188,7 @@ def test_crosses_of_an_ignore_linear_namespace_are_named_as_vw(run_cli, namespac
 
 
 @pytest.mark.parametrize("flags", [[], ["-q", "wO", "--cubic", "wOn"]], ids=["linear", "crossed"])
-def test_predict_audit_is_weights_times_values_of_vws_features(  # noqa: F811
+def test_predict_audit_is_weights_times_values_of_vws_features(
         run_cli, namespaced_sms, tmp_path, flags):
     """predict --audit: after each prediction line, its features as VW's --audit names and
     slots them, each with the model's weight at its slot; their sum of weight x value is the

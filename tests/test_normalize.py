@@ -10,7 +10,7 @@ from streamherd.features.space import FeatureSpace
 from streamherd.io.reader import ChunkReader
 from streamherd.model import load_model
 
-from conftest import one_line_error
+from helpers import one_line_error
 
 
 def reference(indptr, indices, values, kept_slot):

@@ -146,7 +146,8 @@ def test_line_longer_than_the_block(parse, block_size):
 
 # ---------------------------------------------------------------- compressed inputs and stdin
 
-SAMPLE_SVM = b"".join(b"%d 1:%d %d:0.5 # c\n" % (1 if i % 3 else -1, i, i + 2) for i in range(1, 300))
+SAMPLE_SVM = b"".join(b"%d 1:%d %d:0.5 # c\n" % (1 if i % 3 else -1, i, i + 2)
+                     for i in range(1, 300))
 
 
 @pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress],
@@ -495,7 +496,7 @@ def test_error_line_number_in_a_later_block(tmp_path):
     assert sum(c.bad_lines for c in rows) == 1
 
 
-# ---------------------------------------------------------------- the consumer parses while it waits
+# ------------------------------------------------------------ the consumer parses while it waits
 
 def _recording_parse(started=None, release=None):
     """A parse function that records which thread parsed each block; block 0 sets ``started``
@@ -578,7 +579,8 @@ def test_nul_byte_in_vw_tag_is_rejected(tmp_path):
 
 # ---------------------------------------------------------------- the real data files
 
-# file: (lines, label counts, max svmlight index or None, average nnz per line or None), from README.md
+# file: (lines, label counts, max svmlight index or None, average nnz per line or None), from
+# README.md
 REAL_FILES = {
     "rcv1_small.train.vw.gz": (1000, {-1: 541, 1: 459}, None, 77.7),
     "rcv1_small.test.vw.gz": (500, {-1: 255, 1: 245}, None, 78.9),
@@ -600,7 +602,8 @@ REAL_FILES = {
     "a9a.t.svm.gz": (16281, {-1: 12435, 1: 3846}, None, None),  # its only 123 is an explicit 0
     "agaricus.train.svm": (6513, {0: 3373, 1: 3140}, 126, 22.0),
     "agaricus.test.svm": (1611, {0: 835, 1: 776}, None, None),
-    "usps.train.svm.gz": (7291, dict(enumerate([1194, 1005, 731, 658, 652, 556, 664, 645, 542, 644])),
+    "usps.train.svm.gz": (7291,
+                          dict(enumerate([1194, 1005, 731, 658, 652, 556, 664, 645, 542, 644])),
                           256, 181.4),
     "usps.test.svm.gz": (2007, dict(enumerate([359, 264, 198, 166, 200, 160, 170, 147, 166, 177])),
                          None, 183.9),
@@ -613,7 +616,8 @@ REAL_FILES = {
     "dna.scale.t.svm": (1186, {1: 303, 2: 280, 3: 603}, None, None),
     "r8.train.vw.gz": (5485, {1: 1596, 2: 253, 3: 2840, 4: 41, 5: 190, 6: 206, 7: 108, 8: 251},
                        None, 59.8),
-    "r8.test.vw.gz": (2189, {1: 696, 2: 121, 3: 1083, 4: 10, 5: 81, 6: 87, 7: 36, 8: 75}, None, 54.5),
+    "r8.test.vw.gz": (2189, {1: 696, 2: 121, 3: 1083, 4: 10, 5: 81, 6: 87, 7: 36, 8: 75},
+                      None, 54.5),
 }
 
 
@@ -647,7 +651,8 @@ def test_readme_lists_every_data_file(data_dir):
 @pytest.mark.parametrize("name", sorted(REAL_FILES))
 def test_real_file_counts_match_readme(data_dir, name):
     lines, label_counts, max_index, nnz_per_line = REAL_FILES[name]
-    reader, stats, labels, empty, positives, seen_max = _scan(data_dir / name, features=FeatureSpace(30, bias=False))
+    reader, stats, labels, empty, positives, seen_max = _scan(
+        data_dir / name, features=FeatureSpace(30, bias=False))
     assert reader.formats_seen == {"vw" if ".vw" in name else "svmlight"}
     assert stats["lines"] == lines
     assert stats["examples"] == lines

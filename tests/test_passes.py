@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO, one_line_error
+from helpers import REPO, one_line_error
 
 
 @pytest.fixture(scope="module")

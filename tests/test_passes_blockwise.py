@@ -12,14 +12,14 @@ import re
 import signal
 import subprocess
 import sys
-from collections import Counter
 
 import numpy as np
 import pytest
 
-from conftest import REPO
 from streamherd.io.csr import Chunk
-from streamherd.passes import Passes, PassChunks
+from streamherd.passes import PassChunks, Passes
+
+from helpers import REPO
 
 SPILL_NOTE = re.compile(r"copied to (\S+streamherd-shuffle-\S+\.spill) for the block-wise")
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import COMPILE_NOTICE, REPO
+from helpers import COMPILE_NOTICE, REPO
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +73,8 @@ def _cache_files(cache):
      ["predict", "-m", "{tmp}/m.npz", "{data}", "-p", "{tmp}/p.txt"]],
 ], ids=["mira", "voted-multiclass", "herd"])
 def test_the_multiclass_learners_compile_nothing_after_it(precompiled, tmp_path, commands):
-    """Issue 19's learners: a fresh install's first run of each loads every kernel from the
-    cache (no notice, and no cache file added)."""
+    """MIRA, the multiclass voted perceptron and herding: a fresh install's first run of each
+    loads every kernel from the cache (no notice, and no cache file added)."""
     env, cache = precompiled[0], precompiled[1]
     data = tmp_path / "classes.svm"
     rng = np.random.default_rng(0)

@@ -20,12 +20,12 @@ def reference_table(importance, loss, lengths):
     losses of weight > 0)."""
     rows, weight, loss_sum, labeled, nonzero, next_row = [], 0.0, 0.0, 0, 0, 1.0
     last_weight = last_loss = 0.0
-    for i, (s, l) in enumerate(zip(importance, loss)):
-        if not math.isnan(l):
+    for i, (s, example_loss) in enumerate(zip(importance, loss)):
+        if not math.isnan(example_loss):
             weight += s
-            loss_sum += l * s
+            loss_sum += example_loss * s
             labeled += 1
-            nonzero += l > 0 and s > 0   # an example of importance 0 is no mistake
+            nonzero += example_loss > 0 and s > 0   # an example of importance 0 is no mistake
         if weight >= next_row:
             since = (loss_sum - last_loss) / max(weight - last_weight, 1e-300)
             rows.append(format_row(loss_sum / weight, since, i + 1, weight, f"l{i}", f"p{i}",

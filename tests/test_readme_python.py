@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 pytest.importorskip("sklearn")
 

@@ -4,6 +4,7 @@ for binary, multiclass and regression learners; model files go both ways; and th
 own rules (classes, shuffling, sample weights, partial_fit, pickling, parameters) each against
 an independent computation."""
 import pickle
+from functools import partial
 
 import numpy as np
 import pytest
@@ -11,8 +12,14 @@ import pytest
 from streamherd import learners, load_svmlight
 from streamherd.errors import StreamherdError
 from streamherd.model import load_model as load_cli_model
-from streamherd.sklearn import (AROWClassifier, InvalidParameter, OnlineClassifier,
-                                OnlineRegressor, PAClassifier, load_model)
+from streamherd.sklearn import (
+    AROWClassifier,
+    InvalidParameter,
+    OnlineClassifier,
+    OnlineRegressor,
+    PAClassifier,
+    load_model,
+)
 
 pytest.importorskip("sklearn")
 
@@ -464,6 +471,16 @@ def test_the_plain_input_fast_path_validates_as_validate_data():
           np.repeat(labels, 2)[::2], labels[:, None], labels[:5], labels.tolist(),
           np.where(labels > 0, "a", "b"), labels.astype(object)]
     named = pd.DataFrame(dense, columns=list("abcde"))
+
+    def sklearn_validated(estimator, X):
+        return _as_csr(validate_data(estimator, X, accept_sparse=_SPARSE, dtype=np.float64,
+                                     reset=False))
+
+    def sklearn_validated_pair(estimator, X, y, numeric):
+        X_checked, y_checked = validate_data(estimator, X, y, accept_sparse=_SPARSE,
+                                             dtype=np.float64, reset=False, y_numeric=numeric)
+        return _as_csr(X_checked), y_checked
+
     for estimator, fit_X in ((OnlineClassifier(bits=8), dense), (OnlineRegressor(bits=8), dense),
                              (OnlineClassifier(bits=8), named)):
         estimator.fit(fit_X, labels)
@@ -473,15 +490,8 @@ def test_the_plain_input_fast_path_validates_as_validate_data():
         for X in other:
             assert not estimator._plain(X)
         for X in plain + other:
-            _same_outcome(_outcome(lambda: estimator._validated(X)),
-                          _outcome(lambda: _as_csr(validate_data(
-                              estimator, X, accept_sparse=_SPARSE, dtype=np.float64,
-                              reset=False))))
+            _same_outcome(_outcome(partial(estimator._validated, X)),
+                          _outcome(partial(sklearn_validated, estimator, X)))
             for y in ys:
-                def reference():
-                    X_checked, y_checked = validate_data(
-                        estimator, X, y, accept_sparse=_SPARSE, dtype=np.float64, reset=False,
-                        y_numeric=numeric)
-                    return _as_csr(X_checked), y_checked
-                _same_outcome(_outcome(lambda: estimator._validated_pair(X, y, reset=False)),
-                              _outcome(reference))
+                _same_outcome(_outcome(partial(estimator._validated_pair, X, y, reset=False)),
+                              _outcome(partial(sklearn_validated_pair, estimator, X, y, numeric)))

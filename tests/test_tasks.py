@@ -11,8 +11,8 @@ from streamherd.io.csr import Chunk
 from streamherd.io.reader import ChunkReader
 from streamherd.labels import BinaryLabels, ClassLabels
 from streamherd.learners.reductions.ova import OneVersusAll
-from streamherd.tasks.binary import zero_one_loss
 from streamherd.model import ModelFlags, OnlineModel
+from streamherd.tasks.binary import zero_one_loss
 
 BITS = 5
 DIM = 1 << BITS

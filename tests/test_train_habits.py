@@ -1,9 +1,10 @@
 """train's VW habits: -p (progressive predictions), -t (test only), --examples, the preamble."""
 import numpy as np
 import pytest
-from conftest import one_line_error
 
 from streamherd.model import load_model
+
+from helpers import one_line_error
 
 LINES = {
     "binary": [f"{1 if (i * 7) % 5 > 1 else -1} 1:{i % 4} 2:{(i * 3) % 5} 3:1\n"

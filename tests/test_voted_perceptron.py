@@ -1,13 +1,15 @@
-"""The voted perceptron (issue 19, section 1) against a naive dense transcription that keeps every
-snapshot v_i with its count c_i (plain numpy, written here from the paper's algorithm): binary and
-joint multiclass votes, the progressive (averaged) margins, the folding of --max-support K,
+"""The voted perceptron against its family's dense transcription (references.py), which keeps
+every snapshot v_i with its count c_i (plain numpy, written from the paper's algorithm): binary
+and joint multiclass votes, the progressive (averaged) margins, the folding of --max-support K,
 K = 0 against avg-perceptron, the model round trip, and train/predict end to end."""
 import numpy as np
 import pytest
-from conftest import one_line_error
 
 from streamherd import learners
 from streamherd.model import load_model, save_model
+
+import references
+from helpers import one_line_error
 
 D = 16
 N = 200
@@ -51,53 +53,25 @@ def make_rows(seed, classes=2):
 # ------------------------------------------------------------------ the naive transcription
 
 def naive_train(data, classes=None):
-    """Every snapshot kept: (progressive predictions, snapshots V[i] (K x D; binary: 1 x D),
-    counts c[i]). Binary: the progressive margin is the averaged one, sum c_i v_i . x / sum c_i.
-    Joint: the averaged class scores predict (among the classes known), an update adds s x to
-    block y and -s x to the best wrong class's (among those known and y), as Collins."""
+    """Every snapshot kept (references.py): (progressive predictions, snapshots V[i] (K x D;
+    binary: 1 x D), counts c[i]). Binary: the progressive margin is the averaged one,
+    sum c_i v_i . x / sum c_i. Joint: the averaged class scores predict (among the classes
+    known), an update adds s x to block y and -s x to the best wrong class's (among those known
+    and y), as Collins."""
     X, target, s = data["X"], data["target"], data["importance"]
+    if classes is None:
+        out, learner = references.binary_run("voted-perceptron", X, target, s)
+    else:
+        out, learner = references.joint_run("voted-perceptron", X, target, s, classes)
     blocks = classes or 1
-    V, c = [np.zeros((blocks, D))], [0.0]
-    known = 0
-    out = []
-    for i, x in enumerate(X):
-        average = sum(ci * vi for ci, vi in zip(c, V)) / sum(c) if sum(c) else np.zeros_like(V[0])
-        if classes is None:
-            out.append(average[0] @ x)
-            if np.isnan(target[i]) or s[i] <= 0:
-                continue
-            if target[i] * (V[-1][0] @ x) > 0:
-                c[-1] += s[i]
-            else:
-                V.append(V[-1] + s[i] * target[i] * x)
-                c.append(s[i])
-            continue
-        y = target[i]
-        out.append(int(np.argmax(average[:known] @ x)) if known else -1)
-        if y < 0:
-            continue
-        known = max(known, y + 1)
-        if s[i] <= 0:
-            continue
-        scores = V[-1][:known] @ x
-        scores[y] = -np.inf
-        rival = int(np.argmax(scores))
-        if known > 1 and V[-1][y] @ x - V[-1][rival] @ x <= 0:
-            new = V[-1].copy()
-            new[y] += s[i] * x
-            new[rival] -= s[i] * x
-            V.append(new)
-            c.append(s[i])
-        else:
-            c[-1] += s[i]
-    return np.array(out), V, c
+    return out, [v.reshape(blocks, D) for v in learner.snapshots], list(learner.counts)
 
 
 def naive_votes(V, c, X, limit=None):
     """The votes for each row of X: binary, sum_i c_i sign(v_i . x); joint, per class, the c_i of
     the snapshots whose argmax it is. With ``limit`` K: the snapshots made by the last K updates
     vote on their own, all earlier ones together, with their summed count, for their averaged
-    vector (the issue's folding rule)."""
+    vector (--max-support's folding rule)."""
     updates = len(V) - 1
     alone = updates if limit is None else min(updates, limit)
     prefix = len(V) - alone
@@ -284,7 +258,8 @@ def test_train_and_predict_raw_end_to_end(tmp_path, run_cli, read_rows):
         value = data["values"][data["indptr"][i]:data["indptr"][i + 1]]
         label = "" if np.isnan(data["target"][i]) else f"{data['target'][i]:g}"
         weight = "" if np.isnan(data["target"][i]) else f" {data['importance'][i]:g}"
-        lines.append(f"{label}{weight} | " + " ".join(f"f{j}:{float(v)!r}" for j, v in zip(row, value)))
+        features = " ".join(f"f{j}:{float(v)!r}" for j, v in zip(row, value))
+        lines.append(f"{label}{weight} | {features}")
     path = tmp_path / "data.vw"
     path.write_text("\n".join(lines) + "\n")
     model, raw = tmp_path / "m.npz", tmp_path / "raw.txt"
@@ -351,8 +326,8 @@ def test_a_damaged_update_list_is_a_one_line_error(tmp_path, run_cli):
     assert "is damaged: its 'support_indptr' is not the row offsets" in line, line
 
 
-# the issue's comparison (benchmarks/voted_perceptron.py reports it): after 10 passes, the voted
-# perceptron's test error within 2 points of the averaged perceptron's
+# the voted perceptron's target (benchmarks/voted_perceptron.py reports it): after 10 passes,
+# the voted perceptron's test error within 2 points of the averaged perceptron's
 REAL_PAIRS = ["news20_comp_ibm_vs_mac.{}.svm.gz", "news20_sci_elec_vs_med.{}.svm.gz",
               "news20_talk_guns_vs_mideast.{}.svm.gz", "rcv1_small.{}.vw.gz"]
 

@@ -2,10 +2,11 @@
 hint naming the equivalent for VW flags streamherd spells differently or does without, -h."""
 import numpy as np
 import pytest
-from conftest import without_compile_notice
 
 from streamherd.model import load_model
 from streamherd.option_groups import VW_SPELLINGS
+
+from helpers import without_compile_notice
 
 
 def usage_error(proc):

@@ -4,8 +4,8 @@ Run by hand, with the streamherd version whose files later versions must keep re
 (``PYTHONPATH=<that checkout> python tests/compat/make_models.py``): one small model per
 algorithm and task (binary, joint and one-versus-all multiclass, regression where the learner
 has a squared-loss form; 2^4 slots), each format-1 binary model as that format wrote it (no
-``task``), three models trained with --normalize, the data they were trained on (made here from a fixed seed) and, in expected.json,
-every prediction output of each model on that data.
+``task``), three models trained with --normalize, the data they were trained on (made here from
+a fixed seed) and, in expected.json, every prediction output of each model on that data.
 
 ``--format3`` adds the format-3 (sparse) files of ``FORMAT_3``, every task of each, named
 ``ALGO.KIND.format3.npz``, to the files already there (and to expected.json), trained on the data

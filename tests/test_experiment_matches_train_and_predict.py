@@ -1,4 +1,4 @@
-"""The experiment runs issue 19's learners (voted-perceptron, narow, pa2 with --multiclass mira,
+"""The experiment runs the multiclass learners (voted-perceptron, narow, pa2 with --multiclass mira,
 and herd) end to end through the CLI on a Pendigits subset, and each run's test error equals
 the one ``streamherd train`` + ``predict`` (or ``herd`` + ``predict``) give by hand on the same
 training rows, in the same order, with the hyperparameter and passes the run chose."""
@@ -7,10 +7,11 @@ import re
 
 import numpy as np
 import pytest
-from conftest import one_line_error
 
 from streamherd.experiment import splits
 from streamherd.experiment.data import load_dataset
+
+from helpers import one_line_error
 
 TRAIN_ROWS, TEST_ROWS = 500, 250
 # (--algos name, runs.csv algo, the flag of its tuned hyperparameter, its values)
@@ -36,13 +37,11 @@ def pendigits(data_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def experiment(pendigits, tmp_path_factory):
-    from conftest import _run_cli
-
+def experiment(pendigits, tmp_path_factory, run_cli):
     rows = {}
     for algos, mode in (("voted-perceptron,narow,herd", "joint"), ("pa2", "mira")):
         out = tmp_path_factory.mktemp("out")
-        proc = _run_cli("experiment", f"{pendigits['train']},{pendigits['test']}", "--algos",
+        proc = run_cli("experiment", f"{pendigits['train']},{pendigits['test']}", "--algos",
                         algos, "--multiclass", mode, *GRIDS, "--noise", "0", "--max-passes",
                         "3", "--normalize", "none", "--no-plots", "--out", out, "--quiet")
         assert proc.returncode == 0, proc.stderr
