@@ -1,4 +1,5 @@
-"""streamherd: online linear classifiers (CW, AROW, NHERD and their ancestors) over streamed text lines.
+"""streamherd: online linear classifiers (CW, AROW, NHERD and their ancestors) over streamed text
+lines.
 
 For Python: ``load_svmlight`` / ``load_vw`` read data files into scipy matrices (loading.py);
 streamherd.sklearn holds the scikit-learn estimators. Both import numba only when called.
@@ -6,7 +7,8 @@ streamherd.sklearn holds the scikit-learn estimators. Both import numba only whe
 
 __version__ = "0.1.0"
 
-__all__ = ["load_svmlight", "load_vw"]
+# loaded on first use by __getattr__ below (numba only then)
+__all__ = ["load_svmlight", "load_vw"]  # noqa: F822
 
 
 def __getattr__(name):

@@ -486,7 +486,7 @@ class MulticlassCalibration:
     def empty(self):
         return self.seen == 0
 
-    def _sample(self, width):
+    def sample(self, width):
         """(the rows in use, NaN-padded to ``width`` classes, and their classes)."""
         rows = min(self.seen, len(self.kept))
         scores = np.full((rows, width), np.nan)
@@ -503,7 +503,7 @@ class MulticlassCalibration:
         Capacity: the reservoir's for the wider one's classes (dist-train's shards share
         theirs); a sample that already dropped rows gives at most as many as it holds."""
         width = max(self.kept.shape[1], other.kept.shape[1])
-        (a, a_classes), (b, b_classes) = self._sample(width), other._sample(width)
+        (a, a_classes), (b, b_classes) = self.sample(width), other.sample(width)
         seen = self.seen + other.seen
         if other.empty or self.empty:
             scores, classes = (a, a_classes) if other.empty else (b, b_classes)

@@ -10,7 +10,7 @@ that every spelling of an option shows its value's name once (``-b, --bits BITS`
 import difflib
 import shutil
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 HELP_FLAGS = ("-h", "--help")
 _EXPECTED = {int: "a valid integer, unable to parse string as an integer",

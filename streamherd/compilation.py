@@ -9,6 +9,7 @@ a throughput that is mostly compilation.
 in the cache): at the first compilation it prints a one-line notice, and it adds up the time
 spent compiling, which the progress report takes out of its elapsed time and throughput.
 """
+import contextlib
 import sys
 import threading
 import time
@@ -53,11 +54,10 @@ class CompileWatch(event.Listener):
 
 
 def _notice(stream):
-    try:
+    # stderr closed or its reader gone: training goes on
+    with contextlib.suppress(OSError, ValueError):
         print(f"streamherd: compiling kernels, once per install (~{TYPICAL_FIRST_RUN_SECONDS} "
               f"s); later runs start at once", file=stream, flush=True)
-    except (OSError, ValueError):   # stderr closed or its reader gone: training goes on
-        pass
 
 
 _watch = None

@@ -32,10 +32,9 @@ class Interrupted(KeyboardInterrupt):
 def say(text):
     """A line on stderr. A closed stderr, or one whose reader went away, neither turns an exit
     code into a traceback nor makes a finished run fail."""
-    try:
+    # AttributeError: sys.stderr is None
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         print(text, file=sys.stderr, flush=True)
-    except (OSError, ValueError, AttributeError):   # AttributeError: sys.stderr is None
-        pass
 
 
 _silenced = []   # depth of notices_silenced: a run with --quiet

@@ -77,7 +77,8 @@ def _summary(tell, runs, options, n_rows, seconds):
     converged = sum(r.converged for r in runs)
     tell(f"herd {options.mode}: {len(runs)} herder(s), M={options.hidden}, "
          f"ratio={options.ratio:g}, {iterations} iterations "
-         f"({iterations / len(runs) / math.ceil(n_rows / options.batch):.1f} epochs each) in {seconds:.1f} s; "
+         f"({iterations / len(runs) / math.ceil(n_rows / options.batch):.1f} epochs each) "
+         f"in {seconds:.1f} s; "
          f"{converged} reached an error-free epoch, the others stopped at --max-epochs "
          f"{options.max_epochs} (last epoch's training errors: "
          f"{sum(r.last_epoch_errors for r in runs)})")

@@ -194,7 +194,9 @@ def replaced_on_success(real_path, mode="w", what="output"):
     as on standard output."""
     if isinstance(real_path, StreamTarget):
         try:
-            stream = open(real_path, mode, encoding="utf-8" if "b" not in mode else None)
+            # opened apart from its with: only the open's own error is worded here
+            stream = open(real_path, mode,  # noqa: SIM115
+                          encoding="utf-8" if "b" not in mode else None)
         except OSError as e:
             raise StreamherdError(f"cannot write {what} {real_path}: {e.strerror}") from None
         with stream:

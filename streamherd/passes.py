@@ -9,7 +9,8 @@ lines, blank lines and comments do not; a line the task then drops, a class name
 data under --skip-bad, still counts), as VW's example counter. With
 ``--holdout_period K`` (default 10) the K-th, 2K-th, ... example of every pass is held out; with
 ``--holdout_after N`` every example after the N-th is. A held-out example is predicted by the
-model of that moment and scored, but not learned from. The holdout loss of a pass is the weighted average loss of
+model of that moment and scored, but not learned from. The holdout loss of a pass is the weighted
+average loss of
 its held-out labeled examples; ``--early_terminate K`` stops after K passes in a row without a
 lower one, and the model written is that of the pass with the lowest (the last pass's when
 no held-out example was labeled). A held-out row travels as its importance negated (the parser

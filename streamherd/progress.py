@@ -3,7 +3,8 @@
 Rows are printed as VW prints them (one row at most per example): when the weighted count of
 labeled examples reaches 1, then twice the count at the last row (1, 2, 4, 8, ... with unit
 weights); with ``-P N`` (an integer) at N, then N more than the count at the last row; with
-``-P F`` (a number with a point, F > 1) at 1, then F times the count at the last row. With a holdout set (passes.py), held-out examples count
+``-P F`` (a number with a point, F > 1) at 1, then F times the count at the last row. With a
+holdout set (passes.py), held-out examples count
 apart: from the second pass on, a row shows the average holdout loss so far and since the last
 row, marked " h", as VW does (the counter still counts every example, held-out ones included).
 One numba pass per chunk (``_account_chunk``) sums the

@@ -25,8 +25,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import (_assert_all_finite, _check_sample_weight, check_is_fitted,
-                                      validate_data)
+from sklearn.utils import assert_all_finite
+# private, but with no public equivalent: pinned below scikit-learn 2 and tested
+# (tests/test_sklearn.py)
+from sklearn.utils.validation import _check_sample_weight  # noqa: PLC2701
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from streamherd import calibration as calibrations, learners, tasks
 from streamherd.errors import StreamherdError
@@ -158,9 +161,9 @@ class _OnlineEstimator(BaseEstimator):
     def _assert_finite(self, array, name):
         """validate_data's finiteness check of X (a sparse X's stored values) or y, with its
         messages."""
-        _assert_all_finite(array.data if name == "X" and _sparse(array) else array,
-                           allow_nan=False, estimator_name=type(self).__name__,
-                           input_name=name)
+        assert_all_finite(array.data if name == "X" and _sparse(array) else array,
+                          allow_nan=False, estimator_name=type(self).__name__,
+                          input_name=name)
 
     def _weights(self, sample_weight, X):
         """sample_weight as the rows' importance weights (VW's: they scale the step)."""
@@ -370,7 +373,8 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
     def _begin(self, X, y, classes=None):
         check_classification_targets(y)
         if self.multiclass not in tasks.MULTICLASS_MODES:
-            raise InvalidParameter(f"multiclass must be one of {', '.join(tasks.MULTICLASS_MODES)}, "
+            raise InvalidParameter(f"multiclass must be one of "
+                                   f"{', '.join(tasks.MULTICLASS_MODES)}, "
                                    f"got {self.multiclass!r}")
         self.classes_ = np.unique(y if classes is None else classes)
         if classes is not None and not np.isin(y, self.classes_).all():
@@ -435,7 +439,8 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
         distinct, first = np.unique(new, return_index=True)
         for position in distinct[np.argsort(first)].tolist():
             self._block_of_class[position] = len(self._block_classes)
-            self._block_classes = np.append(self._block_classes, self.classes_[position:position + 1])
+            self._block_classes = np.append(self._block_classes,
+                                            self.classes_[position:position + 1])
         self._model.task.labels = ClassLabels([class_text(c)
                                                for c in self._block_classes.tolist()])
 

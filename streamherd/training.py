@@ -29,7 +29,7 @@ from streamherd.progress import ProgressiveValidation, Schedule
 from streamherd.tasks.base import Scored
 
 
-@dataclass
+@dataclass(frozen=True)
 class Extras:
     """What a training run does besides learning: ``predictions``, a text file for -p's
     progressive predictions (one line per example, as predict writes them); ``examples``:
@@ -58,7 +58,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     ``normalize``: scale each example's features to unit L2 norm, the bias kept at 1, before
     predict and update (features/normalize.py); saved in the model, so ``predict`` does the
     same. ``multiclass``: None (binary, or joint multiclass when the data has more than two
-    classes, see tasks.detect), "joint", "ova" or "mira" (pa, pa1 and pa2); ``classes``: a fixed class list ("1,2,3");
+    classes, see tasks.detect), "joint", "ova" or "mira" (pa, pa1 and pa2); ``classes``: a fixed
+    class list ("1,2,3");
     ``loss``: "hinge" (classification) or "squared" (regression). ``passes``: a passes.Passes
     (several passes, the holdout set, the best pass's model, --save_per_pass). ``progress_every``:
     -P's text, when the table prints its rows (progress.Schedule). ``predictions``: -p, a
@@ -203,7 +204,8 @@ def _run_passes(passes, chunks, model, progress, preamble, pass_paths, extras):
         progress.start_pass(show_holdout=passes.holdout and used > 0)
         limited = learn_from(chunks.of_pass(used + 1), model, progress,
                              None if used else preamble, passes.holdout,
-                             lambda: (reader.total_bytes or 0) * used + chunks.bytes_done, extras)
+                             lambda done=used: (reader.total_bytes or 0) * done
+                             + chunks.bytes_done, extras)
         model.finish()
         used += 1
         holdout_loss = model.end_pass(progress)
@@ -419,7 +421,8 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
     model = for_predicting(model_path, skip_bad)
     task = model.task
     if sum([proba, raw, scores]) > 1:
-        raise StreamherdError("--proba, --raw and --scores each choose the output; pass one of them")
+        raise StreamherdError("--proba, --raw and --scores each choose the output; pass one of "
+                              "them")
     shown = tasks.PROBA if proba else tasks.SCORES if scores else tasks.RAW if raw else tasks.LABEL
     model.check_output(shown, model_path)
     weights = model.audit_weights() if audit else None
@@ -460,14 +463,18 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
             sink.flush()
     except KeyboardInterrupt as e:
         raise Interrupted(getattr(e, "exit_code", 130), f"interrupted after {written} "
-                          f"predictions{'; ' + str(output) + ' was left as it was' if output else ''}"
+                          f"predictions"
+                          f"{'; ' + str(output) + ' was left as it was' if output else ''}"
                           ) from None
     except BrokenPipeError:
         raise   # the reader of stdout went away ('| head'): the CLI ends quietly
     except OSError as e:
         raise StreamherdError(f"cannot write the predictions to {destination}: "
-                              f"{e.strerror or e}; {'free some space' if e.errno == errno.ENOSPC else 'check where they go'}"
-                              f"{' (' + str(output) + ' was left as it was)' if output else ''}") from None
+                              f"{e.strerror or e}; "
+                              f"{'free some space' if e.errno == errno.ENOSPC else ''}"
+                              f"{'check where they go' if e.errno != errno.ENOSPC else ''}"
+                              f"{' (' + str(output) + ' was left as it was)' if output else ''}"
+                              ) from None
     if not quiet and skipped:
         say(f"{skipped} malformed lines skipped (an empty output line for each)")
     if not quiet and labeled:

@@ -214,7 +214,7 @@ def _run_rounds(client, shards, model, rule, rounds, weights, settings, table, m
         save_model(model_path, *model)
         table.row(number, counters, time.perf_counter() - began, mix_seconds)
         if best is not None:
-            best.record(counters.holdout_loss, lambda: _kept(model))
+            best.record(counters.holdout_loss, lambda model=model: _kept(model))
             if best.stop:
                 break
     summary = table.finish({"shards": len(shards), "mix": f"{rule} ({weights})",

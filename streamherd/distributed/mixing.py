@@ -287,4 +287,5 @@ def informative(results):
 
 __all__ = ["RULES", "WEIGHTS", "Counters", "ShardResult", "Partial", "Rule", "mix_states",
            "informative",
-           "mix_running_averages", "mix_learner_meta", "mix_task_meta", "check_rule", "shard_weights"]
+           "mix_running_averages", "mix_learner_meta", "mix_task_meta", "check_rule",
+           "shard_weights"]

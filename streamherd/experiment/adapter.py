@@ -1,5 +1,6 @@
 """The one place the experiment calls into ``streamherd.learners``, and how it drives a model
-(model.OnlineModel) of a task (streamherd.tasks): a binary task (targets +1/-1; a multiclass file with ``--all-pairs``
+(model.OnlineModel) of a task (streamherd.tasks): a binary task (targets +1/-1; a multiclass file
+with ``--all-pairs``
 is K(K-1)/2 of them) or a multiclass one (targets are class ids 0..K-1, every class known from
 the start, as ``streamherd train --classes``; its learner has K class blocks and learns with
 ``learn_joint``). A task's loss against the targets gives the experiment's errors.
@@ -122,7 +123,6 @@ class HerdModel:
 
     def learn_targets(self, targets, rows):
         """Herding learns from every row at once (see the module's docstring)."""
-        problem = self.problem
         chunk = rows.take(np.arange(rows.n_examples))   # a copy, its bias entries dropped below
         keep = chunk.indices != self.bias_slot
         row_of = np.repeat(np.arange(chunk.n_examples), np.diff(chunk.indptr))[keep]

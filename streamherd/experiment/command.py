@@ -150,7 +150,8 @@ def run_experiment(datasets, algos=DEFAULT_ALGOS, grid=None, noise=DEFAULT_NOISE
     prepare_out(out)
     load_options = {"fmt": fmt, "bits_cap": bits, "normalize": normalize}
     loaded = load_datasets(datasets, **load_options)
-    tasks = [task for dataset in loaded.values() for task in tasks_of(dataset, all_pairs, multiclass)]
+    tasks = [task for dataset in loaded.values()
+             for task in tasks_of(dataset, all_pairs, multiclass)]
     _check_full_covariance(loaded, tasks, algo_list)
     curve_task = _curve_task(curve_task, tasks)
     jobs = make_jobs(loaded, tasks, settings)

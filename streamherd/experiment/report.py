@@ -111,8 +111,8 @@ def rank_table(levels, algos):
     mean_errors = [np.nanmean(level.errors, axis=0) for level in levels]
     rows = [[algo] + [f"{r[a]:.2f}" for r in ranks] + [f"{e[a]:.4f}" for e in mean_errors]
             for a, algo in enumerate(algos)]
-    header = (["algorithm"] + [f"rank, noise {_noise_text(l.noise)}" for l in levels]
-              + [f"error, noise {_noise_text(l.noise)}" for l in levels])
+    header = (["algorithm"] + [f"rank, noise {_noise_text(level.noise)}" for level in levels]
+              + [f"error, noise {_noise_text(level.noise)}" for level in levels])
     tasks = len(levels[0].tasks) if levels else 0
     return Table("Mean rank (1 = best) and mean test error", header, rows,
                  f"over {tasks} tasks; ranks as in Crammer, Kulesza & Dredze (2009), Table 1")
@@ -131,8 +131,8 @@ def win_table(level, algos):
                  rows,
                  f"fraction of the {len(level.tasks)} tasks where the row algorithm has a lower "
                  f"test error than the column one; in brackets, on how many tasks the row "
-                 f"algorithm is better by McNemar's exact test at p < {stats.SIGNIFICANCE} (tested on "
-                 f"{tested_tasks} tasks)")
+                 f"algorithm is better by McNemar's exact test at p < {stats.SIGNIFICANCE} "
+                 f"(tested on {tested_tasks} tasks)")
 
 
 def choice_table(results, grids, noise_levels):

@@ -77,7 +77,8 @@ class GaussianLearner(Learner):
             self.covariance = np.ascontiguousarray(state["covariance"])
             if self.covariance.shape != (self.size, self.size):
                 raise StreamherdError(f"{self.name}: the model's covariance has shape "
-                                      f"{self.covariance.shape}, expected ({self.size}, {self.size})")
+                                      f"{self.covariance.shape}, expected "
+                                      f"({self.size}, {self.size})")
         else:
             self.variance = state["variance"]
 

@@ -657,7 +657,7 @@ def _check_slots(path, member, where, last, end):
 def _learner_metas(meta):
     """The learner metas of a model (checked): one per one-versus-all class, else one."""
     learner = meta.get("learner", {})
-    return learner["ova"] if "ova" in learner else [learner]
+    return learner.get("ova", [learner])
 
 
 def _check_values(path, meta, arrays):

@@ -111,7 +111,6 @@ class MulticlassTask(Classification):
         return learner.gaussian if self.mode == "ova" else hasattr(learner, "probabilities")
 
     def lines(self, learner, scored, output):
-        rows = scored.chunk
         if output == PROBA:
             order = self.sorted_classes()
             return format_pairs(np.asarray(self.labels.texts)[order],

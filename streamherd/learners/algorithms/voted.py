@@ -324,7 +324,8 @@ def _stored_columns(indptr, indices, values, dim, dense_share=DENSE_SHARE):
     """The stored rows by column, as _tile_overlaps reads them: (column indptr, row of each
     entry, value) of the slots few stored rows have, ``dense_of`` (each slot's row in ``dense``,
     else -1) and ``dense``, the slots in at least DENSE_SHARE of the stored rows (the bias: all)
-    as full columns (``dense_share``: DENSE_SHARE), added in one contiguous run instead of entry by entry. A slot twice in one
+    as full columns (``dense_share``: DENSE_SHARE), added in one contiguous run instead of entry by
+    entry. A slot twice in one
     stored row stays sparse (its two entries are added one after the other)."""
     n = len(indptr) - 1
     rows = np.repeat(np.arange(n), np.diff(indptr))

@@ -4,11 +4,13 @@ largest score) when the weights are drawn from the model's N(mu, Sigma).
 Diagonal joint models and every one-versus-all model: the class scores s_z = w . f(x, z) are
 independent Gaussians N(m_z, v_z) (disjoint weight blocks, no covariance between blocks), so
   P(z) = integral phi_z(t) prod_{z' != z} Phi((t - m_z') / sqrt(v_z')) dt,
-a one-dimensional integral computed by Gauss-Hermite quadrature around m_z (t = m_z + sqrt(2 v_z) u):
+a one-dimensional integral computed by Gauss-Hermite quadrature around m_z (t = m_z + sqrt(2 v_z)
+u):
 a closed form up to the quadrature, deterministic. The K values are renormalised to sum to 1
 (quadrature error is small; renormalising also splits exact ties evenly when every v_z = 0).
 
-Full joint models: the scores are correlated, Cov(s_a, s_b) = f(x, a)' Sigma f(x, b) = x' Sigma_ab x,
+Full joint models: the scores are correlated, Cov(s_a, s_b) = f(x, a)' Sigma f(x, b) = x' Sigma_ab
+x,
 and P(argmax = z) is a (K-1)-dimensional Gaussian orthant probability with no closed form beyond
 K = 3. It is estimated by Monte Carlo: MC_DRAWS draws s = m + L e from the K x K score covariance
 (L its Cholesky factor, PSD-safe), with one fixed set of standard normal draws e (seed MC_SEED)
