@@ -376,7 +376,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
     from streamherd.io.reader import ChunkReader
     from streamherd.outputs import check_stdout_output, replaced_on_success, resolve_output
     from streamherd.tasks.base import format_pairs
-    from streamherd.training import _with_skipped_lines
+    from streamherd.training import with_skipped_lines
 
     if proba:
         raise StreamherdError(f"{model_path} is a conditional herding model: it has no "
@@ -401,7 +401,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
             labeled += int(has_label.sum())
             examples += chunk.n_examples
             if skip_bad:
-                lines = _with_skipped_lines(chunk, lines)
+                lines = with_skipped_lines(chunk, lines)
             if lines:
                 sink.write("\n".join(lines) + "\n")
         if examples == 0:

@@ -20,7 +20,7 @@ compiled machine code of the learner's entry point for those arguments' types di
 (_direct_entry), not numba's dispatcher, which types every call in Python when its arguments
 hold tuples.
 ``learn_many``/``predict_many`` (pandas DataFrames) take the block path of streamherd.sklearn
-(io/matrix.MatrixRows: the columns' slots, one numba kernel per chunk).
+(features/matrix.MatrixRows: the columns' slots, one numba kernel per chunk).
 
 Classes: bool labels make a binary model (True the positive class, as river's binary
 classifiers); any other labels a multiclass one (``multiclass``: "joint", "ova" or "mira"),
@@ -61,13 +61,13 @@ from streamherd import learners, tasks
 from streamherd.errors import StreamherdError
 from streamherd.features import normalize as normalization
 from streamherd.features.hashing import hashstring
-from streamherd.features.rows import _FIBONACCI, MERGE_TABLE_SIZE, merge_row
+from streamherd.features.matrix import MatrixRows
+from streamherd.features.rows import FIBONACCI, MERGE_TABLE_SIZE, merge_row
 from streamherd.features.space import FeatureSpace
 from streamherd.io.csr import Chunk
-from streamherd.io.matrix import MatrixRows
 from streamherd.labels import ClassLabels
 from streamherd.learners.base import Learner, UnstableUpdate
-from streamherd.sklearn import InvalidParameter, _class_text, _invalid, _is_gaussian
+from streamherd.sklearn import InvalidParameter, class_text, invalid, is_gaussian
 
 __all__ = ["OnlineClassifier", "OnlineRegressor"]
 
@@ -132,7 +132,7 @@ class _RiverModel:
         try:
             return learners.canonical_name(self.algo)
         except StreamherdError as e:
-            raise _invalid(e) from None
+            raise invalid(e) from None
 
     def _new_learner(self, task):
         algo = self._algo()
@@ -141,7 +141,7 @@ class _RiverModel:
         try:
             return task.new_learner(algo, self._space.dim, variant.options(given, task.kind))
         except StreamherdError as e:
-            raise _invalid(e) from None
+            raise invalid(e) from None
 
     # ------------------------------------------------------------ one row
 
@@ -425,7 +425,7 @@ def _finish_row(n, bias_slot, indices, values, scratch):
         scratch[3, 2] = stamp
         for k in range(end):
             slot = indices[k]
-            h = ((slot * _FIBONACCI) >> 12) & (MERGE_TABLE_SIZE - 1)
+            h = ((slot * FIBONACCI) >> 12) & (MERGE_TABLE_SIZE - 1)
             while stamps[h] == stamp and keys[h] != slot:
                 h = (h + 1) & (MERGE_TABLE_SIZE - 1)
             if stamps[h] == stamp:
@@ -581,7 +581,7 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
                 _refuse_non_finite(x)
             cid = self._class_ids[y] = len(self._classes)
             self._classes.append(y)
-            self._task.labels = ClassLabels([_class_text(c) for c in self._classes])
+            self._task.labels = ClassLabels([class_text(c) for c in self._classes])
         return cid
 
     def _binary_target(self, y):
@@ -650,7 +650,7 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
         return self._probabilities(chunk)[0]
 
     def _has_probabilities(self):
-        return _is_gaussian(self.algo) and not (self.multiclass == "mira" and not self._binary)
+        return is_gaussian(self.algo) and not (self.multiclass == "mira" and not self._binary)
 
     def _probabilities(self, chunk):
         """Each row's {class: probability}; nan for every class of a row holding a value

@@ -3,9 +3,9 @@
 named subclasses per family (``AROWClassifier``, ``NHERDClassifier``, ...), and ``load_model``.
 
 They are the command line's learners, tasks and model files driven from memory: X (dense, or
-scipy CSR/CSC/COO) becomes Chunks of slots by one numba kernel (io/matrix.py: column j is slot
-j + 1, the bias appended, as ``streamherd train`` reads svmlight index j + 1), which the learner
-kernels learn from in order (each row predicted, then learned from). So with ``max_iter=1,
+scipy CSR/CSC/COO) becomes Chunks of slots by one numba kernel (features/matrix.py: column j is
+slot j + 1, the bias appended, as ``streamherd train`` reads svmlight index j + 1), which the
+learner kernels learn from in order (each row predicted, then learned from). So with ``max_iter=1,
 shuffle=False`` a model fitted on ``load_svmlight(f)`` is the model ``streamherd train f``
 writes, and ``save_model``/``load_model`` exchange models with ``streamherd predict`` and
 ``train -i``.
@@ -16,7 +16,7 @@ ignores the others (so a grid over ``algo`` and ``C`` runs AROW with its own r);
 range is a ValueError with the command line's one-line message.
 
 ``bits`` None: the fewest bits at which every column and the bias have a slot of their own
-(io/matrix.fitting_bits); give ``bits`` to match a CLI model's (``-b``, 18 by default): with
+(features/matrix.fitting_bits); give ``bits`` to match a CLI model's (``-b``, 18 by default): with
 fewer slots than columns, columns share slots as hashed features do.
 """
 import numpy as np
@@ -32,7 +32,7 @@ from streamherd import calibration as calibrations, learners, tasks
 from streamherd.errors import StreamherdError
 from streamherd.features import normalize as normalization
 from streamherd.features.space import MAX_BITS, FeatureSpace
-from streamherd.io.matrix import MatrixRows, fitting_bits
+from streamherd.features.matrix import MatrixRows, fitting_bits
 from streamherd.labels import BinaryLabels, ClassLabels, label_text
 from streamherd.learners.base import UnstableUpdate
 from streamherd.tasks.base import Scored
@@ -54,7 +54,7 @@ class InvalidParameter(StreamherdError, ValueError):
     scikit-learn expects."""
 
 
-def _invalid(error):
+def invalid(error):
     return InvalidParameter(str(error))
 
 
@@ -63,7 +63,7 @@ class _OnlineEstimator(BaseEstimator):
     the scores, the model's arrays as coef_/intercept_/sigma_, pickling and the model files.
 
     State (after fit): _space (the FeatureSpace), _task (tasks/), _learner, _rows (the buffers
-    of io/matrix.MatrixRows, not pickled), examples_ (rows learned from)."""
+    of features/matrix.MatrixRows, not pickled), examples_ (rows learned from)."""
 
     _families = ()   # the registry modules a named subclass takes its algo from (all: ())
 
@@ -74,7 +74,7 @@ class _OnlineEstimator(BaseEstimator):
         try:
             name = learners.canonical_name(self.algo)
         except StreamherdError as e:
-            raise _invalid(e) from None
+            raise invalid(e) from None
         if self._families and learners.spec(name).module not in self._families:
             family = [n for n, s in learners.REGISTRY.items() if s.module in self._families]
             raise InvalidParameter(f"{type(self).__name__} takes algo {', '.join(family)}; got "
@@ -89,7 +89,7 @@ class _OnlineEstimator(BaseEstimator):
         try:
             return variant.options(given, kind)
         except StreamherdError as e:
-            raise _invalid(e) from None
+            raise invalid(e) from None
 
     def _check_common(self):
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) \
@@ -118,7 +118,7 @@ class _OnlineEstimator(BaseEstimator):
             self._learner = task.new_learner(algo, self._space.dim,
                                              self._options(algo, task.kind))
         except StreamherdError as e:   # a full matrix that does not fit, mira's family
-            raise _invalid(e) from None
+            raise invalid(e) from None
         self._rows = MatrixRows(self._space)
         self.examples_ = 0
 
@@ -186,7 +186,7 @@ class _OnlineEstimator(BaseEstimator):
                     f"features (normalize=True, or a scaler) or use a gentler setting "
                     f"(lower C, raise r)") from None
             except StreamherdError as e:   # new class blocks that do not fit (bits)
-                raise _invalid(e) from None
+                raise invalid(e) from None
             self.examples_ += chunk.n_examples
 
     def _buffers(self):
@@ -314,14 +314,14 @@ def _block_diagonals(matrix, dim):
     return matrix.reshape(-1, dim, dim).diagonal(axis1=1, axis2=2).ravel()
 
 
-def _class_text(value):
+def class_text(value):
     """A class's name in a model file: a number as the command line prints it, else its str."""
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
         return label_text(float(value))
     return str(value)
 
 
-def _is_gaussian(algo):
+def is_gaussian(algo):
     try:
         return hasattr(learners.learner_class(learners.canonical_name(algo)), "probabilities")
     except StreamherdError:
@@ -408,9 +408,9 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
         """The calibration ``calibration`` names for a model of task ``kind`` (None: none)."""
         try:
             calibrations.check_method(self.calibration, self._algo(), kind,
-                                      _is_gaussian(self.algo))
+                                      is_gaussian(self.algo))
         except StreamherdError as e:
-            raise _invalid(e) from None
+            raise invalid(e) from None
         return calibrations.new(self.calibration, kind)
 
     def _binary_labels(self):
@@ -454,7 +454,7 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
         for position in distinct[np.argsort(first)].tolist():
             self._block_of_class[position] = len(self._block_classes)
             self._block_classes = np.append(self._block_classes, self.classes_[position:position + 1])
-        self._task.labels = ClassLabels([_class_text(c) for c in self._block_classes.tolist()])
+        self._task.labels = ClassLabels([class_text(c) for c in self._block_classes.tolist()])
 
     # ------------------------------------------------------------ predicting
 
@@ -482,7 +482,7 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
         learners' own probabilities, which mira's joint update has not."""
         if self.calibration != "none":
             return True
-        return _is_gaussian(self.algo) and self.multiclass != "mira"
+        return is_gaussian(self.algo) and self.multiclass != "mira"
 
     @available_if(_has_probabilities)
     def predict_proba(self, X):

@@ -187,7 +187,7 @@ class Extras:
     predictions: object = None
     examples: "int | None" = None
     test_only: bool = False
-    audit: object = None     # --audit: a features.names.LearningAudit
+    audit: object = None     # --audit: an audit.LearningAudit
 
 
 # rows learned at a time when the calibration needs what the kernels do not write out (class
@@ -414,7 +414,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     ``examples``: --examples, at most that many examples over all passes; ``test_only``: -t,
     predict every example with the initial model, learn nothing, write no model; ``audit``:
     --audit, each example's prediction and features with the weights before its update on
-    standard output (features/names.LearningAudit); ``calibration``: --calibration, the map
+    standard output (audit.LearningAudit); ``calibration``: --calibration, the map
     from the progressive predictions to predict --proba's probabilities (calibration.py; None:
     the default, or an initial model's own). A hyperparameter "auto" in ``options``: a bank
     over ``grid`` (--grid's text; None: the default) chooses it (learners/bank.py), the
@@ -528,7 +528,7 @@ def _bank_paths(start, save_bank, final_model, paths, learns_nothing):
 
 def _learning_audit(start, fmt, skip_bad):
     """train --audit's printer (standard output, as VW's)."""
-    from streamherd.features.names import LearningAudit
+    from streamherd.audit import LearningAudit
 
     return LearningAudit(sys.stdout, start.space, fmt, skip_bad)
 
@@ -551,7 +551,7 @@ def _run_passes(passes, chunks, trainer, progress, preamble, pass_paths, extras)
     used = 0
     while used < passes.count and not (best is not None and best.stop):
         progress.start_pass(show_holdout=passes.holdout and used > 0)
-        limited = _learn_from(chunks.of_pass(used + 1), trainer, progress,
+        limited = learn_from(chunks.of_pass(used + 1), trainer, progress,
                               None if used else preamble, passes.holdout,
                               lambda: (reader.total_bytes or 0) * used + chunks.bytes_done, extras)
         trainer.finish()
@@ -611,7 +611,7 @@ def _passes_summary(used, best, loss_name):
     return lines
 
 
-def _learn_from(chunks, trainer, progress, preamble, holdout=False, bytes_done=None,
+def learn_from(chunks, trainer, progress, preamble, holdout=False, bytes_done=None,
                 extras=Extras()):
     """Every chunk of ``chunks`` through the trainer, into the progress table; ``preamble()``
     (if any) goes before it, once the first example is read. ``holdout``: the chunks' held-out
@@ -750,8 +750,8 @@ def _audit_weights(meta, arrays):
 
 def _audited(values, scored, reader, weights, task):
     """Each prediction line followed by VW's audit of the example's features
-    (features/names.AuditedFeatures.lines), one line per class for a multiclass model."""
-    from streamherd.features.names import AuditedFeatures, class_heads
+    (audit.AuditedFeatures.lines), one line per class for a multiclass model."""
+    from streamherd.audit import AuditedFeatures, class_heads
 
     features = AuditedFeatures(scored.chunk, reader.features, reader.fmt, reader.skip_bad)
     if task.kind != "multiclass":
@@ -816,7 +816,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
                     values = _audited(values, scored, reader, weights, task)
                 if skip_bad:
                     skipped += chunk.bad_lines
-                    values = _with_skipped_lines(chunk, values)
+                    values = with_skipped_lines(chunk, values)
                 if values:
                     sink.write("\n".join(values) + "\n")
                     written += len(values)
@@ -847,7 +847,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
     return loss, labeled
 
 
-def _with_skipped_lines(chunk, values):
+def with_skipped_lines(chunk, values):
     """The output values with an empty line at the place of each skipped malformed line (rows
     and skipped lines in file line order)."""
     skipped = chunk.bad_line_numbers

@@ -1,4 +1,4 @@
-"""Feature names (issue 18): ``inspect --names DATA`` names every slot by the features of the data
+"""Feature names: ``inspect --names DATA`` names every slot by the features of the data
 that hash there, each name and slot as VW 9's own ``--audit`` prints them on real data, with and
 without crosses; ``--hash all`` makes VW's slots and is kept by the model for predict."""
 import json
@@ -11,7 +11,7 @@ import pytest
 from conftest import one_line_error
 from test_crosses import namespaced_sms, vw_audit_slots  # noqa: F401 (a fixture)
 
-from streamherd.features.names import feature_names
+from streamherd.audit import feature_names
 from streamherd.features.space import FeatureSpace
 from streamherd.model import load_model
 

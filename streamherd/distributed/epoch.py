@@ -15,7 +15,7 @@ from streamherd.features.space import FeatureSpace
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
 from streamherd.passes import copied, mark_held_out
 from streamherd.progress import ProgressiveValidation
-from streamherd.training import Start, Trainer, _learn_from
+from streamherd.training import Start, Trainer, learn_from
 
 from streamherd.distributed.mixing import Counters, ShardResult
 from streamherd.distributed.shards import owned_lines
@@ -97,7 +97,7 @@ def train_shard(shard, model, settings=Settings(), calibrating=None):
     progress = ProgressiveValidation(quiet=True)
     chunks = reader_of(shard, start.space, settings, process=start.task.check_labels)
     period = settings.holdout_period
-    _learn_from(held_out_lines(chunks, period) if period else chunks, trainer, progress, None,
+    learn_from(held_out_lines(chunks, period) if period else chunks, trainer, progress, None,
                 holdout=bool(period))
     return ShardResult(copied(trainer.state()), trainer.learner.meta(), trainer.task.meta(),
                        Counters(progress.examples, progress.labeled, progress.weighted,

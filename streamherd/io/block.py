@@ -4,8 +4,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from streamherd.features.stage import finish_row, merge_repeats, new_row
 from streamherd.io import linecodes as codes
+from streamherd.io.feature_stage import finish_row, merge_repeats, new_row
 from streamherd.io.lexing import CR, HASH, LF, find_byte, skip_blanks
 from streamherd.io.svmlight import (NOT_A_ROW, ROW, USE_GENERAL, parse_svmlight_line,
                                     scan_svmlight_line, vw_shaped)

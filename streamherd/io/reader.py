@@ -11,8 +11,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamherd.errors import StreamherdError
-from streamherd.features.rows import new_merge_table
-from streamherd.features.space import FeatureSpace
 from streamherd.io import linecodes
 from streamherd.io.csr import Chunk, allocate_outputs
 from streamherd.io.sources import Source
@@ -87,11 +85,11 @@ def describe_token(token: bytes) -> str:
 class ChunkReader:
     """Iterates the chunks of every source in order (``"-"`` is stdin)."""
 
-    def __init__(self, paths, fmt="auto", features=None, skip_bad=False,
+    def __init__(self, paths, fmt="auto", *, features, skip_bad=False,
                  block_size=DEFAULT_BLOCK_SIZE, workers=None, process=None):
         """``paths``: file names, or Sources (a shard of a file: distributed/shards.py).
         ``features``: the FeatureSpace (features/space.py) that turns the tokens into rows,
-        and scales them, on the parser threads (default: FeatureSpace()). Labels come as
+        and scales them, on the parser threads. Labels come as
         written: one that is not a number is a class name, for the task (tasks/) to take or
         refuse.
         ``process(chunk)``, when given, runs in the parser thread right after parsing and its
@@ -101,7 +99,7 @@ class ChunkReader:
             raise StreamherdError(f"unknown --format '{fmt}'; use one of {', '.join(FORMATS)}")
         self.sources = [p if isinstance(p, Source) else Source(p) for p in (paths or ["-"])]
         self.fmt = fmt
-        self.features = FeatureSpace() if features is None else features
+        self.features = features
         self.skip_bad = skip_bad
         self.block_size = block_size
         self.bytes_done = 0  # raw bytes of finished sources plus the current position
@@ -307,7 +305,7 @@ class ChunkReader:
 
         merge_table = getattr(self._local, "merge_table", None)
         if merge_table is None:
-            merge_table = self._local.merge_table = new_merge_table()
+            merge_table = self._local.merge_table = self.features.new_merge_table()
         slot, complete = block.slot, block.complete
         buf = slot.buf
         outputs = slot.outputs_for(complete, block.newlines, self.features, buf[:complete])
