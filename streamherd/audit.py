@@ -15,7 +15,6 @@ import numpy as np
 from numba import njit
 
 from streamherd.features.names import BIAS, CONSTANT, LINE_FEATURE, UNREAD, new_naming
-from streamherd.features.rows import new_merge_table
 from streamherd.io.block import SVMLIGHT, VW, count_newlines, parse_block
 from streamherd.io.csr import allocate_outputs
 from streamherd.io.reader import detect_format
@@ -33,7 +32,7 @@ def feature_names(paths, space, fmt="auto", wanted=None):
     [names, sorted]}; only of the slots where ``wanted`` (a bool array over the slots, when
     given) is set. Malformed lines are skipped: their names are not the model's features."""
     names = _Names(space, wanted)
-    merge_table = new_merge_table()
+    merge_table = space.new_merge_table()
     for path in paths:
         for buf, n, fmt_code in _blocks(path, fmt):
             names.add_block(buf, n, fmt_code, merge_table)
@@ -206,7 +205,7 @@ class AuditedFeatures:
         names = _Names(space, None)
         buf = np.ascontiguousarray(chunk.block)
         indptr, slots, values, kind, ids, members = names.parse(
-            buf, len(buf), _format_code(fmt, buf), new_merge_table(), skip_bad)
+            buf, len(buf), _format_code(fmt, buf), space.new_merge_table(), skip_bad)
         assert len(indptr) == chunk.n_examples + 1, "the audit's parse differs from the reader's"
         texts = names.position_names(kind, ids, members)
         named = np.array([text is not None for text in texts], bool)

@@ -71,7 +71,7 @@ def _merge_row_sorted(indices, values, start, end):
     slot, then one pass that sums runs of a slot in their order in the line (as the table
     does). The sort's scratch is ``indices``/``values`` right after the row, which
     io/csr.allocate_outputs sizes for it: no allocation (an allocation would also bring numba's
-    array module into every process that loads the parse kernel, 25 ms of start-up).
+    array module into every process that loads the parse kernel, a cost at every start-up).
     """
     n = end - start
     src = start

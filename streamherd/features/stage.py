@@ -2,7 +2,7 @@
 
 The lexers (io/svmlight.py, io/vw.py) find a line's tokens and hand each feature here, through
 the calls io/feature_stage.py declares; this module implements them as numba overloads, inlined
-into the lexers (``inline="always"``; name_key's call excepted, see there), so the stage costs
+into the lexers (``inline="always"``; name_key excepted, see there), so the stage costs
 no call per feature named by a number. (The calls are declared below, in io, and implemented
 here, so that io, which reads bytes into tokens, imports nothing of the features above it.)
 What a lexer holds of the stage is opaque to it:
@@ -99,27 +99,22 @@ def _digits_hash(buf, start, seed):
     return murmur3_32(buf, start, end, seed & _LOW_32_BITS)
 
 
-@overload(calls.name_key, inline="always")
+@overload(calls.name_key)
 def _name_key(namespace, buf, start, end):
-    """name_key's call of _hashed_name_key: the inlined overload leaves the call."""
-    def called(namespace, buf, start, end):
-        return _hashed_name_key(namespace, buf, start, end)
-    return called
-
-
-@njit(cache=True)
-def _hashed_name_key(namespace, buf, start, end):
     """The key of the feature named ``buf[start:end]`` in ``namespace``, any name, as VW's
     hashstring: trimmed of bytes <= 0x20 at both ends, a name is then a number (number_key)
     or gets its murmur3 hash (hashing.hashstring); the usual word goes straight to murmur3.
     (A lexer that has read a name of digits has its number_key for less.)
 
     Not inlined, and apart from ``add``: a call (numba checks its status: a branch) inside an
-    inlined function that takes arrays costs reference counting of them on every feature."""
-    seed = namespace[0]
-    if start < end and buf[start] > 57 and buf[end - 1] > 32:
-        return murmur3_32(buf, start, end, seed & _LOW_32_BITS)
-    return hashstring(buf, start, end, seed)
+    inlined function that takes arrays costs reference counting of them on every feature. (Nor
+    an inlined overload that calls a compiled function: the call would be inside it.)"""
+    def hashed(namespace, buf, start, end):
+        seed = namespace[0]
+        if start < end and buf[start] > 57 and buf[end - 1] > 32:
+            return murmur3_32(buf, start, end, seed & _LOW_32_BITS)
+        return hashstring(buf, start, end, seed)
+    return hashed
 
 
 @overload(calls.add, inline="always")
