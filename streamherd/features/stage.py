@@ -3,8 +3,8 @@
 The lexers (io/svmlight.py, io/vw.py) find a line's tokens and hand each feature here, through
 the calls io/feature_stage.py declares; this module implements them as numba overloads, inlined
 into the lexers (``inline="always"``; name_key excepted, see there), so the stage costs
-no call per feature named by a number. (The calls are declared below, in io, and implemented
-here, so that io, which reads bytes into tokens, imports nothing of the features above it.)
+no call per feature named by a number. (Declared in io, the layer below, and implemented here,
+so that io, which reads bytes into tokens, imports nothing of the features layer above it.)
 What a lexer holds of the stage is opaque to it:
 - a namespace, from ``namespace`` (a VW ``|name``) or ``default_namespace`` (a bare ``|``, and
   every svmlight feature);
