@@ -61,8 +61,8 @@ def weight_rows(meta, arrays):
 def _feature_names(meta, slots, data=None):
     """What is known of each slot's feature: ``Constant`` for the bias slot, else empty; with
     ``data`` (paths), the names of the features of those files that hash to it, as VW's audit
-    spells them (features/names.py), blank-separated when several collide there."""
-    from streamherd.features.names import feature_names
+    spells them (audit.py), blank-separated when several collide there."""
+    from streamherd.audit import feature_names
     from streamherd.features.space import FeatureSpace
 
     space = FeatureSpace.from_meta(meta)

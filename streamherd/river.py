@@ -20,7 +20,7 @@ compiled machine code of the learner's entry point for those arguments' types di
 (_direct_entry), not numba's dispatcher, which types every call in Python when its arguments
 hold tuples.
 ``learn_many``/``predict_many`` (pandas DataFrames) take the block path of streamherd.sklearn
-(io/matrix.MatrixRows: the columns' slots, one numba kernel per chunk).
+(features/matrix.MatrixRows: the columns' slots, one numba kernel per chunk).
 
 Classes: bool labels make a binary model (True the positive class, as river's binary
 classifiers); any other labels a multiclass one (``multiclass``: "joint", "ova" or "mira"),
@@ -61,10 +61,10 @@ from streamherd import learners, tasks
 from streamherd.errors import StreamherdError
 from streamherd.features import normalize as normalization
 from streamherd.features.hashing import hashstring
-from streamherd.features.rows import _FIBONACCI, MERGE_TABLE_SIZE, merge_row
+from streamherd.features.matrix import MatrixRows
+from streamherd.features.rows import FIBONACCI, MERGE_TABLE_SIZE, merge_row
 from streamherd.features.space import FeatureSpace
 from streamherd.io.csr import Chunk
-from streamherd.io.matrix import MatrixRows
 from streamherd.labels import ClassLabels
 from streamherd.learners.base import Learner, UnstableUpdate
 from streamherd.model import OnlineModel, UpdateFailed
@@ -426,7 +426,7 @@ def _finish_row(n, bias_slot, indices, values, scratch):
         scratch[3, 2] = stamp
         for k in range(end):
             slot = indices[k]
-            h = ((slot * _FIBONACCI) >> 12) & (MERGE_TABLE_SIZE - 1)
+            h = ((slot * FIBONACCI) >> 12) & (MERGE_TABLE_SIZE - 1)
             while stamps[h] == stamp and keys[h] != slot:
                 h = (h + 1) & (MERGE_TABLE_SIZE - 1)
             if stamps[h] == stamp:

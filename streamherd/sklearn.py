@@ -3,9 +3,9 @@
 named subclasses per family (``AROWClassifier``, ``NHERDClassifier``, ...), and ``load_model``.
 
 They are the command line's learners, tasks and model files driven from memory: X (dense, or
-scipy CSR/CSC/COO) becomes Chunks of slots by one numba kernel (io/matrix.py: column j is slot
-j + 1, the bias appended, as ``streamherd train`` reads svmlight index j + 1), which the learner
-kernels learn from in order (each row predicted, then learned from). So with ``max_iter=1,
+scipy CSR/CSC/COO) becomes Chunks of slots by one numba kernel (features/matrix.py: column j is
+slot j + 1, the bias appended, as ``streamherd train`` reads svmlight index j + 1), which the
+learner kernels learn from in order (each row predicted, then learned from). So with ``max_iter=1,
 shuffle=False`` a model fitted on ``load_svmlight(f)`` is the model ``streamherd train f``
 writes, and ``save_model``/``load_model`` exchange models with ``streamherd predict`` and
 ``train -i``.
@@ -16,7 +16,7 @@ ignores the others (so a grid over ``algo`` and ``C`` runs AROW with its own r);
 range is a ValueError with the command line's one-line message.
 
 ``bits`` None: the fewest bits at which every column and the bias have a slot of their own
-(io/matrix.fitting_bits); give ``bits`` to match a CLI model's (``-b``, 18 by default): with
+(features/matrix.fitting_bits); give ``bits`` to match a CLI model's (``-b``, 18 by default): with
 fewer slots than columns, columns share slots as hashed features do.
 """
 import numpy as np
@@ -35,7 +35,7 @@ from streamherd import calibration as calibrations, learners, tasks
 from streamherd.errors import StreamherdError
 from streamherd.features import normalize as normalization
 from streamherd.features.space import MAX_BITS, FeatureSpace
-from streamherd.io.matrix import MatrixRows, fitting_bits
+from streamherd.features.matrix import MatrixRows, fitting_bits
 from streamherd.labels import BinaryLabels, ClassLabels, label_text
 from streamherd.model import OnlineModel, UpdateFailed
 from streamherd.tasks.base import Scored
@@ -66,7 +66,7 @@ class _OnlineEstimator(BaseEstimator):
     the scores, the model's arrays as coef_/intercept_/sigma_, pickling and the model files.
 
     State (after fit): _model (the OnlineModel: feature space, task, learner, calibration),
-    _rows (the buffers of io/matrix.MatrixRows, not pickled), examples_ (rows learned
+    _rows (the buffers of features/matrix.MatrixRows, not pickled), examples_ (rows learned
     from)."""
 
     _families = ()   # the registry modules a named subclass takes its algo from (all: ())

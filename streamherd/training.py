@@ -40,7 +40,7 @@ class Extras:
     predictions: object = None
     examples: "int | None" = None
     test_only: bool = False
-    audit: object = None     # --audit: a features.names.LearningAudit
+    audit: object = None     # --audit: an audit.LearningAudit
 
 
 def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", final_model=None,
@@ -67,7 +67,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     ``examples``: --examples, at most that many examples over all passes; ``test_only``: -t,
     predict every example with the initial model, learn nothing, write no model; ``audit``:
     --audit, each example's prediction and features with the weights before its update on
-    standard output (features/names.LearningAudit); ``calibration``: --calibration, the map
+    standard output (audit.LearningAudit); ``calibration``: --calibration, the map
     from the progressive predictions to predict --proba's probabilities (calibration.py; None:
     the default, or an initial model's own). A hyperparameter "auto" in ``options``: a bank
     over ``grid`` (--grid's text; None: the default) chooses it (streamherd.selection), the
@@ -179,7 +179,7 @@ def _bank_paths(model, save_bank, final_model, paths, test_only, audit):
 
 def _learning_audit(model, fmt, skip_bad):
     """train --audit's printer (standard output, as VW's)."""
-    from streamherd.features.names import LearningAudit
+    from streamherd.audit import LearningAudit
 
     return LearningAudit(sys.stdout, model.space, fmt, skip_bad)
 
@@ -390,8 +390,8 @@ def _preamble(final_model, model, paths, passes=Passes(), extras=Extras()):
 
 def _audited(values, scored, reader, weights, task):
     """Each prediction line followed by VW's audit of the example's features
-    (features/names.AuditedFeatures.lines), one line per class for a multiclass model."""
-    from streamherd.features.names import AuditedFeatures, class_heads
+    (audit.AuditedFeatures.lines), one line per class for a multiclass model."""
+    from streamherd.audit import AuditedFeatures, class_heads
 
     features = AuditedFeatures(scored.chunk, reader.features, reader.fmt, reader.skip_bad)
     if task.kind != "multiclass":
@@ -447,7 +447,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
                     values = _audited(values, scored, reader, weights, task)
                 if skip_bad:
                     skipped += chunk.bad_lines
-                    values = _with_skipped_lines(chunk, values)
+                    values = with_skipped_lines(chunk, values)
                 if values:
                     sink.write("\n".join(values) + "\n")
                     written += len(values)
@@ -482,7 +482,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
     return loss, labeled
 
 
-def _with_skipped_lines(chunk, values):
+def with_skipped_lines(chunk, values):
     """The output values with an empty line at the place of each skipped malformed line (rows
     and skipped lines in file line order)."""
     skipped = chunk.bad_line_numbers

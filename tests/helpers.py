@@ -61,6 +61,7 @@ def read_rows(paths, **kwargs):
         paths = [paths]
     if "bits" in kwargs or "bias" in kwargs:
         kwargs["features"] = FeatureSpace(kwargs.pop("bits", 18), kwargs.pop("bias", True))
+    kwargs.setdefault("features", FeatureSpace())
     reader = ChunkReader([str(p) for p in paths], **kwargs)
     rows = []
     chunks = []

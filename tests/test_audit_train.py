@@ -1,4 +1,4 @@
-"""train --audit and the audit of multiclass models (features/names.py):
+"""train --audit and the audit of multiclass models (audit.py):
 names, slots and values against VW 9's own --audit on real data (binary, and --oaa K whose
 interleaved slot is ours times 2^ceil(log2 K) plus the class); the weights against models
 trained here on the lines before each example (the weights before its update), and the

@@ -5,14 +5,9 @@ import random
 import numpy as np
 import pytest
 
-from streamherd.distributed.shards import (
-    Shard,
-    byte_ranges,
-    numbered,
-    owned_bytes,
-    owned_lines,
-    plan_shards,
-)
+from streamherd.distributed.shards import (Shard, byte_ranges, numbered, owned_bytes,
+                                          owned_lines, plan_shards)
+from streamherd.features.space import FeatureSpace
 from streamherd.io.reader import ChunkReader
 
 
@@ -41,7 +36,8 @@ def _lines_by_start(content):
 
 
 def _read(shard, block_size):
-    reader = ChunkReader([shard.source()], fmt="svmlight", block_size=block_size, workers=0)
+    reader = ChunkReader([shard.source()], fmt="svmlight", features=FeatureSpace(),
+                         block_size=block_size, workers=0)
     return [(int(n), float(y)) for chunk in reader.chunks()
             for n, y in zip(chunk.line_numbers, chunk.labels)]
 

@@ -138,6 +138,7 @@ def test_read_chunk_keeps_every_block_of_a_file_longer_than_one_block(tmp_path):
 def test_concatenated_chunks_are_the_file_read_at_once(tmp_path):
     """Many small blocks joined (their label and tag offsets moved into the joined text, their
     bad lines kept in order) are the chunk of the whole file read as one block."""
+    from streamherd.features.space import FeatureSpace
     from streamherd.io.reader import ChunkReader
 
     rng = np.random.default_rng(4)
@@ -148,8 +149,8 @@ def test_concatenated_chunks_are_the_file_read_at_once(tmp_path):
 
     def chunks(block_size):
         return [chunk.copy() for chunk in ChunkReader(
-            [str(path)], fmt="vw", skip_bad=True, block_size=block_size,
-            workers=0)]
+            [str(path)], fmt="vw", features=FeatureSpace(), skip_bad=True,
+            block_size=block_size, workers=0)]
 
     small = chunks(256)
     (whole,) = chunks(1 << 20)

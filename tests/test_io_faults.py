@@ -14,6 +14,7 @@ import pytest
 from numba import njit
 
 from streamherd.errors import StreamherdError
+from streamherd.features.space import FeatureSpace
 from streamherd.io.lexing import parse_float
 from streamherd.io.reader import ChunkReader, detect_format
 
@@ -22,10 +23,10 @@ from helpers import one_line_error
 CONSTANT = 11650396
 
 
-def read_error(path, **kwargs):
+def read_error(path, features=None, **kwargs):
     """The StreamherdError reading ``path`` raises (one line)."""
     with pytest.raises(StreamherdError) as info:
-        list(ChunkReader([str(path)], **kwargs))
+        list(ChunkReader([str(path)], features=features or FeatureSpace(), **kwargs))
     message = str(info.value)
     assert "\n" not in message
     return message
@@ -419,7 +420,8 @@ def test_chunks_carry_the_line_numbers_of_their_bad_lines(tmp_path, fmt, block_s
             expected_rows.append(number)
     path = tmp_path / "bad.txt"
     path.write_bytes(b"\n".join(lines) + b"\n")
-    reader = ChunkReader([str(path)], fmt=fmt, skip_bad=True, block_size=block_size,
+    reader = ChunkReader([str(path)], fmt=fmt, features=FeatureSpace(), skip_bad=True,
+                         block_size=block_size,
                          workers=workers)
     rows, bad_numbers = [], []
     for chunk in reader:
@@ -439,7 +441,8 @@ def test_rows_dropped_for_their_label_join_the_bad_lines_in_order(tmp_path):
     path = tmp_path / "labels.svm"
     path.write_bytes(b"1 1:1\nx:1 2:2\nspam 1:1\n-1 1:1\n1 q\nham 2:1\n1 2:2\n")
     chunks = [numbers_only(chunk, skip_bad=True)
-              for chunk in ChunkReader([str(path)], skip_bad=True, workers=0)]
+              for chunk in ChunkReader([str(path)], features=FeatureSpace(), skip_bad=True,
+                                       workers=0)]
     assert [c.line_numbers.tolist() for c in chunks] == [[1, 4, 7]]
     assert [c.bad_line_numbers.tolist() for c in chunks] == [[2, 3, 5, 6]]
     assert chunks[0].bad_lines == 4
@@ -448,7 +451,8 @@ def test_rows_dropped_for_their_label_join_the_bad_lines_in_order(tmp_path):
 def test_select_keeps_the_bad_line_numbers_consistent(tmp_path):
     path = tmp_path / "s.svm"
     path.write_bytes(b"1 1:1\n1 x\n-1 2:1\n\n1 3:1\n1 4:1\n")
-    (chunk,) = list(ChunkReader([str(path)], skip_bad=True, workers=0))
+    (chunk,) = list(ChunkReader([str(path)], features=FeatureSpace(), skip_bad=True,
+                                workers=0))
     assert chunk.bad_line_numbers.tolist() == [2]
     kept = chunk.select(np.array([True, False, True, False]))
     assert kept.line_numbers.tolist() == [1, 5]

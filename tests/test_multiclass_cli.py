@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from streamherd.errors import StreamherdError
+from streamherd.features.space import FeatureSpace
 from streamherd.io.reader import ChunkReader
 from streamherd.labels import ClassLabels
 from streamherd.model import load_model
@@ -35,8 +36,8 @@ def error_rate(stderr):
 
 # ---------------------------------------------------------------- labels
 
-def chunks_of(path, **kwargs):
-    return list(ChunkReader([str(path)], **kwargs))
+def chunks_of(path, features=None, **kwargs):
+    return list(ChunkReader([str(path)], features=features or FeatureSpace(), **kwargs))
 
 
 def test_class_ids_in_order_of_first_appearance(tmp_path):

@@ -9,7 +9,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from streamherd.features.names import feature_names
+from streamherd.audit import feature_names
 from streamherd.features.space import FeatureSpace
 from streamherd.model import load_model
 

@@ -168,9 +168,11 @@ def test_gzip_with_multiple_members(parse):
 
 _STDIN_SCRIPT = r"""
 import json, sys
+from streamherd.features.space import FeatureSpace
 from streamherd.io.reader import ChunkReader
 rows = []
-for chunk in ChunkReader(["-"], fmt=sys.argv[1], block_size=int(sys.argv[2])):
+for chunk in ChunkReader(["-"], fmt=sys.argv[1], features=FeatureSpace(),
+                         block_size=int(sys.argv[2])):
     for i in range(chunk.n_examples):
         s, e = int(chunk.indptr[i]), int(chunk.indptr[i + 1])
         rows.append([chunk.labels[i], int(chunk.line_numbers[i]),
@@ -275,12 +277,12 @@ def test_format_auto_svmlight_with_bar_in_trailing_comment(parse):
 
 def test_unknown_format_is_an_error():
     with pytest.raises(StreamherdError, match="json"):
-        ChunkReader(["x"], fmt="json")
+        ChunkReader(["x"], fmt="json", features=FeatureSpace())
 
 
 def test_missing_file_is_an_error(tmp_path):
     with pytest.raises(StreamherdError, match="nope.svm"):
-        list(ChunkReader([str(tmp_path / "nope.svm")]))
+        list(ChunkReader([str(tmp_path / "nope.svm")], features=FeatureSpace()))
 
 
 # ---------------------------------------------------------------- independent oracle on random data
@@ -427,7 +429,7 @@ def _bad_file(tmp_path, fmt, bad, crlf=False):
 def test_malformed_line_is_a_one_line_error_with_file_line_and_token(tmp_path, fmt, bad, token):
     path = _bad_file(tmp_path, fmt, bad)
     with pytest.raises(StreamherdError) as info:
-        list(ChunkReader([str(path)], fmt=fmt))
+        list(ChunkReader([str(path)], fmt=fmt, features=FeatureSpace()))
     message = str(info.value)
     assert f"{path}:3:" in message
     assert token in message
@@ -463,7 +465,8 @@ def test_a_label_no_number_is_a_one_line_error_for_numbers_only(tmp_path, fmt, b
 
     path = _bad_file(tmp_path, fmt, bad)
     with pytest.raises(StreamherdError) as info:
-        [numbers_only(chunk, skip_bad=False) for chunk in ChunkReader([str(path)], fmt=fmt)]
+        [numbers_only(chunk, skip_bad=False) for chunk in ChunkReader([str(path)], fmt=fmt,
+                                                                      features=FeatureSpace())]
     message = str(info.value)
     assert f"{path}:3:" in message
     assert f"'{token}'" in message
@@ -478,7 +481,7 @@ def test_a_label_no_number_is_skipped_and_counted_by_numbers_only(tmp_path, fmt,
 
     path = _bad_file(tmp_path, fmt, bad, crlf=block_size == 64)
     chunks = [numbers_only(chunk, skip_bad=True).copy()
-              for chunk in ChunkReader([str(path)], fmt=fmt, skip_bad=True,
+              for chunk in ChunkReader([str(path)], fmt=fmt, features=FeatureSpace(), skip_bad=True,
                                        block_size=block_size)]
     assert [line for c in chunks for line in c.line_numbers.tolist()] == [1, 4]
     assert sum(c.bad_lines for c in chunks) == 1
@@ -490,8 +493,8 @@ def test_error_line_number_in_a_later_block(tmp_path):
     path.write_bytes(b"1 1:1\n" * 40 + b"\n" * 9 + b"# c\n" + b"-1 5:x\n" + b"1 1:1\n" * 5)
     for block_size in (7, 64, 4 << 20):
         with pytest.raises(StreamherdError, match=r"late\.svm:51: .*'5:x'"):
-            list(ChunkReader([str(path)], block_size=block_size))
-    rows = list(ChunkReader([str(path)], block_size=64, skip_bad=True))
+            list(ChunkReader([str(path)], features=FeatureSpace(), block_size=block_size))
+    rows = list(ChunkReader([str(path)], features=FeatureSpace(), block_size=64, skip_bad=True))
     assert sum(c.n_examples for c in rows) == 45
     assert sum(c.bad_lines for c in rows) == 1
 
@@ -572,7 +575,7 @@ def test_nul_byte_in_vw_tag_is_rejected(tmp_path):
     path = tmp_path / "nul.vw"
     path.write_bytes(b"1 |f a\n1 'ta\x00g |f a\n")
     with pytest.raises(StreamherdError) as info:
-        list(ChunkReader([str(path)], fmt="vw"))
+        list(ChunkReader([str(path)], fmt="vw", features=FeatureSpace()))
     assert f"{path}:2:" in str(info.value)
     assert "\\x00" in str(info.value)
 
@@ -621,8 +624,8 @@ REAL_FILES = {
 }
 
 
-def _scan(path, **kwargs):
-    reader = ChunkReader([str(path)], **kwargs)
+def _scan(path, features=None, **kwargs):
+    reader = ChunkReader([str(path)], features=features or FeatureSpace(), **kwargs)
     stats = collections.Counter()
     labels = collections.Counter()
     empty_lines = []

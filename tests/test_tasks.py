@@ -7,6 +7,7 @@ import pytest
 
 from streamherd import tasks
 from streamherd.errors import StreamherdError
+from streamherd.features.space import FeatureSpace
 from streamherd.io.csr import Chunk
 from streamherd.io.reader import ChunkReader
 from streamherd.labels import BinaryLabels, ClassLabels
@@ -18,10 +19,10 @@ BITS = 5
 DIM = 1 << BITS
 
 
-def read(path, **kwargs):
+def read(path, features=None, **kwargs):
     """The file's examples as one chunk (a copy: the reader reuses its buffers)."""
     return Chunk.concatenate([chunk.copy() for chunk in ChunkReader(
-        [str(path)], workers=0, **kwargs)])
+        [str(path)], features=features or FeatureSpace(), workers=0, **kwargs)])
 
 
 def write_rows(path, labels, seed=0, d=12):
@@ -206,13 +207,13 @@ def test_a_numeric_task_names_or_skips_a_label_that_is_not_a_number(tmp_path, fm
     path.write_bytes(b"\n".join([good, b"", bad, good]) + b"\n")
     for task in (tasks.BinaryTask(), tasks.RegressionTask()):
         with pytest.raises(StreamherdError) as info:
-            for chunk in ChunkReader([str(path)], fmt=fmt,
+            for chunk in ChunkReader([str(path)], fmt=fmt, features=FeatureSpace(),
                                      block_size=block_size, process=task.check_labels):
                 task.targets(chunk)
         assert str(info.value).startswith(f"{path}:3: bad label '{bad.split()[0].decode()}'")
     task = tasks.BinaryTask(skip_bad=True)
     kept = [task.targets(chunk)[0] for chunk in ChunkReader(
-        [str(path)], fmt=fmt, skip_bad=True, block_size=block_size,
+        [str(path)], fmt=fmt, features=FeatureSpace(), skip_bad=True, block_size=block_size,
         process=task.check_labels)]
     assert [line for chunk in kept for line in chunk.line_numbers.tolist()] == [1, 4]
     assert sum(chunk.bad_lines for chunk in kept) == 1

@@ -40,7 +40,7 @@ def _mix_block(k):
 @njit(cache=True, nogil=True, inline="always")
 def murmur3_32(buf, start, end, seed):
     """MurmurHash3 x86_32 of ``buf[start:end]`` (uint8 array) with a 32-bit seed. Inlined into
-    its few callers (hashstring, features/stage.name_key): a word's hash is then one call."""
+    its few callers (hashstring, features/stage's name_key): a word's hash is then one call."""
     h = np.uint64(seed) & _M32
     n = end - start
     nblocks = n // 4

@@ -7,7 +7,8 @@ from numba import njit
 # more features than half the table fall back to a sort (rare: long documents).
 MERGE_TABLE_SIZE = 4096
 _MERGE_TABLE_MASK = MERGE_TABLE_SIZE - 1
-_FIBONACCI = 2654435769
+# the multiplier of the table's Fibonacci hashing: 2^32 over the golden ratio
+FIBONACCI = 2654435769
 
 
 # The bit set of the slots seen in a crossed row (features/interactions.repeats_a_slot): one bit
@@ -44,7 +45,7 @@ def merge_row(indices, values, start, end, keys, stamps, positions, stamp):
     out = start
     for k in range(start, end):
         slot = indices[k]
-        h = ((slot * _FIBONACCI) >> 12) & _MERGE_TABLE_MASK
+        h = ((slot * FIBONACCI) >> 12) & _MERGE_TABLE_MASK
         while True:
             if stamps[h] != stamp:
                 stamps[h] = stamp
@@ -70,7 +71,7 @@ def _merge_row_sorted(indices, values, start, end):
     slot, then one pass that sums runs of a slot in their order in the line (as the table
     does). The sort's scratch is ``indices``/``values`` right after the row, which
     io/csr.allocate_outputs sizes for it: no allocation (an allocation would also bring numba's
-    array module into every process that loads the parse kernel, 25 ms of start-up).
+    array module into every process that loads the parse kernel, a cost at every start-up).
     """
     n = end - start
     src = start

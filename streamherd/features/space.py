@@ -14,7 +14,9 @@ import numpy as np
 from streamherd.errors import StreamherdError
 from streamherd.features import interactions as crossing
 from streamherd.features import normalize as normalization
+from streamherd.features import stage  # noqa: F401 (loaded with the space: kernel_params)
 from streamherd.features.hashing import VW_CONSTANT_HASH
+from streamherd.features.rows import new_merge_table
 
 DEFAULT_BITS = 18
 MAX_BITS = 30
@@ -93,11 +95,20 @@ class FeatureSpace:
         (the letters read (a bit set), the crosses' program (interactions.cross_row)); hashing:
         (True,) with --hash all; ``naming``: the arrays of names.new_naming, when the parse
         kernels are to note where each feature's name is. Each empty when not used: its code
-        is then not compiled."""
+        is then not compiled.
+
+        The parse kernels (io/block.py) compile the calls io/feature_stage.py declares for the
+        type of these params; stage.py implements them, and this module loads it, so that it
+        is there whenever a kernel compiles for a space."""
         crossing = ((self._read, (*self._program, self._linear_ignored))
                     if self.crosses_namespaces else ())
         hashing = (True,) if self.hash_all else ()
         return (self.mask, self.bias, self.bias_slot, crossing, hashing, naming)
+
+    def new_merge_table(self):
+        """The scratch the parse kernels merge a row's repeated slots in (rows.merge_row): one
+        per thread that parses."""
+        return new_merge_table()
 
     @property
     def cross_width(self):

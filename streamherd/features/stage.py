@@ -1,8 +1,10 @@
 """The feature stage of the parse kernels: tokens in, rows of slots out.
 
-The lexers (io/svmlight.py, io/vw.py) find a line's tokens and hand each feature here; these
-functions are inlined into them (``inline="always"``; name_key excepted, see there), so the stage
-costs no call per feature named by a number.
+The lexers (io/svmlight.py, io/vw.py) find a line's tokens and hand each feature here, through
+the calls io/feature_stage.py declares; this module implements them as numba overloads, inlined
+into the lexers (``inline="always"``; name_key excepted, see there), so the stage costs
+no call per feature named by a number. (Declared in io, the layer below, and implemented here,
+so that io, which reads bytes into tokens, imports nothing of the features layer above it.)
 What a lexer holds of the stage is opaque to it:
 - a namespace, from ``namespace`` (a VW ``|name``) or ``default_namespace`` (a bare ``|``, and
   every svmlight feature);
@@ -33,6 +35,7 @@ from streamherd.features.hashing import hashstring, murmur3_32
 from streamherd.features.interactions import cross_row, repeats_a_slot
 from streamherd.features.names import note_bias, note_feature
 from streamherd.features.rows import merge_row
+from streamherd.io import feature_stage as calls
 
 _NO_SEED = np.uint64(0)
 _DEFAULT_LETTER = np.uint64(ord(" "))
@@ -42,33 +45,35 @@ _LOW_6_BITS = np.uint64(63)
 _ONE = np.uint64(1)
 
 
-@njit(cache=True, inline="always")
-def default_namespace():
+@overload(calls.default_namespace, inline="always")
+def _default_namespace():
     """VW's default namespace (a bare '|', and svmlight's features): seed 0, letter ' ', no
     name (its start -1)."""
-    return _NO_SEED, _DEFAULT_LETTER, np.int64(-1)
+    def default():
+        return _NO_SEED, _DEFAULT_LETTER, np.int64(-1)
+    return default
 
 
-@njit(cache=True, inline="always")
-def namespace(buf, start, end):
+@overload(calls.namespace, inline="always")
+def _namespace(buf, start, end):
     """The namespace named ``buf[start:end]`` (without its scale, not empty): (its seed, as
     VW's; its letter, the first byte, which -q and --ignore name; where its name starts, for
     the names of features: unused, so compiled away, elsewhere)."""
-    return hashstring(buf, start, end, _NO_SEED), np.uint64(buf[start]), np.int64(start)
+    def named(buf, start, end):
+        return hashstring(buf, start, end, _NO_SEED), np.uint64(buf[start]), np.int64(start)
+    return named
 
 
-@njit(cache=True, inline="always")
-def new_row(nnz):
+@overload(calls.new_row, inline="always")
+def _new_row(nnz):
     """A row that starts at position nnz of the output arrays: (start, nnz, last slot, falls,
     bias seen), see _append."""
-    return nnz, nnz, np.int64(-1), np.int64(0), False
+    def row(nnz):
+        return nnz, nnz, np.int64(-1), np.int64(0), False
+    return row
 
 
-def number_key(space, namespace, number, buf, start):
-    raise TypeError("number_key is compiled into the parse kernels (features/stage.py)")
-
-
-@overload(number_key, inline="always")
+@overload(calls.number_key, inline="always")
 def _number_key_of_space(space, namespace, number, buf, start):
     """The key of the feature named by the number ``number`` (all digits, or an svmlight
     index; uint64, wrapped as VW's size_t) whose name starts at ``buf[start]``, in
@@ -94,30 +99,35 @@ def _digits_hash(buf, start, seed):
     return murmur3_32(buf, start, end, seed & _LOW_32_BITS)
 
 
-@njit(cache=True)
-def name_key(namespace, buf, start, end):
+@overload(calls.name_key)
+def _name_key(namespace, buf, start, end):
     """The key of the feature named ``buf[start:end]`` in ``namespace``, any name, as VW's
     hashstring: trimmed of bytes <= 0x20 at both ends, a name is then a number (number_key)
     or gets its murmur3 hash (hashing.hashstring); the usual word goes straight to murmur3.
     (A lexer that has read a name of digits has its number_key for less.)
 
     Not inlined, and apart from ``add``: a call (numba checks its status: a branch) inside an
-    inlined function that takes arrays costs reference counting of them on every feature."""
-    seed = namespace[0]
-    if start < end and buf[start] > 57 and buf[end - 1] > 32:
-        return murmur3_32(buf, start, end, seed & _LOW_32_BITS)
-    return hashstring(buf, start, end, seed)
+    inlined function that takes arrays costs reference counting of them on every feature. (Nor
+    an inlined overload that calls a compiled function: the call would be inside it.)"""
+    def hashed(namespace, buf, start, end):
+        seed = namespace[0]
+        if start < end and buf[start] > 57 and buf[end - 1] > 32:
+            return murmur3_32(buf, start, end, seed & _LOW_32_BITS)
+        return hashstring(buf, start, end, seed)
+    return hashed
 
 
-@njit(cache=True, inline="always")
-def add(space, indices, values, row, namespace, key, value, name_start):
+@overload(calls.add, inline="always")
+def _add(space, indices, values, row, namespace, key, value, name_start):
     """Add the feature of ``key`` (number_key, name_key) in ``namespace`` with ``value`` (not
     0: the lexers drop explicit zeros, which carry nothing), whose name starts at
     ``name_start`` in the block, to the row; returns the row. A space without crosses or kept
     namespaces keeps nothing of the namespace (_add_feature), one that does not name features
     nothing of the name (names.note_feature)."""
-    note_feature(space[5], row[1], namespace, key, name_start)
-    return _add_feature(space, indices, values, row, namespace, key, value)
+    def added(space, indices, values, row, namespace, key, value, name_start):
+        note_feature(space[5], row[1], namespace, key, name_start)
+        return _add_feature(space, indices, values, row, namespace, key, value)
+    return added
 
 
 # The parts of the kernel params' tuple (FeatureSpace.kernel_params): (mask, bias, bias slot,
@@ -185,21 +195,13 @@ def _append(space, indices, values, row, key, value):
     return start, nnz + 1, slot, falls + (slot <= last_slot), bias_seen | (slot == bias_slot)
 
 
-@njit(cache=True, inline="always")
-def finish_row(space, indices, values, row):
+@overload(calls.finish_row, inline="always")
+def _finish_of_space(space, indices, values, row):
     """End the row; returns (the position after the row, distinct): ``distinct`` False when
     the row may hold a slot twice, which rows.merge_row then sums (io/block.py, once per row:
-    not here, where its branches would cost reference counting in the caller's loop)."""
-    return _finish(space, indices, values, row)
+    not here, where its branches would cost reference counting in the caller's loop).
 
-
-def _finish(space, indices, values, row):
-    raise TypeError("_finish is compiled into the parse kernels (features/stage.py)")
-
-
-@overload(_finish, inline="always")
-def _finish_of_space(space, indices, values, row):
-    """Without crosses: the bias, and whether the row is distinct. Distinct: no bias slot
+    Without crosses: the bias, and whether the row is distinct. Distinct: no bias slot
     written, and the slots rise strictly, or rise, fall once and then rise strictly up to a
     last slot below the first one. Without a branch: the bias is written either way, and
     counted if added. With crosses (interactions.cross_row) the row is merged always: crosses
@@ -226,11 +228,7 @@ def _finish_of_space(space, indices, values, row):
     return crossed
 
 
-def merge_repeats(space, indices, values, start, end, merge_table, stamp):
-    raise TypeError("merge_repeats is compiled into the parse kernels (features/stage.py)")
-
-
-@overload(merge_repeats, inline="always")
+@overload(calls.merge_repeats, inline="always")
 def _merge_repeats_of_space(space, indices, values, start, end, merge_table, stamp):
     """Sum the repeated slots of a row that may hold some (finish_row): rows.merge_row, which
     returns the new end (or -1, see there). A crossed row is first checked for repeats

@@ -11,24 +11,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamherd.errors import StreamherdError
-from streamherd.features.rows import new_merge_table
-from streamherd.features.space import FeatureSpace
 from streamherd.io import linecodes
 from streamherd.io.csr import Chunk, allocate_outputs
 from streamherd.io.sources import Source
 
-# Measured on the 1M-line benchmark (nherd-p, medians of 8 alternating runs): 1 MiB blocks peak
-# 9 MB lower than 2 MiB ones (161 against 170 MB) at the same speed (1.42 s against 1.41 s wall;
-# 1.96 s against 1.99 s CPU); earlier, 4 MiB blocks peaked 30 MB higher still.
+# Larger blocks parse no faster and raise the peak of memory: a few blocks and their parsed
+# arrays are alive at once (benchmarks/README.md, "Design measurements").
 DEFAULT_BLOCK_SIZE = 1 << 20
 # Parser threads when the consumer does little per chunk (predict, whose margins are computed on
 # these threads; parse-only loops): with two cores, two parsers keep both busy.
 DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
 # Parser threads under training: the learner is the one sequential step, so it keeps a core of
-# its own, and the parsers take the others (up to two). On two cores a second parser took CPU
-# from the learner: nherd-p on the 1M-line benchmark, medians of 10 alternating runs, 1.47 s
-# with two parsers, 1.27 s with one; perceptron and pa2 (svmlight, VW, .gz) as fast or faster
-# with one. predict with one parser: 1.50 s instead of 1.17 s.
+# its own, and the parsers take the others (up to two): on two cores a second parser takes CPU
+# from the learner and slows training down, while predict, whose scores are computed on the
+# parser threads, needs both (benchmarks/README.md, "Design measurements").
 TRAINING_WORKERS = max(1, min(2, (os.cpu_count() or 1) - 1))
 FORMATS = ("auto", "svmlight", "vw")
 # how long a stopped iteration waits for its reading thread, which stops at its next block
@@ -87,11 +83,11 @@ def describe_token(token: bytes) -> str:
 class ChunkReader:
     """Iterates the chunks of every source in order (``"-"`` is stdin)."""
 
-    def __init__(self, paths, fmt="auto", features=None, skip_bad=False,
+    def __init__(self, paths, fmt="auto", *, features, skip_bad=False,
                  block_size=DEFAULT_BLOCK_SIZE, workers=None, process=None):
         """``paths``: file names, or Sources (a shard of a file: distributed/shards.py).
         ``features``: the FeatureSpace (features/space.py) that turns the tokens into rows,
-        and scales them, on the parser threads (default: FeatureSpace()). Labels come as
+        and scales them, on the parser threads. Labels come as
         written: one that is not a number is a class name, for the task (tasks/) to take or
         refuse.
         ``process(chunk)``, when given, runs in the parser thread right after parsing and its
@@ -101,7 +97,7 @@ class ChunkReader:
             raise StreamherdError(f"unknown --format '{fmt}'; use one of {', '.join(FORMATS)}")
         self.sources = [p if isinstance(p, Source) else Source(p) for p in (paths or ["-"])]
         self.fmt = fmt
-        self.features = FeatureSpace() if features is None else features
+        self.features = features
         self.skip_bad = skip_bad
         self.block_size = block_size
         self.bytes_done = 0  # raw bytes of finished sources plus the current position
@@ -307,7 +303,7 @@ class ChunkReader:
 
         merge_table = getattr(self._local, "merge_table", None)
         if merge_table is None:
-            merge_table = self._local.merge_table = new_merge_table()
+            merge_table = self._local.merge_table = self.features.new_merge_table()
         slot, complete = block.slot, block.complete
         buf = slot.buf
         outputs = slot.outputs_for(complete, block.newlines, self.features, buf[:complete])
@@ -382,9 +378,8 @@ class _ParseJobs:
     oldest untaken block (its own next one, or a later one) and parses it itself instead of
     waiting: the parse kernels release the GIL, so this is a second parser exactly when the
     consumer has nothing else to do. Training on two cores, the learner and one parser thread
-    each take a core and the parser is the slower: about a sixth of the blocks are then parsed
-    by the learner's thread. nherd-p on the 1M-line benchmark, medians of 10 alternating runs:
-    1.37 s instead of 1.46 s on svmlight, 1.54 s instead of 1.57 s on VW format.
+    each take a core and the parser is the slower: some of the blocks are then parsed by the
+    learner's thread, which would otherwise wait.
     """
 
     def __init__(self, parse, workers):

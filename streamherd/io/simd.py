@@ -7,8 +7,8 @@ one feature's value took half of its time. Here one 16-byte load gives, by four 
 compares, where the separator, the ':' and the '.' are and which bytes are digits; one byte
 shuffle then puts the index's digits and the value's digits (the '.' left out) right-aligned
 in the two halves of a vector, and three multiply-adds of neighbours (pairs, fours, eights)
-give both numbers at once. The parse kernel on 100 in-memory 1 MiB blocks of the benchmark
-files (one thread) takes 0.57x the time of the scalar reading on svmlight, 0.60x on VW format.
+give both numbers at once: far fewer instructions, and a parse kernel that much faster
+(benchmarks/README.md, "Design measurements").
 
 ``AVAILABLE`` is False on other CPUs and when numba compiles for a named CPU
 (NUMBA_CPU_NAME, e.g. for portable caches): the scanners then use the scalar reading, which
@@ -158,8 +158,8 @@ def digits_token(buf, s):
     end = _first(separators)
     colon = _first(colons)
     # Arithmetic, not conditional expressions, for what depends on the '.' or the ':': numba
-    # made branches of those, and whether a value has a '.' is unpredictable ("1", "0.25"):
-    # with them the parse kernel took 0.156 s instead of 0.100 s on 100 MiB of svmlight.
+    # made branches of those, and whether a value has a '.' is unpredictable ("1", "0.25"), so
+    # they were mispredicted feature after feature.
     has_value = np.int64(colon < end)
     name_end = min(colon, end)
     found = _first(dots >> (name_end + 1) << (name_end + 1))  # the first '.' after the name

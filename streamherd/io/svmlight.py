@@ -2,9 +2,9 @@
 import numpy as np
 from numba import njit
 
-from streamherd.features.stage import add, default_namespace, number_key
 from streamherd.io import linecodes as codes
 from streamherd.io import simd
+from streamherd.io.feature_stage import add, default_namespace, number_key
 from streamherd.io.lexing import (BAR, COLON, HASH, LF, MINUS, PLUS, SPACE, SWAR_REACH,
                                   fast_decimal, find_byte, is_blank, load_u8, parse_float,
                                   parse_index, simple_decimal, skip_blanks, swar_decimal,

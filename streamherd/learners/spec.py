@@ -93,6 +93,8 @@ class LearnerSpec:
 
     def __post_init__(self):
         assert self.covariance in COVARIANCES, self.covariance
+        for h in (*self.hyperparameters, *(self.regression or ())):
+            _DECLARED_FLAGS.setdefault(h.name, h.flag)
 
     @property
     def tasks(self):
@@ -127,12 +129,12 @@ class LearnerSpec:
         return next((h for h in self.hyperparameters if h.grid), None)
 
 
+# The flag of each hyperparameter some LearnerSpec declares (the first declaration's, in the
+# registry's order): noted as the specs are made, so that an error here can spell a flag
+# without importing the registry (learners/__init__.py), which imports this module.
+_DECLARED_FLAGS = {}
+
+
 def flag_of(name):
     """A flag for a hyperparameter name no learner of the moment declares (in an error)."""
-    from streamherd.learners import REGISTRY
-
-    for spec in REGISTRY.values():
-        for h in (*spec.hyperparameters, *(spec.regression or ())):
-            if h.name == name:
-                return h.flag
-    return f"-{name}" if len(name) == 1 else f"--{name}"
+    return _DECLARED_FLAGS.get(name, f"-{name}" if len(name) == 1 else f"--{name}")

@@ -7,18 +7,15 @@ latency.
 
 The kernels ask for the row two ahead (``row_ahead``): one slot of it per feature of the row
 they are reading, inside the same loop, then ``prefetch_rest`` for what is left of a longer
-row. Spread over the loop, the requests leave room for the row's own loads; a burst of 40
-prefetches before the loop filled the miss queue first. Measured against the burst:
-- nherd-p's kernel alone at -b 20, 580k in-memory lines, medians of 7 runs in three alternating
-  series: 0.17-0.23 s against 0.26-0.27 s;
-- whole commands, per-pair medians of 8 to 10 alternating runs: nherd-p 1.04-1.06x as fast,
-  cw 1.18x, pa2 1.12x, predict unchanged.
+row. Spread over the loop, the requests leave room for the row's own loads, where a burst of
+prefetches before the loop filled the miss queue first and made the row's own loads wait.
 The request is written out in each loop (``if ahead[0] + k - start < ahead[1]: prefetch(...)``)
 rather than called as a helper: numba wraps an inlined helper that takes arrays and branches in
-reference counting, NRT_incref and NRT_decref calls per feature, 2.5x slower.
+reference counting, NRT_incref and NRT_decref calls per feature, which cost more than the
+prefetch saves.
 
-Two rows ahead rather than one (measured with the burst; whole commands, medians of 5 to 8
-alternating runs): nherd-p 1.07-1.21x as fast, cw 1.13x, pa2 1.20x, predict 1.13x.
+Two rows ahead rather than one: one row's computation is too short to hide a load from main
+memory. (The measurements behind these choices: benchmarks/README.md, "Design measurements".)
 
 Learners with two per-slot arrays keep them as the two columns of one array
 (``Learner.interleaved``): slot j of both lies in one 16-byte pair, in one cache line, so one

@@ -10,7 +10,9 @@ repeated slots summed in the rows that may hold one; no Python work per row.
 import numpy as np
 from numba import njit
 
+from streamherd.errors import StreamherdError
 from streamherd.features.rows import merge_row, new_merge_table
+from streamherd.features.space import MAX_BITS, FeatureSpace
 from streamherd.io.csr import Chunk
 
 # Rows per chunk: enough that the per-chunk Python work (a few calls) is noise, few enough that
@@ -23,11 +25,11 @@ def fill_rows(src_indptr, src_indices, src_values, order, mask, add_bias, bias_s
               stamp, indptr, indices, values):
     """Rows ``order`` of the CSR matrix (src_*) into indptr/indices/values: column j at slot
     (j + 1) & mask, the bias (slot ``bias_slot``, value 1) last when ``add_bias``. A row that
-    may hold a slot twice has its repeated slots summed (features/rows.merge_row, with
+    may hold a slot twice has its repeated slots summed (rows.merge_row, with
     ``table`` and the row stamps ``stamp``, ``stamp + 1``, ...). Returns the entries written,
     or -1 - i when the sum of row i's repeated slots overflowed.
 
-    A row needs no merge, as the parser's feature stage tells (features/stage._append), when
+    A row needs no merge, as the parser's feature stage tells (stage._append), when
     its slots rise strictly, or rise, wrap around the mask once and rise to a last slot below
     the first, and the bias slot is not among them: a canonical matrix's rows whose columns
     fit the slots, the usual case, are copied and never merged."""
@@ -75,8 +77,6 @@ def fitting_bits(n_columns, bias, least=1):
     """The fewest bits (>= ``least``) at which ``n_columns`` columns and the bias each have a
     slot of their own, and no column sits at slot 0 (so that an svmlight file's indices up to
     ``n_columns`` are read, by ``streamherd predict`` too, at the slots the columns had)."""
-    from streamherd.features.space import MAX_BITS, FeatureSpace
-
     for bits in range(max(least, 1), MAX_BITS + 1):
         space = FeatureSpace(bits, bias)
         if n_columns < space.dim and injective(n_columns, space):
@@ -116,8 +116,6 @@ class MatrixRows:
                                 self.indices, self.values)
             self.stamp += len(rows)
             if written < 0:
-                from streamherd.errors import StreamherdError
-
                 raise StreamherdError(f"row {int(rows[-1 - written])} of {source}: the sum of "
                                       f"its columns that share a slot overflows; use more "
                                       f"bits or smaller values")
