@@ -57,7 +57,7 @@ def is_compressed(path):
     except OSError as e:
         raise StreamherdError(f"cannot read {path}: {e.strerror}; check the path and "
                               f"permissions") from None
-    return sources._detect_compression(head) is not None
+    return sources.detect_compression(head) is not None
 
 
 def plan_shards(paths, count):

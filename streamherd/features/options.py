@@ -9,7 +9,7 @@ This module imports neither numpy nor numba: the command line reads it before it
 it will run a kernel.
 """
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from streamherd.errors import StreamherdError
 

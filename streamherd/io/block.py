@@ -98,7 +98,8 @@ def _block_parser(fmt):
                          tge) = parse_vw_line(buf, q, end, space, indices, values, row_features)
                     else:
                         (code, row_features, ts, te, label, weight, ls, le, tgs,
-                         tge) = parse_svmlight_line(buf, q, end, space, indices, values, row_features)
+                         tge) = parse_svmlight_line(buf, q, end, space, indices, values,
+                                                    row_features)
                     if (code != codes.OK and code != codes.BINARY_BYTES and fmt != VW
                             and vw_shaped(buf, q, end)):
                         code, ts, te = codes.VW_LINE, q, end

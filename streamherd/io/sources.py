@@ -35,6 +35,10 @@ class _Prefixed(io.RawIOBase):
         self._prefix = prefix
         self._stream = stream
 
+    def skip_prefix(self, n):
+        """Drop the first ``n`` of the already-read bytes."""
+        self._prefix = self._prefix[n:]
+
     def readable(self):
         return True
 
@@ -67,7 +71,7 @@ def _could_be_compressed(head):
             or head.startswith(b"BZh") or b"BZh".startswith(head))
 
 
-def _detect_compression(head):
+def detect_compression(head):
     for magic, kind in _MAGIC.items():
         if head.startswith(magic):
             return kind
@@ -112,13 +116,14 @@ class Source:
                 raw = open(self.path, "rb", buffering=0)
             except OSError as e:
                 raise StreamherdError(
-                    f"cannot read {self.name}: {e.strerror}; check the path and permissions") from None
+                    f"cannot read {self.name}: {e.strerror}; check the path and permissions"
+                ) from None
             if os.path.isfile(self.path):
                 self.size = os.path.getsize(self.path)
         self._raw = raw
         interactive = _is_interactive(raw)
         head = _read_head(raw, interactive)
-        kind = _detect_compression(head)
+        kind = detect_compression(head)
         self.interactive = interactive and kind is None
         stream = _Prefixed(head, raw)
         if kind == "gzip":
@@ -128,7 +133,8 @@ class Source:
         elif kind == "xz":
             stream = lzma.LZMAFile(io.BufferedReader(stream, 1 << 20))
         elif kind == "zstd":
-            raise StreamherdError(f"{self.name} is zstd-compressed, which streamherd does not read; "
+            raise StreamherdError(f"{self.name} is zstd-compressed, which streamherd does not "
+                                  f"read; "
                                   f"decompress it first (zstd -dc {self.name} | streamherd ...)")
         self.stream = _without_byte_order_mark(stream, head if kind is None else None)
         self.compression = kind
@@ -170,7 +176,7 @@ def _without_byte_order_mark(stream, head=None):
     if head is None:
         return _PastMark(stream)
     if head.startswith(BYTE_ORDER_MARK):
-        stream._prefix = stream._prefix[len(BYTE_ORDER_MARK):]
+        stream.skip_prefix(len(BYTE_ORDER_MARK))
     return stream
 
 

@@ -1,4 +1,5 @@
-"""svmlight/libsvm lines: ``label [qid:N] index:value ... [# comment]``, parsed a block at a time."""
+"""svmlight/libsvm lines: ``label [qid:N] index:value ... [# comment]``, parsed a block at a
+time."""
 import numpy as np
 from numba import njit
 

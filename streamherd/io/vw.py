@@ -44,7 +44,8 @@ def _parse_header(buf, p, bar):
         te = q
         while te < bar and not is_blank(buf[te]):
             if is_binary(buf[te]):
-                return codes.BINARY_BYTES, q, te + 1, label, weight, label_start, label_end, tag_start, tag_end
+                return (codes.BINARY_BYTES, q, te + 1, label, weight,
+                        label_start, label_end, tag_start, tag_end)
             te += 1
         if buf[q] == QUOTE:
             tag_start = q + 1
@@ -56,7 +57,8 @@ def _parse_header(buf, p, bar):
             value, ok = parse_float(buf, q, te)
             if not ok:
                 if not is_text_label(buf, q, te):
-                    return codes.BAD_LABEL, q, te, label, weight, label_start, label_end, tag_start, tag_end
+                    return (codes.BAD_LABEL, q, te, label, weight,
+                            label_start, label_end, tag_start, tag_end)
                 value = np.nan  # a class name: label_start/label_end keep it
             label = value
             label_start = q
@@ -65,16 +67,19 @@ def _parse_header(buf, p, bar):
         elif numbers == 1:
             value, ok = parse_float(buf, q, te)
             if not ok or value < 0.0:
-                return codes.BAD_IMPORTANCE, q, te, label, weight, label_start, label_end, tag_start, tag_end
+                return (codes.BAD_IMPORTANCE, q, te, label, weight,
+                        label_start, label_end, tag_start, tag_end)
             weight = value
             numbers = 2
         elif numbers == 2:  # VW's "base" (initial prediction): checked, not used
             _, ok = parse_float(buf, q, te)
             if not ok:
-                return codes.EXTRA_TOKEN, q, te, label, weight, label_start, label_end, tag_start, tag_end
+                return (codes.EXTRA_TOKEN, q, te, label, weight,
+                        label_start, label_end, tag_start, tag_end)
             numbers = 3
         else:
-            return codes.EXTRA_TOKEN, q, te, label, weight, label_start, label_end, tag_start, tag_end
+            return (codes.EXTRA_TOKEN, q, te, label, weight,
+                    label_start, label_end, tag_start, tag_end)
         q = te
     return codes.OK, 0, 0, label, weight, label_start, label_end, tag_start, tag_end
 

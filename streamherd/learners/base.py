@@ -72,6 +72,19 @@ def check_blocks_fit(what, slot_bytes, dim, blocks, held=0):
         f"fits {fit_classes:,}; are the labels classes? real-valued ones want --loss squared)")
 
 
+def check_full_fits(name, dim, what="covariance", blocks=1):
+    """Refuse a dim x dim float64 matrix (dim = blocks x 2^bits slots) that would not fit in the
+    available memory; the error suggests the diagonal variant of ``name``'s family."""
+    from streamherd.learners import diagonal_variant
+
+    bits = (dim // max(blocks, 1)).bit_length() - 1   # (0 blocks: a state not grown yet)
+    classes = f" and {blocks} classes" if blocks > 1 else ""
+    check_memory(8 * dim * dim, f"{name} with -b {bits}{classes} needs a {dim}x{dim} {what} "
+                                f"matrix of",
+                 f"use a smaller -b{' or fewer classes' if blocks > 1 else ''} or the "
+                 f"diagonal variant --algo {diagonal_variant(name)}")
+
+
 class Learner:
     """Base class. A subclass sets the class attributes: its entry points (``entry_points``, see
     there) and state. One class serves the variants of a family: the registry line of each

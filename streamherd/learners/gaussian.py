@@ -19,9 +19,8 @@ naming the file and line.
 import numpy as np
 
 from streamherd.errors import StreamherdError
-from streamherd.learners.base import Learner
-from streamherd.learners.kernels.covariance import (check_full_fits, diag_confidences,
-                                                    full_confidences)
+from streamherd.learners.base import Learner, check_full_fits
+from streamherd.learners.kernels.covariance import diag_confidences, full_confidences
 
 
 # ---------------------------------------------------------------- the learner classes

@@ -21,9 +21,9 @@ difference for y and y' is its margin on Delta. No regression form: ``--loss squ
 import numpy as np
 from numba import njit
 
-from streamherd.learners.base import Learner
-from streamherd.learners.kernels.covariance import (check_full_fits, full_confidences,
-                                                    full_reset, full_sigma_x, full_update)
+from streamherd.learners.base import Learner, check_full_fits
+from streamherd.learners.kernels.covariance import (full_confidences, full_reset,
+                                                    full_sigma_x, full_update)
 from streamherd.learners.kernels.loops import (entry_point, mean_margin, mean_scores, run_joint,
                                                run_rules)
 from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, prefetch_rest

@@ -15,7 +15,6 @@ step is its ``plan`` (the step's numbers) and ``variance`` rule (``planned_step`
 import numpy as np
 from numba import njit
 
-from streamherd.learners import base
 from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, prefetch_rest
 from streamherd.learners.kernels.sparse import finite
 
@@ -182,18 +181,3 @@ def full_confidences(Sigma, indptr, indices, values, out):
                 inner += row[indices[q]] * values[q]
             total += values[k] * inner
         out[i] = total
-
-
-# ---------------------------------------------------------------- memory
-
-def check_full_fits(name, dim, what="covariance", blocks=1):
-    """Refuse a dim x dim float64 matrix (dim = blocks x 2^bits slots) that would not fit in the
-    available memory; the error suggests the diagonal variant of ``name``'s family."""
-    from streamherd.learners import diagonal_variant
-
-    bits = (dim // max(blocks, 1)).bit_length() - 1   # (0 blocks: a state not grown yet)
-    classes = f" and {blocks} classes" if blocks > 1 else ""
-    base.check_memory(8 * dim * dim, f"{name} with -b {bits}{classes} needs a {dim}x{dim} {what} "
-                                     f"matrix of",
-                      f"use a smaller -b{' or fewer classes' if blocks > 1 else ''} or the "
-                      f"diagonal variant --algo {diagonal_variant(name)}")
