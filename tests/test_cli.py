@@ -432,7 +432,7 @@ def test_bad_option_values_name_the_option(run_cli, tmp_path, flag, value, expec
 
 
 def test_train_start_up_imports_neither_pydantic_nor_scipy_nor_numba_compiler(tmp_path):
-    """Start-up weight (issue 6; its cost is measured in benchmarks/, not here): a plain train
+    """Start-up weight (its cost is measured in benchmarks/, not here): a plain train
     or predict loads neither typer's pydantic conversion nor scipy (numba's version check and
     BLAS probe, scipy.special) nor pyyaml (numba's config file) nor, with its kernels cached,
     what only numba's compiler needs (its registries, here the typed dict's) nor numba's array

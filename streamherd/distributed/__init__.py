@@ -1,4 +1,4 @@
-"""``streamherd dist-train`` on Dask (issue 22): iterative parameter mixing over shards.
+"""``streamherd dist-train`` on Dask: iterative parameter mixing over shards.
 
 shards.py cuts the inputs into shards (a file, or a byte range of a large uncompressed file);
 round.py trains one shard for one epoch from the current model (a pure function, a Dask task);
