@@ -320,10 +320,11 @@ def run_sequence(venv, site, src, work, probe=None):
 def machine():
     cpu = ""
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        with open("/proc/cpuinfo") as lines:
+            for line in lines:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
     except OSError:
         pass
     return {"cores": os.cpu_count(), "cpu": cpu, "kernel": platform.release(),

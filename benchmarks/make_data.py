@@ -7,7 +7,8 @@ from a hidden random hyperplane plus Gaussian noise, so there is something to le
 
 Generation is vectorised: per block of lines, each line is laid out as a fixed-width row of
 pre-rendered, zero-padded tokens (label, ``" <index>"``, ``":<value>"``, newline) gathered from
-tables as 8-byte words; dropping the zero bytes gives the text, so a million lines take seconds. The svmlight line ``1 3:2 17:0.5`` has the twin ``1 |f 3:2 17:0.5``
+tables as 8-byte words; dropping the zero bytes gives the text, so a million lines take
+seconds. The svmlight line ``1 3:2 17:0.5`` has the twin ``1 |f 3:2 17:0.5``
 (VW hashes an all-digit feature name as the integer plus the namespace seed).
 
 Files are cached under ``benchmarks/data/`` with the parameters in their names and are reused when
@@ -140,7 +141,7 @@ def binary_mnist(source, path):
             g.write(f"{'+1' if int(label) >= 5 else '-1'} {pixels}\n")
 
 
-def _gzip(src, dst):
+def gzip_file(src, dst):
     tmp = dst.with_suffix(dst.suffix + ".tmp")
     gz = shutil.which("pigz") or shutil.which("gzip")
     if gz:
@@ -170,7 +171,7 @@ def ensure(spec=Spec(), data_dir=DATA_DIR, gz=True, log=print):
         from concurrent.futures import ThreadPoolExecutor
         t = time.perf_counter()
         with ThreadPoolExecutor(len(todo)) as pool:  # gzip runs as a subprocess: both cores
-            list(pool.map(lambda job: _gzip(*job), todo))
+            list(pool.map(lambda job: gzip_file(*job), todo))
         log(f"gzipped {', '.join(src.name for src, _ in todo)} in {time.perf_counter() - t:.1f}s")
     return DataSet(spec, svm, vw, svm_gz, vw_gz, meta)
 

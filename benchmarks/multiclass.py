@@ -166,7 +166,8 @@ def render(datasets, joint, ova, seconds, regression, floor):
         "",
         f"{len(joint) + len(ova)} runs, {seconds:.1f} s of training in total.",
         "",
-        "Regression (`--loss squared`), generated data (20000 train / 5000 test lines, 40 features, "
+        "Regression (`--loss squared`), generated data (20000 train / 5000 test lines, "
+        "40 features, "
         "10 per line, noise sd 0.5, 5% outliers of sd 10; the test error includes the outliers), "
         "-b 8, default hyperparameters. Average squared loss, progressive / test:",
         "",

@@ -55,9 +55,9 @@ def loading(paths, repeat):
     for path in paths:
         ours, theirs = [], []
         for _ in range(repeat):   # alternating, so that both see the same machine
-            ours.append(median_seconds(lambda: load_svmlight(path), 1))
-            theirs.append(median_seconds(lambda: load_svmlight_file(str(path),
-                                                                    zero_based=False), 1))
+            ours.append(median_seconds(lambda path=path: load_svmlight(path), 1))
+            theirs.append(median_seconds(lambda path=path: load_svmlight_file(
+                str(path), zero_based=False), 1))
         n = load_svmlight(path)[0].shape[0]
         rows[path.name] = (statistics.median(ours), statistics.median(theirs), n)
         print(path.name, rows[path.name], flush=True)
@@ -89,10 +89,10 @@ def learning(path, algos, repeat):
     classes = sorted(set(y.tolist()))
     rows = {}
     for algo in algos:
-        def fit():
+        def fit(algo=algo):
             OnlineClassifier(algo, max_iter=1, shuffle=False, bits=BITS).fit(X, y)
 
-        def partial_fit():
+        def partial_fit(algo=algo):
             model = OnlineClassifier(algo, bits=BITS)
             for X_part, y_part in chunks:
                 model.partial_fit(X_part, y_part, classes=classes)

@@ -203,7 +203,8 @@ def in_orders(client, copies, test, folder, rounds, rule, chunks, **flags):
         chunks = chunks or test_chunks(test, stream)
         runs.append(compared(mistakes(stream, chunks), mistakes(dist, chunks)))
         streams.append(stream)
-        first = first if len(streams) > 1 else (stream, dist)
+        if len(streams) == 1:
+            first = (stream, dist)
     return runs, streams, chunks, first
 
 

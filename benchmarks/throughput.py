@@ -30,12 +30,10 @@ import os
 import platform
 import re
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -361,9 +359,10 @@ def user_files(path, log):
             os.replace(tmp, vw)
     gzs = {}
     for p in filter(None, (svm, vw)):
-        gz = make_data.DATA_DIR / f"{key}.{p.suffix.lstrip('.') or 'txt'}{'.vw' if p is vw else ''}.gz"
+        gz = (make_data.DATA_DIR
+              / f"{key}.{p.suffix.lstrip('.') or 'txt'}{'.vw' if p is vw else ''}.gz")
         if not gz.exists():
-            make_data._gzip(p, gz)
+            make_data.gzip_file(p, gz)
         gzs[p] = gz
     n = count_lines(vw)
     return svm, vw, gzs.get(svm), gzs[vw], n
@@ -564,7 +563,8 @@ def full_covariance_text(results):
              f"example for Sigma x, all rows read and written per update) / the bandwidth of a "
              f"numpy copy of an 8 MiB array ({r0['bandwidth'] / 1e9:.0f} GB/s, read + write).",
              "",
-             "| learner | examples | updates | seconds | GB of Sigma touched | bound s | time / bound |",
+             "| learner | examples | updates | seconds | GB of Sigma touched | bound s "
+             "| time / bound |",
              "|:---|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         lines.append(f"| {r['algo']} | {r['examples']} | {r['updates']} | {r['seconds']:.3f} | "
@@ -631,7 +631,8 @@ def write_readme(cases, args, mach, data_desc, command, full_cov):
         f"machine's slow and fast minutes spread over all rows, VW's included; "
         f"CPU s is the median user+system time (above the wall time when the parser thread and the "
         f"learner overlap); peak RSS from `os.wait4` in a small launcher process. Load average "
-        f"during the run: {load_desc(cases)}. Progress output on, to a file; predictions to /dev/null. "
+        f"during the run: {load_desc(cases)}. Progress output on, to a file; predictions to "
+        f"/dev/null. "
         f"examples/s and MB/s use the uncompressed input size. \"vs VW\" is the matching VW "
         f"run's time divided by this run's (1.00x = as fast as VW; train rows compare with `VW "
         f"train`, predict with `VW predict -t`, .gz with the VW .gz run). Parse rows iterate "
@@ -711,7 +712,7 @@ def display_cmd(cmd):
     """A command for humans: repo-relative paths, `python` and `streamherd` spelled plainly."""
     out = []
     root = HERE.parent
-    for i, c in enumerate(map(str, cmd)):
+    for c in map(str, cmd):
         if c == sys.executable:
             c = "python"
         elif c.startswith(str(root) + os.sep):
@@ -761,7 +762,8 @@ def main(argv=None):
                      f"in 1..{spec.max_index:,}, half uniform and half log-uniform), "
                      f"{m['positives'] / m['lines']:.1%} positive; svmlight "
                      f"{m['svm_bytes'] / 1e6:.0f} MB, VW twin {m['vw_bytes'] / 1e6:.0f} MB, "
-                     f".gz {svm_gz.stat().st_size / 1e6:.0f} MB / {vw_gz.stat().st_size / 1e6:.0f} MB.")
+                     f".gz {svm_gz.stat().st_size / 1e6:.0f} MB / "
+                     f"{vw_gz.stat().st_size / 1e6:.0f} MB.")
     print(f"data: {data_desc}")
 
     cases = build_cases(args, svm, vw, svm_gz, vw_gz, examples, algos, log)

@@ -32,7 +32,10 @@ def documents(rng):
         yield doc, label, words, counts
 
 
-def main(folder=Path(__file__).resolve().parent):
+HERE = Path(__file__).resolve().parent
+
+
+def main(folder=HERE):
     rng = np.random.default_rng(SEED)
     svm_lines, vw_lines = [], []
     for doc, label, words, counts in documents(rng):
