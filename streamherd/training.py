@@ -104,8 +104,6 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                            *(("--save-bank model", selection.bank_path(final_model, k + 1), path)
                              for k, path in enumerate(bank_paths or ())),
                            ("predictions", predictions, predictions_path)])
-    task_from_labels = model.undecided   # (a later pass's reader: as the first's)
-
     def note(text):   # silenced by --quiet, as every notice (notices_silenced below)
         notice(f"streamherd: {text}")
 
@@ -119,7 +117,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         def new_reader():
             return ChunkReader(inputs, fmt=fmt, features=model.space, skip_bad=skip_bad,
                                block_size=block_size, workers=TRAINING_WORKERS,
-                               process=None if task_from_labels else model.task.check_labels)
+                               process=None if model.task_from_labels
+                               else model.task.check_labels)
         reader = new_reader()
         total = reader.total_bytes
         progress = ProgressiveValidation(quiet=quiet, total_bytes=total and total * passes.count,

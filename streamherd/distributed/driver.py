@@ -120,24 +120,24 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
     task_flags = {k: flags.pop(k, None) for k in ("loss", "multiclass", "classes")}
     flags = ModelFlags(choice=tasks.choose(**task_flags),
                        **{k: v for k, v in flags.items() if v is not None})
-    start = OnlineModel.continued(initial_model, flags, settings.skip_bad) \
+    online = OnlineModel.continued(initial_model, flags, settings.skip_bad) \
         if initial_model is not None else OnlineModel.new(flags, settings.skip_bad)
-    if start.algo == "voted-perceptron":
+    if online.algo == "voted-perceptron":
         raise StreamherdError("the voted perceptron keeps a list of updates, which shards "
                               "cannot average; use --algo avg-perceptron")
     # every check that needs no shard is made before a cluster starts
-    _rule(mix, _checked_state(start), start.task.kind, shard_count)
+    _rule(mix, _checked_state(online), online.task.kind, shard_count)
     token = uuid.uuid4().hex   # the run's tasks' keys
     with (_given(client) if client is not None
           else dask_client(cluster.scheduler, cluster.workers)) as client:
         shards = _numbered(client, plan_shards(
             paths, shard_count or len(client.scheduler_info()["workers"])), token)
-        start, model = starting_model(client, start, shards, settings, token)
-        rule = _rule(mix, model[1], start.task.kind, len(shards))
+        online, model = starting_model(client, online, shards, settings, token)
+        rule = _rule(mix, model[1], online.task.kind, len(shards))
         return _run_rounds(client, shards, model, rule, rounds, mix.weights, settings,
-                           RoundTable(quiet, start.task.loss_name,
+                           RoundTable(quiet, online.task.loss_name,
                                       settings.holdout_period > 0), model_path, token,
-                           start.calibration, early_terminate)
+                           online.calibration, early_terminate)
 
 
 def _refuse_auto(algo, options):
@@ -159,23 +159,23 @@ def _refuse_auto(algo, options):
                           f"dist-train ({flag} VALUE)")
 
 
-def _checked_state(start):
+def _checked_state(online):
     """The state arrays the mixing rule is checked against before the cluster starts. A new
     multiclass model without --classes has no class yet (its classes come from the label
     scan), and a one-vs-all learner of no class has no arrays: one stand-in class gives the
     arrays' names and kinds, which is what the rule reads."""
-    task = start.task
+    task = online.task
     if task.kind == "multiclass" and not len(task.labels):
-        start = start.with_task(tasks.MulticlassTask(ClassLabels(["stand-in"]), task.mode,
-                                                     task.skip_bad))
-    return start.arrays()
+        online = online.with_task(tasks.MulticlassTask(ClassLabels(["stand-in"]), task.mode,
+                                                       task.skip_bad))
+    return online.arrays()
 
 
-def starting_model(client, start, shards, settings, token):
-    """(the OnlineModel ``start`` with its task settled (_settled), the model (meta, arrays)
+def starting_model(client, online, shards, settings, token):
+    """(the OnlineModel ``online`` with its task settled (_settled), the model (meta, arrays)
     round 1 starts from)."""
-    start = _settled(client, start, shards, settings, token)
-    return start, (start.meta(0, float("nan")), copied(start.arrays()))
+    online = _settled(client, online, shards, settings, token)
+    return online, (online.meta(0, float("nan")), copied(online.arrays()))
 
 
 def _rule(mix, state, kind, shards):
@@ -307,20 +307,20 @@ def _numbered(client, shards, token):
     return numbered(shards, [counts.get(i) for i in range(len(shards))])
 
 
-def _settled(client, start, shards, settings, token):
+def _settled(client, online, shards, settings, token):
     """The model with its task fixed before round 1: every shard must learn the same task.
     Without --multiclass, --classes or --loss the first chunk of the first shard decides, as
     train's first chunk does. A new multiclass model without --classes gets the classes of
     a label scan of every shard (their union in shard order: the order of first appearance),
     so that every shard's class blocks are the same classes in the same order."""
-    task = start.task
-    if start.undecided:
-        first = next(iter(reader_of(shards[0], start.space, settings, workers=0).chunks()),
+    task = online.task
+    if online.undecided:
+        first = next(iter(reader_of(shards[0], online.space, settings, workers=0).chunks()),
                      None)
         task = tasks.BinaryTask(skip_bad=settings.skip_bad) if first is None \
             else tasks.detect(first, settings.skip_bad)
     if task.kind == "multiclass" and not task.labels.fixed and not len(task.labels):
-        futures = client.map(shard_classes, shards, space=start.space, settings=settings,
+        futures = client.map(shard_classes, shards, space=online.space, settings=settings,
                              key=[f"dist-train-{token}-labels-{i}" for i in range(len(shards))],
                              retries=TASK_RETRIES)
         union = {}
@@ -329,7 +329,7 @@ def _settled(client, start, shards, settings, token):
                 union.setdefault(key, name)
         task = tasks.MulticlassTask(ClassLabels(list(union.values())), task.mode,
                                     settings.skip_bad)
-    return start if task is start.task else start.with_task(task)
+    return online if task is online.task else online.with_task(task)
 
 
 def run_round(client, shards, model, settings, name, calibrating=None):

@@ -43,7 +43,7 @@ class Calibrating:
     saved: "dict | None" = None
 
 
-def start_of(meta, state, skip_bad=False, calibrating=None):
+def online_model_of(meta, state, skip_bad=False, calibrating=None):
     """The OnlineModel that continues the model (``meta``, ``state``), whose arrays are
     copied: the caller's (the driver's, in a threaded cluster) are left as they are;
     ``calibrating``: a Calibrating, or None (no calibration learned)."""
@@ -89,18 +89,18 @@ def train_shard(shard, model, settings=Settings(), calibrating=None):
     the shard's ShardResult, with the calibration's statistics of its progressive predictions
     when ``calibrating`` (a Calibrating) says so."""
     meta, state = model
-    start = start_of(meta, state, settings.skip_bad, calibrating)
-    start.calibrating = calibrating is not None
+    online = online_model_of(meta, state, settings.skip_bad, calibrating)
+    online.calibrating = calibrating is not None
     progress = ProgressiveValidation(quiet=True)
-    chunks = reader_of(shard, start.space, settings, process=start.task.check_labels)
+    chunks = reader_of(shard, online.space, settings, process=online.task.check_labels)
     period = settings.holdout_period
-    learn_from(held_out_lines(chunks, period) if period else chunks, start, progress,
+    learn_from(held_out_lines(chunks, period) if period else chunks, online, progress,
                holdout=bool(period))
-    return ShardResult(copied(start.arrays()), start.learner.meta(), start.task.meta(),
+    return ShardResult(copied(online.arrays()), online.learner.meta(), online.task.meta(),
                        Counters(progress.examples, progress.labeled, progress.weighted,
                                 progress.loss_sum, progress.mistakes, progress.updates,
                                 progress.holdout_loss_sum, progress.holdout_weight),
-                       start.calibration if calibrating is not None else None)
+                       online.calibration if calibrating is not None else None)
 
 
 def held_out_lines(chunks, period):

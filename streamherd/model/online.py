@@ -33,14 +33,14 @@ PIECE = 256
 
 
 class UpdateFailed(StreamherdError):
-    """An update made the learner's state non-finite (learners.base.UnstableUpdate): ``row``
-    is the row of the chunk given to ``learn``, ``line`` its line number there, ``what`` what
-    went wrong and ``gentler`` the hyperparameter changes that make steps smaller ("lower -C").
-    Each face words it its way (file:line, row i of X)."""
+    """An update made the learner's state non-finite (learners.base.UnstableUpdate): ``line``
+    is the line number of its row in the chunk given to ``learn``, ``what`` what went wrong and
+    ``gentler`` the hyperparameter changes that make steps smaller ("lower -C"). Each face
+    words it its way (file:line, row i of X)."""
 
-    def __init__(self, row, line, what, gentler):
+    def __init__(self, line, what, gentler):
         super().__init__(f"row {line}: {what}")
-        self.row, self.line, self.what, self.gentler = row, line, what, gentler
+        self.line, self.what, self.gentler = line, what, gentler
 
 
 class Step(NamedTuple):
@@ -300,7 +300,7 @@ class OnlineModel:
                     self._learn(task, learner, calibration, targets, rows))
             return self._learn(self.task, self.learner, self.calibration, targets, rows)
         except UnstableUpdate as e:   # e.index: a row of the chunk the learner saw
-            raise UpdateFailed(e.index, int(rows.line_numbers[e.index]), e.what,
+            raise UpdateFailed(int(rows.line_numbers[e.index]), e.what,
                                _gentler(self.learner.options)) from None
 
     def _learn(self, task, learner, calibration, targets, rows):
