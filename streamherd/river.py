@@ -68,10 +68,13 @@ from streamherd.io.csr import Chunk
 from streamherd.labels import ClassLabels
 from streamherd.learners.base import Learner, UnstableUpdate
 from streamherd.model import OnlineModel, UpdateFailed
+from streamherd.parameters import EstimatorInit
 from streamherd.sklearn import InvalidParameter, class_text, has_probabilities
 
 __all__ = ["OnlineClassifier", "OnlineRegressor"]
 
+# the parameters of both models after algo and the hyperparameters (parameters.py)
+SETTINGS = dict(bits=18, normalize=False, fit_intercept=True)
 # The one-row buffers' first size (entries); a longer example grows them.
 _ROW_CAPACITY = 1024
 
@@ -518,9 +521,9 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
     algo
         The learner (``streamherd algos``): perceptron, pa, pa1, pa2, nherd-p, arow-p, cw,
         scw1, ... (aliases taken).
-    C, r, eta, a, b, max_support
-        The learner's hyperparameters (None: its default); a learner ignores those it does
-        not take.
+    C, r, eta, a, b, max_support, ...
+        The learner's hyperparameters (None: its default), every one the registry declares;
+        a learner ignores those it does not take.
     multiclass
         How a multiclass model learns: "joint", "ova" (one-versus-all) or "mira".
     bits
@@ -532,16 +535,13 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
 
     """
 
-    def __init__(self, algo="arow-p", C=None, r=None, eta=None, a=None, b=None,
-                 max_support=None, multiclass="joint", bits=18, normalize=False,
-                 fit_intercept=True):
-        self.algo, self.C, self.r, self.eta, self.a, self.b = algo, C, r, eta, a, b
-        self.max_support, self.multiclass, self.bits = max_support, multiclass, bits
-        self.normalize, self.fit_intercept = normalize, fit_intercept
+    def _initialize(self):
         self._setup()
         self._binary = False
         self._classes = []        # the classes, in the order they appeared (class ids)
         self._class_ids = {}
+
+    __init__ = EstimatorInit("arow-p", dict(multiclass="joint", **SETTINGS), then=_initialize)
 
     @property
     def _multiclass(self):
@@ -698,8 +698,8 @@ class OnlineRegressor(_RiverModel, base.MiniBatchRegressor):
     ----------
     algo
         The learner: pa, pa1, pa2, nherd-*, arow-*.
-    C, r, a, epsilon
-        The learner's hyperparameters (None: its default).
+    C, r, a, epsilon, ...
+        The hyperparameters of the learners with a squared-loss form (None: its default).
     bits
         2^bits weight slots (``streamherd train -b``).
     normalize
@@ -709,15 +709,14 @@ class OnlineRegressor(_RiverModel, base.MiniBatchRegressor):
 
     """
 
-    def __init__(self, algo="arow-p", C=None, r=None, a=None, epsilon=None, bits=18,
-                 normalize=False, fit_intercept=True):
-        self.algo, self.C, self.r, self.a, self.epsilon = algo, C, r, a, epsilon
-        self.bits, self.normalize, self.fit_intercept = bits, normalize, fit_intercept
+    def _initialize(self):
         self._setup()
         if learners.spec(self._algo()).regression is None:
             takers = ", ".join(n for n, s in learners.REGISTRY.items() if s.regression is not None)
             raise InvalidParameter(f"{self._algo()} has no squared-loss form; OnlineRegressor "
                                    f"takes {takers}")
+
+    __init__ = EstimatorInit("arow-p", SETTINGS, task="regression", then=_initialize)
 
     @classmethod
     def _unit_test_params(cls):

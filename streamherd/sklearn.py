@@ -10,10 +10,11 @@ shuffle=False`` a model fitted on ``load_svmlight(f)`` is the model ``streamherd
 writes, and ``save_model``/``load_model`` exchange models with ``streamherd predict`` and
 ``train -i``.
 
-Hyperparameters (C, r, eta, a, b, max_support, epsilon) are the registry's
-(learners/__init__.py): None means the learner's default; a learner uses those it takes and
-ignores the others (so a grid over ``algo`` and ``C`` runs AROW with its own r); a value out of
-range is a ValueError with the command line's one-line message.
+Hyperparameters (C, r, eta, a, b, max_support, epsilon, and any a registered learner declares)
+are the registry's (learners/__init__.py; the parameters are generated from it, parameters.py):
+None means the learner's default; a learner uses those it takes and ignores the others (so a grid
+over ``algo`` and ``C`` runs AROW with its own r); a value out of range is a ValueError with the
+command line's one-line message.
 
 ``bits`` None: the fewest bits at which every column and the bias have a slot of their own
 (features/matrix.fitting_bits); give ``bits`` to match a CLI model's (``-b``, 18 by default): with
@@ -38,12 +39,18 @@ from streamherd.features.space import MAX_BITS, FeatureSpace
 from streamherd.features.matrix import MatrixRows, fitting_bits
 from streamherd.labels import BinaryLabels, ClassLabels, label_text
 from streamherd.model import OnlineModel, UpdateFailed
+from streamherd.parameters import EstimatorInit
 from streamherd.tasks.base import Scored
 
 __all__ = ["OnlineClassifier", "OnlineRegressor", "PerceptronClassifier", "PAClassifier",
            "NHERDClassifier", "AROWClassifier", "NAROWClassifier", "CWClassifier",
            "SCWClassifier", "SOPClassifier", "PARegressor", "NHERDRegressor", "AROWRegressor",
            "load_model", "InvalidParameter"]
+
+# the parameters of every estimator after algo and the hyperparameters (parameters.py)
+REGRESSOR_SETTINGS = dict(max_iter=5, shuffle=True, random_state=None, bits=None, normalize=False,
+                          fit_intercept=True)
+CLASSIFIER_SETTINGS = dict(multiclass="joint", calibration="isotonic", **REGRESSOR_SETTINGS)
 
 _SPARSE = ("csr", "csc", "coo")
 # X of these exact types (no subclass) is not a dataframe, has no feature names and passes
@@ -69,8 +76,6 @@ class _OnlineEstimator(BaseEstimator):
     _rows (the buffers of features/matrix.MatrixRows, not pickled), examples_ (rows learned
     from)."""
 
-    _families = ()   # the registry modules a named subclass takes its algo from (all: ())
-
     # ------------------------------------------------------------ parameters
 
     def _algo(self):
@@ -79,8 +84,9 @@ class _OnlineEstimator(BaseEstimator):
             name = learners.canonical_name(self.algo)
         except StreamherdError as e:
             raise InvalidParameter.of(e) from None
-        if self._families and learners.spec(name).module not in self._families:
-            family = [n for n, s in learners.REGISTRY.items() if s.module in self._families]
+        parameters = type(self).__init__
+        if parameters.families and not parameters.takes(learners.spec(name)):
+            family = [n for n, s in learners.REGISTRY.items() if parameters.takes(s)]
             raise InvalidParameter(f"{type(self).__name__} takes algo {', '.join(family)}; got "
                                    f"{self.algo!r} (OnlineClassifier/OnlineRegressor take any)")
         return name
@@ -337,10 +343,7 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
     unit L2 norm, the bias kept at 1 (``--normalize``). ``fit_intercept``: VW's constant feature.
     """
 
-    def __init__(self, algo="arow-p", *, C=None, r=None, eta=None, a=None, b=None, max_support=None,
-                 multiclass="joint", calibration="isotonic", max_iter=5, shuffle=True,
-                 random_state=None, bits=None, normalize=False, fit_intercept=True):
-        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+    __init__ = EstimatorInit("arow-p", CLASSIFIER_SETTINGS)
 
     # ------------------------------------------------------------ learning
 
@@ -531,10 +534,7 @@ class OnlineRegressor(RegressorMixin, _OnlineEstimator):
     (``streamherd train --loss squared``: pa, pa1, pa2, nherd, arow); see OnlineClassifier for
     the other parameters."""
 
-    def __init__(self, algo="arow-p", *, C=None, r=None, a=None, epsilon=None, max_iter=5,
-                 shuffle=True, random_state=None, bits=None, normalize=False,
-                 fit_intercept=True):
-        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+    __init__ = EstimatorInit("arow-p", REGRESSOR_SETTINGS, task="regression")
 
     def fit(self, X, y, sample_weight=None):
         """``max_iter`` online passes over (X, y) from a fresh model."""
@@ -579,119 +579,71 @@ class OnlineRegressor(RegressorMixin, _OnlineEstimator):
 class PerceptronClassifier(OnlineClassifier):
     """Rosenblatt's perceptron, its averaged and its voted forms (Freund & Schapire)."""
 
-    _families = ("algorithms.perceptron", "algorithms.voted")
-
-    def __init__(self, algo="perceptron", *, max_support=None, multiclass="joint",
-                 calibration="isotonic", max_iter=5, shuffle=True, random_state=None, bits=None,
-                 normalize=False, fit_intercept=True):
-        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+    __init__ = EstimatorInit("perceptron", CLASSIFIER_SETTINGS,
+                             families=(".algorithms.perceptron", ".algorithms.voted"))
 
 
 class PAClassifier(OnlineClassifier):
     """Passive-Aggressive (Crammer et al. 2006): pa, pa1 (C caps the step), pa2 (C softens it)."""
 
-    _families = ("algorithms.pa",)
-
-    def __init__(self, algo="pa2", *, C=None, multiclass="joint", calibration="isotonic",
-                 max_iter=5, shuffle=True, random_state=None, bits=None, normalize=False,
-                 fit_intercept=True):
-        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+    __init__ = EstimatorInit("pa2", CLASSIFIER_SETTINGS, families=(".algorithms.pa",))
 
 
 class NHERDClassifier(OnlineClassifier):
     """Normal Herd (Crammer & Lee 2010): nherd-e, nherd-p, nherd-d (diagonal rules), nherd-full."""
 
-    _families = ("algorithms.nherd",)
-
-    def __init__(self, algo="nherd-p", *, C=None, a=None, multiclass="joint",
-                 calibration="isotonic", max_iter=5, shuffle=True, random_state=None, bits=None,
-                 normalize=False, fit_intercept=True):
-        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+    __init__ = EstimatorInit("nherd-p", CLASSIFIER_SETTINGS, families=(".algorithms.nherd",))
 
 
 class AROWClassifier(OnlineClassifier):
     """AROW (Crammer, Kulesza & Dredze 2009): arow-p, arow-d (diagonal), arow-full."""
 
-    _families = ("algorithms.arow",)
-
-    def __init__(self, algo="arow-p", *, r=None, a=None, multiclass="joint", calibration="isotonic",
-                 max_iter=5, shuffle=True, random_state=None, bits=None, normalize=False,
-                 fit_intercept=True):
-        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+    __init__ = EstimatorInit("arow-p", CLASSIFIER_SETTINGS, families=(".algorithms.arow",))
 
 
 class NAROWClassifier(OnlineClassifier):
     """NAROW (Orabona & Crammer 2010): AROW that skips examples it is sure of (b)."""
 
-    _families = ("algorithms.narow",)
-
-    def __init__(self, algo="narow-p", *, b=None, a=None, multiclass="joint",
-                 calibration="isotonic", max_iter=5, shuffle=True, random_state=None, bits=None,
-                 normalize=False, fit_intercept=True):
-        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+    __init__ = EstimatorInit("narow-p", CLASSIFIER_SETTINGS, families=(".algorithms.narow",))
 
 
 class CWClassifier(OnlineClassifier):
     """Confidence-Weighted learning (Dredze, Crammer & Pereira 2008): cw, cw-full."""
 
-    _families = ("algorithms.cw",)
-
-    def __init__(self, algo="cw", *, eta=None, a=None, multiclass="joint", calibration="isotonic",
-                 max_iter=5, shuffle=True, random_state=None, bits=None, normalize=False,
-                 fit_intercept=True):
-        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+    __init__ = EstimatorInit("cw", CLASSIFIER_SETTINGS, families=(".algorithms.cw",))
 
 
 class SCWClassifier(OnlineClassifier):
     """Soft Confidence-Weighted learning (Wang, Zhao & Hoi 2012): scw1, scw2 and their -full."""
 
-    _families = ("algorithms.scw",)
-
-    def __init__(self, algo="scw1", *, C=None, eta=None, a=None, multiclass="joint",
-                 calibration="isotonic", max_iter=5, shuffle=True, random_state=None, bits=None,
-                 normalize=False, fit_intercept=True):
-        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+    __init__ = EstimatorInit("scw1", CLASSIFIER_SETTINGS, families=(".algorithms.scw",))
 
 
 class SOPClassifier(OnlineClassifier):
     """The second-order perceptron (Cesa-Bianchi, Conconi & Gentile 2005): sop, sop-full."""
 
-    _families = ("algorithms.sop",)
-
-    def __init__(self, algo="sop", *, a=None, multiclass="joint", calibration="isotonic",
-                 max_iter=5, shuffle=True, random_state=None, bits=None, normalize=False,
-                 fit_intercept=True):
-        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+    __init__ = EstimatorInit("sop", CLASSIFIER_SETTINGS, families=(".algorithms.sop",))
 
 
 class PARegressor(OnlineRegressor):
     """Passive-Aggressive regression (epsilon-insensitive): pa, pa1, pa2."""
 
-    _families = ("algorithms.pa",)
-
-    def __init__(self, algo="pa2", *, C=None, epsilon=None, max_iter=5, shuffle=True,
-                 random_state=None, bits=None, normalize=False, fit_intercept=True):
-        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+    __init__ = EstimatorInit("pa2", REGRESSOR_SETTINGS, families=(".algorithms.pa",),
+                             task="regression")
 
 
 class NHERDRegressor(OnlineRegressor):
     """Normal Herd's squared-loss form."""
 
-    _families = ("algorithms.nherd",)
-
-    def __init__(self, algo="nherd-p", *, C=None, a=None, max_iter=5, shuffle=True,
-                 random_state=None, bits=None, normalize=False, fit_intercept=True):
-        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+    __init__ = EstimatorInit("nherd-p", REGRESSOR_SETTINGS, families=(".algorithms.nherd",),
+                             task="regression")
 
 
 class AROWRegressor(OnlineRegressor):
     """AROW's squared-loss form (Vaits & Crammer's recursive least squares with r)."""
 
-    _families = ("algorithms.arow",)
-
-    def __init__(self, algo="arow-p", *, r=None, a=None, max_iter=5, shuffle=True,
-                 random_state=None, bits=None, normalize=False, fit_intercept=True):
-        vars(self).update({k: v for k, v in locals().items() if k != "self"})
+    __init__ = EstimatorInit("arow-p", REGRESSOR_SETTINGS, families=(".algorithms.arow",),
+                             task="regression")
 
 
 # ---------------------------------------------------------------- model files

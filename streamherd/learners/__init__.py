@@ -40,37 +40,51 @@ EPSILON = Hyperparameter("epsilon", ("--epsilon",), 0.0, NON_NEGATIVE,
                          "insensitivity epsilon of the regression loss (--loss squared)")
 
 _VARIANTS = (
-    LearnerSpec("perceptron", "algorithms.perceptron", "Perceptron"),
-    LearnerSpec("avg-perceptron", "algorithms.perceptron", "AveragedPerceptron"),
-    LearnerSpec("voted-perceptron", "algorithms.voted", "VotedPerceptron", (MAX_SUPPORT,)),
-    LearnerSpec("pa", "algorithms.pa", "PassiveAggressive", (), (EPSILON,)),
-    LearnerSpec("pa1", "algorithms.pa", "PassiveAggressive", (C,), (EPSILON,), rule="I"),
-    LearnerSpec("pa2", "algorithms.pa", "PassiveAggressive", (C,), (EPSILON,), rule="II"),
-    LearnerSpec("nherd-e", "algorithms.nherd", "Nherd", (C, A), (), "diagonal", "exact"),
-    LearnerSpec("nherd-p", "algorithms.nherd", "Nherd", (C, A), (), "diagonal", "project"),
-    LearnerSpec("nherd-d", "algorithms.nherd", "Nherd", (C, A), (), "diagonal", "drop"),
-    LearnerSpec("nherd-full", "algorithms.nherd", "Nherd", (C, A), (), "full"),
-    LearnerSpec("arow-p", "algorithms.arow", "Arow", (R, A), (), "diagonal", "project"),
-    LearnerSpec("arow-d", "algorithms.arow", "Arow", (R, A), (), "diagonal", "drop"),
-    LearnerSpec("arow-full", "algorithms.arow", "Arow", (R, A), (), "full"),
-    LearnerSpec("narow-p", "algorithms.narow", "Narow", (B, A), None, "diagonal", "project"),
-    LearnerSpec("narow-d", "algorithms.narow", "Narow", (B, A), None, "diagonal", "drop"),
-    LearnerSpec("narow-full", "algorithms.narow", "Narow", (B, A), None, "full"),
-    LearnerSpec("cw", "algorithms.cw", "ConfidenceWeighted", (ETA, A), None, "diagonal"),
-    LearnerSpec("cw-full", "algorithms.cw", "ConfidenceWeighted", (ETA, A), None, "full"),
-    LearnerSpec("scw1", "algorithms.scw", "SoftConfidenceWeighted", (C, ETA, A), None,
+    LearnerSpec("perceptron", ".algorithms.perceptron", "Perceptron"),
+    LearnerSpec("avg-perceptron", ".algorithms.perceptron", "AveragedPerceptron"),
+    LearnerSpec("voted-perceptron", ".algorithms.voted", "VotedPerceptron", (MAX_SUPPORT,)),
+    LearnerSpec("pa", ".algorithms.pa", "PassiveAggressive", (), (EPSILON,)),
+    LearnerSpec("pa1", ".algorithms.pa", "PassiveAggressive", (C,), (EPSILON,), rule="I"),
+    LearnerSpec("pa2", ".algorithms.pa", "PassiveAggressive", (C,), (EPSILON,), rule="II"),
+    LearnerSpec("nherd-e", ".algorithms.nherd", "Nherd", (C, A), (), "diagonal", "exact"),
+    LearnerSpec("nherd-p", ".algorithms.nherd", "Nherd", (C, A), (), "diagonal", "project"),
+    LearnerSpec("nherd-d", ".algorithms.nherd", "Nherd", (C, A), (), "diagonal", "drop"),
+    LearnerSpec("nherd-full", ".algorithms.nherd", "Nherd", (C, A), (), "full"),
+    LearnerSpec("arow-p", ".algorithms.arow", "Arow", (R, A), (), "diagonal", "project"),
+    LearnerSpec("arow-d", ".algorithms.arow", "Arow", (R, A), (), "diagonal", "drop"),
+    LearnerSpec("arow-full", ".algorithms.arow", "Arow", (R, A), (), "full"),
+    LearnerSpec("narow-p", ".algorithms.narow", "Narow", (B, A), None, "diagonal", "project"),
+    LearnerSpec("narow-d", ".algorithms.narow", "Narow", (B, A), None, "diagonal", "drop"),
+    LearnerSpec("narow-full", ".algorithms.narow", "Narow", (B, A), None, "full"),
+    LearnerSpec("cw", ".algorithms.cw", "ConfidenceWeighted", (ETA, A), None, "diagonal"),
+    LearnerSpec("cw-full", ".algorithms.cw", "ConfidenceWeighted", (ETA, A), None, "full"),
+    LearnerSpec("scw1", ".algorithms.scw", "SoftConfidenceWeighted", (C, ETA, A), None,
                 "diagonal", "I"),
-    LearnerSpec("scw2", "algorithms.scw", "SoftConfidenceWeighted", (C, ETA, A), None,
+    LearnerSpec("scw2", ".algorithms.scw", "SoftConfidenceWeighted", (C, ETA, A), None,
                 "diagonal", "II"),
-    LearnerSpec("scw1-full", "algorithms.scw", "SoftConfidenceWeighted", (C, ETA, A), None,
+    LearnerSpec("scw1-full", ".algorithms.scw", "SoftConfidenceWeighted", (C, ETA, A), None,
                 "full", "I"),
-    LearnerSpec("scw2-full", "algorithms.scw", "SoftConfidenceWeighted", (C, ETA, A), None,
+    LearnerSpec("scw2-full", ".algorithms.scw", "SoftConfidenceWeighted", (C, ETA, A), None,
                 "full", "II"),
-    LearnerSpec("sop", "algorithms.sop", "SecondOrderPerceptron", (A,), None, "diagonal"),
-    LearnerSpec("sop-full", "algorithms.sop", "SecondOrderPerceptronFull", (A,), None, "full"),
+    LearnerSpec("sop", ".algorithms.sop", "SecondOrderPerceptron", (A,), None, "diagonal"),
+    LearnerSpec("sop-full", ".algorithms.sop", "SecondOrderPerceptronFull", (A,), None, "full"),
 )
 REGISTRY = {spec.name: spec for spec in _VARIANTS}
 ALIASES = {"nherd": "nherd-p", "arow": "arow-p", "narow": "narow-p"}
+
+
+def register(*variants, aliases=None):
+    """Add learner variants (LearnerSpec, each ``module`` an absolute module name) and their
+    ``aliases`` at run time: each is then a learner of every face, as the built-in ones are (the
+    command line's, when registered before streamherd.cli is imported). A name taken is an
+    error: a variant is never replaced under a model that names it."""
+    aliases = aliases or {}
+    taken = [name for name in (*(v.name for v in variants), *aliases) if
+             name in REGISTRY or name in ALIASES]
+    if taken:
+        raise StreamherdError(f"cannot register {', '.join(taken)}: the name is taken")
+    REGISTRY.update((variant.name, variant) for variant in variants)
+    ALIASES.update(aliases)
 DEFAULT_ALGO = "pa2"
 
 
@@ -91,7 +105,7 @@ def hyperparameters():
     """Every hyperparameter some learner declares, once each (by name), in registry order,
     with the learners that take it."""
     found = {}
-    for variant in _VARIANTS:
+    for variant in REGISTRY.values():
         for h in (*variant.hyperparameters, *(variant.regression or ())):
             known, takers = found.setdefault(h.name, (h, []))
             assert known == h, f"two declarations of hyperparameter {h.name}"
@@ -108,7 +122,7 @@ def diagonal_variant(name):
 def learner_class(name):
     """The class that implements ``name``."""
     variant = spec(name)
-    return getattr(importlib.import_module(f"streamherd.learners.{variant.module}"), variant.cls)
+    return getattr(importlib.import_module(variant.module, __name__), variant.cls)
 
 
 def create(name, dim, options=None, state=None, learner_meta=None, blocks=1, task=None):

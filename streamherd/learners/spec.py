@@ -76,8 +76,9 @@ class Hyperparameter:
 
 @dataclass(frozen=True)
 class LearnerSpec:
-    """One ``--algo`` variant: the class that implements it (``module`` under
-    streamherd.learners, imported only when the learner is created), its hyperparameters in
+    """One ``--algo`` variant: the class that implements it (``module``: relative to
+    streamherd.learners, e.g. ".algorithms.pa", or absolute for a family registered from outside;
+    imported only when the learner is created), its hyperparameters in
     order of preference for tuning, the extra hyperparameters of its squared-loss form
     (``regression``; None: it has none), its covariance kind (which of the class's entry points
     it runs, base.Learner) and ``rule``, which of its family's rules it is (e.g. nherd's

@@ -11,7 +11,7 @@ from streamherd import learners
 from streamherd.errors import StreamherdError
 
 # the learners MIRA's update applies to: the Passive-Aggressive family's variants (registry)
-FAMILY = tuple(name for name, spec in learners.REGISTRY.items() if spec.module == "algorithms.pa")
+FAMILY = tuple(name for name, spec in learners.REGISTRY.items() if spec.module == ".algorithms.pa")
 
 
 def check_family(name):
