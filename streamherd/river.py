@@ -700,12 +700,8 @@ class OnlineRegressor(_RiverModel, base.MiniBatchRegressor):
         The learner: pa, pa1, pa2, nherd-*, arow-*.
     C, r, a, epsilon, ...
         The hyperparameters of the learners with a squared-loss form (None: its default).
-    bits
-        2^bits weight slots (``streamherd train -b``).
-    normalize
-        Scale each example to unit L2 norm (the bias kept), as ``--normalize l2``.
-    fit_intercept
-        Append the bias feature ("Constant"), as the command line does.
+    bits, normalize, fit_intercept
+        As OnlineClassifier's.
 
     """
 

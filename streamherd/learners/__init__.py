@@ -3,7 +3,8 @@
 A line names the module and class that implement the variant (imported only when the learner
 is created, so listing the algorithms and building the command line's flags imports neither
 the learner modules nor numba) and declares what the rest of streamherd derives from it (see
-spec.py). A new algorithm is one module in algorithms/ and one line per variant here.
+spec.py). A new algorithm is one module in algorithms/ and one line per variant here, or, for
+a family kept outside the package, its module and a call to ``register``.
 """
 import importlib
 
