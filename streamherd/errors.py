@@ -55,16 +55,9 @@ def is_int(value):
 
 
 def is_real(value):
-    """A JSON number (not a bool) that a float can hold (NaN and infinity included)."""
-    if isinstance(value, float):
-        return True
-    if not is_int(value):
-        return False
-    try:
-        float(value)
-    except OverflowError:
-        return False
-    return True
+    """A JSON number (not a bool) that a float can hold (NaN and infinity included): an int
+    from 2^1024 - 2^970 on rounds beyond the largest float."""
+    return isinstance(value, float) or is_int(value) and abs(value) < 2 ** 1024 - 2 ** 970
 
 
 def is_finite(value):

@@ -88,8 +88,7 @@ FEATURE_OPTIONS = (
     FeatureOption(
         "bias", ("--no-bias",), bool, "Do not add the constant feature.", vw=("--noconstant",),
         to_space=lambda given: False if given else None, saved=_SWITCH, required=True),
-    # saved "l2": features to unit norm, bias kept; true: the rule before it, bias scaled too
-    # (features/normalize.py)
+    # saved "l2": unit norm, bias kept; true: the older rule, bias scaled too (normalize.py)
     FeatureOption(
         "normalize", ("--normalize",), bool,
         "Scale each example's features to unit L2 norm, the bias kept at 1 (saved in the "

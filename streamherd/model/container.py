@@ -314,10 +314,11 @@ def _read_arrays(path, archive, shapes, what):
     _check_member_names(path, archive, shapes, algo)
     arrays = {}
     for name, shape in shapes.items():
-        header = _array_header(archive, name)
-        if header is None:
+        opened = _open_array(archive, name)   # its header only
+        if opened is None:
             raise StreamherdError(f"{path} is damaged: array '{name}' cannot be read")
-        found, dtype = header
+        opened[0].close()
+        _, found, dtype = opened
         if found != shape or dtype != np.float64:
             raise StreamherdError(
                 f"{path} is damaged: array '{name}' has shape {found} and dtype {dtype}, "
@@ -343,18 +344,7 @@ def _check_member_names(path, archive, expected, algo):
             raise StreamherdError(
                 f"{path} is damaged: it holds an unknown array {shown(name)} ({algo} models "
                 f"hold {', '.join(expected)})")
-    for name in expected:
-        require_arrays(path, names, [name])
-
-
-def _array_header(archive, name):
-    """(shape, dtype) from the .npy header of member ``name``, or None when it has none."""
-    opened = _open_array(archive, name)
-    if opened is None:
-        return None
-    f, shape, dtype = opened
-    f.close()
-    return shape, dtype
+    require_arrays(path, names, expected)
 
 
 def _open_array(archive, name):

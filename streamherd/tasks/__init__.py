@@ -74,8 +74,7 @@ def choose(loss=None, multiclass=None, classes=None):
 
 
 def check_meta(saved, algo):
-    """The task of a model of ``algo``, its keys in the meta checked first (``saved``:
-    errors.SavedMeta)."""
+    """The task of an ``algo`` model, its keys in the meta checked (``saved``: errors.SavedMeta)."""
     kind = saved.get("task", lambda v: v in KINDS, f"one of {', '.join(KINDS)}",
                      required=False, default="binary")
     if kind != "binary" and saved.meta["format_version"] == 1:

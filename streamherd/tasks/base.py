@@ -52,8 +52,7 @@ class Task:
 
     @classmethod
     def check_meta(cls, saved, algo):
-        """Its keys beside "task" in the meta (``saved``: errors.SavedMeta) of a model of
-        ``algo``."""
+        """Its keys beside "task" in the meta (``saved``: errors.SavedMeta) of an ``algo`` model."""
         saved.get("multiclass", lambda v: v is None, f"absent in a {cls.kind} model",
                   required=False)
 

@@ -28,6 +28,7 @@ class MulticlassTask(Classification):
         super().__init__(skip_bad)
         self.labels = labels if labels is not None else ClassLabels()
         self.mode = mode
+        self.one_learner_per_class = mode == "ova"
         # the classes a prediction may choose: the fixed or saved ones, then those seen so far
         self.known = len(self.labels)
 
@@ -39,7 +40,8 @@ class MulticlassTask(Classification):
 
     @classmethod
     def check_meta(cls, saved, algo):
-        mode = saved.get("multiclass", lambda v: v in MODES, f"one of {', '.join(MODES)}")
+        mode = saved.get("multiclass", lambda v: isinstance(v, str) and v in MODES,
+                         f"one of {', '.join(MODES)}")
         if mode == "mira" and algo not in MIRA_FAMILY:
             raise saved.damaged(f"it is a multiclass mira model of {algo}, but MIRA's update is "
                                 f"the Passive-Aggressive family's ({', '.join(MIRA_FAMILY)})")
@@ -48,10 +50,6 @@ class MulticlassTask(Classification):
     @property
     def blocks(self):
         return len(self.labels)
-
-    @property
-    def one_learner_per_class(self):
-        return self.mode == "ova"
 
     @property
     def model_words(self):
