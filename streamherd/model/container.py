@@ -13,9 +13,9 @@ arrays under their own names; they still load.
 Written atomically (temporary file in the target's folder, then rename), so a failed or
 interrupted run never leaves a half-written or clobbered model. Loaded with
 ``allow_pickle=False``, and checked whole before anything uses it (``load_model``): every key of
-the meta with its type and range, and every array with its name, dtype, full shape and values. So
-every way a file can fail to be a model is a one-line error naming the file, never a traceback
-deep in training or prediction.
+the meta with its type and range (each part its own: ``check_meta``), and every array with its
+name, dtype, full shape and values. So every way a file can fail to be a model is a one-line
+error naming the file, never a traceback deep in training or prediction.
 """
 import json
 import math
