@@ -27,9 +27,8 @@ class FeatureOption:
     they differ; ``type``: bool (a switch, no value), int or str; ``repeatable``: the flag may be
     given several times, its values collected in a list; ``default``: the command line's value
     when the flag is absent; ``to_space``: the command line's value as the FeatureSpace field's,
-    None when the option was not given (a model continued with -i then keeps its own);
-    ``saved``: (check, expected words) of its value in a model's meta (FeatureSpace.check_meta),
-    which holds it always when ``required``, else only in the files written since it came."""
+    None when the option was not given (a model continued with -i then keeps its own); ``saved``:
+    (check, expected words) of its value in a model's meta, there in every model if ``required``."""
 
     key: str
     flags: tuple
