@@ -613,8 +613,13 @@ def _params_ok(method, params, cells):
     return method != "softmax" or _reals(params["biases"])
 
 
+def check_meta(saved):
+    """A model's "calibration", when it has one (``saved``: errors.SavedMeta): see meta_ok."""
+    saved.get("calibration", meta_ok, "the statistics and map of --calibration", required=False)
+
+
 def meta_ok(saved):
-    """Whether a model's "calibration" meta is well formed (model.py's check): every list of the
+    """Whether a model's "calibration" meta is well formed: every list of the
     length and kind its method says, every number finite, the map's parameters those of the
     method."""
     if not isinstance(saved, dict) or saved.get("method") not in ("platt", "isotonic", "probit",

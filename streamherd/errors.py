@@ -1,6 +1,8 @@
 """Errors a user can cause, and interruptions. The CLI prints their message as one line and
 exits with their code."""
 import contextlib
+import math
+import reprlib
 import sys
 
 
@@ -13,6 +15,53 @@ class StreamherdError(Exception):
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
+
+
+class SavedMeta:
+    """A saved model's meta, checked key by key by each part that reads its slice of it; each
+    failure is a one-line 'PATH is damaged: ...'."""
+
+    def __init__(self, path, meta):
+        self.path, self.meta = path, meta
+
+    def damaged(self, what):
+        return StreamherdError(f"{self.path} is damaged: {what}")
+
+    def get(self, key, check, expected, required=True, default=None):
+        """meta[key] after ``check(value)``; absent: an error, or ``default``."""
+        if key not in self.meta:
+            if required:
+                raise self.damaged(f"its meta has no '{key}'")
+            return default
+        value = self.meta[key]
+        if not check(value):
+            raise self.damaged(f"'{key}' in its meta is {shown(value)}, expected {expected}")
+        return value
+
+
+_short = reprlib.Repr()
+_short.maxstring = _short.maxother = 60
+_short.maxlist = _short.maxdict = 4
+_short.maxlevel = 2
+
+
+def shown(value):
+    """A value for a message: short, one line, safe for any nesting."""
+    return _short.repr(value)
+
+
+def is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_real(value):
+    """A JSON number (not a bool) that a float can hold (NaN and infinity included): an int
+    from 2^1024 - 2^970 on rounds beyond the largest float."""
+    return isinstance(value, float) or is_int(value) and abs(value) < 2 ** 1024 - 2 ** 970
+
+
+def is_finite(value):
+    return is_real(value) and math.isfinite(value)
 
 
 class Interrupted(KeyboardInterrupt):

@@ -7,7 +7,7 @@ import unicodedata
 import numpy as np
 from numba import njit
 
-from streamherd.errors import StreamherdError
+from streamherd.errors import StreamherdError, is_finite, shown
 from streamherd.io import linecodes
 from streamherd.io.lexing import parse_float
 from streamherd.io.reader import describe_token
@@ -105,6 +105,22 @@ class BinaryLabels:
     def from_meta(cls, meta):
         labels = meta.get("labels") or {}
         return cls(labels.get("negative"), labels.get("positive"))
+
+    @staticmethod
+    def check_meta(saved):
+        """A binary model's "labels" (``saved``: errors.SavedMeta): at most the two sides, each
+        a finite number on its side of zero, or null."""
+        labels = saved.get("labels", lambda v: v is None or isinstance(v, dict),
+                           "the two label values", required=False) or {}
+        unknown = sorted(set(labels) - {"negative", "positive"}, key=str)
+        if unknown:
+            raise saved.damaged(f"its binary labels hold {shown(unknown[0])}, expected only "
+                                f"'negative' and 'positive'")
+        for side, ok in (("negative", lambda v: v <= 0), ("positive", lambda v: v > 0)):
+            value = labels.get(side)
+            if value is not None and not (is_finite(value) and ok(value)):
+                raise saved.damaged(f"its {side} label is {shown(value)}, expected a finite "
+                                    f"number {'<= 0' if side == 'negative' else '> 0'} or null")
 
     def to_meta(self):
         return {"negative": self.negative, "positive": self.positive}
@@ -234,6 +250,24 @@ class ClassLabels:
     @classmethod
     def from_meta(cls, meta):
         return cls(meta.get("classes", []), fixed=bool(meta.get("fixed_classes", False)))
+
+    @classmethod
+    def check_meta(cls, saved):
+        """A multiclass model's "classes" and "fixed_classes" (``saved``: errors.SavedMeta):
+        class names without blanks (what breaks a token in the data files) or a lone surrogate
+        (no UTF-8 text holds one), each class once."""
+        classes = saved.get("classes", lambda v: isinstance(v, list) and len(v) > 0,
+                            "a list of class names")
+        for text in classes:
+            if not (isinstance(text, str) and text and not any(
+                    c in " \t\r\n" or "\ud800" <= c <= "\udfff" for c in text)):
+                raise saved.damaged(f"its class list holds {shown(text)}, expected a class name "
+                                    f"(a non-empty text without blanks)")
+        try:
+            cls(classes)
+        except StreamherdError:   # two names of one class (e.g. "1" and "1.0")
+            raise saved.damaged(f"its class list names a class twice: {shown(classes)}") from None
+        saved.get("fixed_classes", lambda v: isinstance(v, bool), "true or false", required=False)
 
     @classmethod
     def of_values(cls, values):

@@ -11,7 +11,9 @@ it will run a kernel.
 from dataclasses import dataclass
 from collections.abc import Callable
 
-from streamherd.errors import StreamherdError
+from streamherd.errors import StreamherdError, is_int
+
+MAX_BITS = 30
 
 
 def _as_given(value):
@@ -25,7 +27,8 @@ class FeatureOption:
     they differ; ``type``: bool (a switch, no value), int or str; ``repeatable``: the flag may be
     given several times, its values collected in a list; ``default``: the command line's value
     when the flag is absent; ``to_space``: the command line's value as the FeatureSpace field's,
-    None when the option was not given (a model continued with -i then keeps its own)."""
+    None when the option was not given (a model continued with -i then keeps its own); ``saved``:
+    (check, expected words) of its value in a model's meta, there in every model if ``required``."""
 
     key: str
     flags: tuple
@@ -36,6 +39,8 @@ class FeatureOption:
     default: object = None
     vw: tuple = ()
     to_space: Callable = _as_given
+    saved: tuple = ()
+    required: bool = False
 
     @property
     def flag(self):
@@ -58,50 +63,66 @@ def _letters(values):
     return "".join(values or ())
 
 
+_SWITCH = (lambda v: isinstance(v, bool), "true or false")
+
+
+def _crossing(key, flags, help, metavar):
+    """A repeatable flag of crosses, saved as their list."""
+    return FeatureOption(key, flags, str, help, metavar, repeatable=True, saved=(
+        lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+        "a list of interactions"))
+
+
+def _namespace_letters(key, flags, help):
+    """A repeatable flag of namespace letters, saved joined as one string."""
+    return FeatureOption(key, flags, str, help, "LETTERS", repeatable=True, to_space=_letters,
+                         saved=(lambda v: isinstance(v, str), "a string of namespace letters"))
+
+
 FEATURE_OPTIONS = (
     FeatureOption(
         "bits", ("-b", "--bits"), int, "2^bits hashed weight slots (default 18).", "BITS",
-        vw=("--bit_precision",)),
+        vw=("--bit_precision",), required=True,
+        saved=(lambda v: is_int(v) and 1 <= v <= MAX_BITS, f"an integer from 1 to {MAX_BITS}")),
     FeatureOption(
         "bias", ("--no-bias",), bool, "Do not add the constant feature.", vw=("--noconstant",),
-        to_space=lambda given: False if given else None),
+        to_space=lambda given: False if given else None, saved=_SWITCH, required=True),
+    # saved "l2": unit norm, bias kept; true: the older rule, bias scaled too (normalize.py)
     FeatureOption(
         "normalize", ("--normalize",), bool,
         "Scale each example's features to unit L2 norm, the bias kept at 1 (saved in the "
         "model, applied by predict; as experiment --normalize l2).",
-        to_space=lambda given: "l2" if given else None),
-    FeatureOption(
-        "quadratic", ("-q", "--quadratic"), str,
+        to_space=lambda given: "l2" if given else None,
+        saved=(lambda v: isinstance(v, bool) or v == "l2", 'true, false or "l2"')),
+    _crossing(
+        "quadratic", ("-q", "--quadratic"),
         "Cross two namespaces, as VW's -q ab (repeatable). A namespace is named by the first "
         "letter of its name, case-sensitive as in VW (a and A differ); ' ' is the default "
         "namespace (a bare '|', and all of svmlight's features); ':' alone means every "
-        "namespace (-q ::). Slots as VW's; saved in the model.", "AB", repeatable=True),
-    FeatureOption(
-        "cubic", ("--cubic",), str,
-        "Cross three namespaces, as VW's --cubic abc (letters as for -q).", "ABC",
-        repeatable=True),
-    FeatureOption(
-        "interactions", ("--interactions",), str,
+        "namespace (-q ::). Slots as VW's; saved in the model.", "AB"),
+    _crossing("cubic", ("--cubic",),
+              "Cross three namespaces, as VW's --cubic abc (letters as for -q).", "ABC"),
+    _crossing(
+        "interactions", ("--interactions",),
         "Crosses of any order, comma-separated: letters (ab,abc, as -q) or full namespace names "
         "joined by '|' (user|item: only the namespaces of exactly those names, as VW's "
-        "--experimental_full_name_interactions).", "ITEMS", repeatable=True),
-    FeatureOption(
-        "ignore", ("--ignore",), str,
-        "Drop the namespaces beginning with these letters (case-sensitive), as VW.", "LETTERS",
-        repeatable=True, to_space=_letters),
-    FeatureOption(
-        "keep", ("--keep",), str,
+        "--experimental_full_name_interactions).", "ITEMS"),
+    _namespace_letters(
+        "ignore", ("--ignore",),
+        "Drop the namespaces beginning with these letters (case-sensitive), as VW."),
+    _namespace_letters(
+        "keep", ("--keep",),
         "Read only the namespaces beginning with these letters (case-sensitive; overrides "
-        "--ignore, as in VW).", "LETTERS", repeatable=True, to_space=_letters),
-    FeatureOption(
-        "ignore_linear", ("--ignore_linear", "--ignore-linear"), str,
+        "--ignore, as in VW)."),
+    _namespace_letters(
+        "ignore_linear", ("--ignore_linear", "--ignore-linear"),
         "Use the namespaces beginning with these letters only in crosses, not as features "
-        "themselves (case-sensitive), as VW.", "LETTERS", repeatable=True, to_space=_letters),
+        "themselves (case-sensitive), as VW."),
     FeatureOption(
         "hash_all", ("--hash",), str,
         "strings: a feature name of digits only is its number plus the namespace's seed (VW's "
         "default); all: every name hashed as a string, as VW's --hash all (saved in the model).",
-        "strings|all", default="strings", to_space=_hashes_all),
+        "strings|all", default="strings", to_space=_hashes_all, saved=_SWITCH),
 )
 
 

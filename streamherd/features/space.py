@@ -16,10 +16,12 @@ from streamherd.features import interactions as crossing
 from streamherd.features import normalize as normalization
 from streamherd.features import stage  # noqa: F401 (loaded with the space: kernel_params)
 from streamherd.features.hashing import VW_CONSTANT_HASH
+from streamherd.features.options import FEATURE_OPTIONS, MAX_BITS
 from streamherd.features.rows import new_merge_table
 
 DEFAULT_BITS = 18
-MAX_BITS = 30
+# the options a model's meta holds only when given (a model without them reads as before)
+_WHEN_GIVEN = tuple(o.key for o in FEATURE_OPTIONS if o.key not in ("bits", "bias", "normalize"))
 # the features of one block of lines with its crosses (12 bytes each, twice: io/csr)
 MAX_CROSSED_FEATURES = 1 << 28
 
@@ -143,22 +145,24 @@ class FeatureSpace:
                                     self.bias_slot if self.bias else -1)
 
     def to_meta(self):
-        """The model meta's entries for this space (the namespace flags only when given:
-        a model without them reads as before)."""
+        """The model meta's entries for this space."""
         meta = {"bits": self.bits, "bias": self.bias,
                 "normalize": normalization.meta_of_rule(self.normalize)}
-        for name in _NAMESPACE_FLAGS + ("hash_all",):
-            if getattr(self, name):
-                meta[name] = list(getattr(self, name)) if name in _LISTS else getattr(self, name)
+        meta.update({key: list(value) if isinstance(value, tuple) else value
+                     for key in _WHEN_GIVEN if (value := getattr(self, key))})
         return meta
 
     @classmethod
     def from_meta(cls, meta):
-        flags = {name: tuple(meta[name]) if name in _LISTS else meta[name]
-                 for name in _NAMESPACE_FLAGS + ("hash_all",) if name in meta}
+        flags = {key: tuple(meta[key]) if isinstance(meta[key], list) else meta[key]
+                 for key in _WHEN_GIVEN if key in meta}
         return cls(meta["bits"], meta["bias"], normalization.rule_of_meta(meta.get("normalize")),
                    **flags)
 
-
-_LISTS = ("quadratic", "cubic", "interactions")
-_NAMESPACE_FLAGS = _LISTS + ("ignore", "keep", "ignore_linear")
+    @staticmethod
+    def check_meta(saved):
+        """Each of the space's keys in a model's meta (``saved``: errors.SavedMeta), of the type
+        and range its option declares; returns the model's bits."""
+        for option in FEATURE_OPTIONS:
+            saved.get(option.key, *option.saved, required=option.required)
+        return saved.meta["bits"]

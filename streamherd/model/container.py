@@ -13,24 +13,22 @@ arrays under their own names; they still load.
 Written atomically (temporary file in the target's folder, then rename), so a failed or
 interrupted run never leaves a half-written or clobbered model. Loaded with
 ``allow_pickle=False``, and checked whole before anything uses it (``load_model``): every key of
-the meta with its type and range, and every array with its name, dtype, full shape and values. So
-every way a file can fail to be a model is a one-line error naming the file, never a traceback
-deep in training or prediction.
+the meta with its type and range (each part its own: ``check_meta``), and every array with its
+name, dtype, full shape and values. So every way a file can fail to be a model is a one-line
+error naming the file, never a traceback deep in training or prediction.
 """
 import json
 import math
 import os
-import reprlib
 import zipfile
 import zlib
 
 import numpy as np
 
-from streamherd import __version__
-from streamherd.errors import StreamherdError
-from streamherd.learners.reductions.mira import FAMILY as MIRA_FAMILY
+from streamherd import __version__, calibration, learners, tasks
+from streamherd.errors import SavedMeta, StreamherdError, is_finite, is_int, is_real, shown
+from streamherd.features.space import FeatureSpace
 from streamherd.outputs import replaced_on_success
-from streamherd.tasks import KINDS, MULTICLASS_MODES
 
 # Version 2 added multiclass and regression models (meta "task", "classes", "multiclass"); a
 # version 1 file is a binary model, read as before. Version 3: sparse arrays (above).
@@ -43,16 +41,7 @@ HERDING_KIND = "herding"
 
 # the entries of a member read at a time (8 MB): loading needs no full-size temporary
 _PIECE = 1 << 20
-# what breaks a token in the data files: a class name read from data never holds one
-_BLANKS = " \t\r\n"
 _INT64_MAX = 2 ** 63 - 1
-# a multiclass model's mode, in messages
-_MODE_NAMES = {"joint": "joint", "ova": "one-versus-all", "mira": "joint, MIRA's update"}
-
-_short = reprlib.Repr()
-_short.maxstring = _short.maxother = 60
-_short.maxlist = _short.maxdict = 4
-_short.maxlevel = 2
 
 
 def save_model(path, meta, arrays):
@@ -81,18 +70,16 @@ def initial_values(meta):
 
 def _fresh_learner(meta):
     """A fresh one-slot learner of the model's algorithm and hyperparameters."""
-    from streamherd import learners
-
     task = "regression" if meta.get("task") == "regression" else "binary"
     return learners.create(meta["algo"], 1, meta.get("hyperparameters"), task=task)
 
 
-def _interleaved(meta, shapes):
+def _interleaved(meta, shapes, task):
     """The saved vectors the learner keeps as the columns of one array (Learner.interleaved), in
     its order: loaded so, the learner takes them as they are, with no copy. None when the learner
     keeps no saved vector so, or splits them by class (one-versus-all)."""
     names = tuple(_fresh_learner(meta).interleaved)
-    if meta.get("multiclass") == "ova" or len(names) < 2 or not set(names) <= set(shapes):
+    if task.one_learner_per_class or len(names) < 2 or not set(names) <= set(shapes):
         return None
     return names
 
@@ -145,13 +132,13 @@ def load_model(path, expected_arrays=None):
     path = os.fspath(path)
     with open_model(path) as archive:
         meta = _read_meta(path, archive)
-        shapes, what, fills = _check_meta(path, meta)
+        shapes, what, fills, task = _check_meta(path, meta)
         if fills is None:
             arrays = _read_arrays(path, archive, shapes, what)
         else:
             arrays = _read_sparse_arrays(path, archive, shapes, fills, what[0],
-                                         _interleaved(meta, shapes))
-    _check_values(path, meta, arrays)
+                                         _interleaved(meta, shapes, task))
+    _check_values(path, meta, arrays, task)
     require_arrays(path, arrays, expected_arrays or [])
     return meta, arrays
 
@@ -208,68 +195,19 @@ def _read_meta(path, archive):
     if not isinstance(meta, dict) or meta.get("format") != _MARKER:
         raise StreamherdError(f"{not_ours} (its 'meta' is not streamherd's)")
     version = meta.get("format_version")
-    if not _is_int(version) or version not in READABLE_VERSIONS:
+    if not is_int(version) or version not in READABLE_VERSIONS:
         raise StreamherdError(
-            f"{path} has model format version {_show(version)}, this streamherd "
+            f"{path} has model format version {shown(version)}, this streamherd "
             f"({__version__}) reads versions {READABLE_VERSIONS[0]} to {FORMAT_VERSION}; "
             f"retrain it or use the matching version")
     return meta
 
 
-def _show(value):
-    """A value for a message: short, one line, safe for any nesting."""
-    return _short.repr(value)
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_real(value):
-    """A JSON number (not a bool) that a float can hold (NaN and infinity included)."""
-    if isinstance(value, float):
-        return True
-    if not _is_int(value):
-        return False
-    try:
-        float(value)
-    except OverflowError:
-        return False
-    return True
-
-
-def _is_finite(value):
-    return _is_real(value) and math.isfinite(value)
-
-
-class _Meta:
-    """Checks of one model's meta; each failure is a one-line 'PATH is damaged: ...'."""
-
-    def __init__(self, path, meta):
-        self.path, self.meta = path, meta
-
-    def damaged(self, what):
-        return StreamherdError(f"{self.path} is damaged: {what}")
-
-    def get(self, key, check, expected, required=True, default=None):
-        """meta[key] after ``check(value)``; absent: an error, or ``default``."""
-        if key not in self.meta:
-            if required:
-                raise self.damaged(f"its meta has no '{key}'")
-            return default
-        value = self.meta[key]
-        if not check(value):
-            raise self.damaged(f"'{key}' in its meta is {_show(value)}, expected {expected}")
-        return value
-
-
 def _check_meta(path, meta):
-    """Checks every key of the meta; returns the arrays the model must hold (name -> shape) and
-    what model it is (for messages)."""
-    from streamherd import learners
-    from streamherd.features.space import MAX_BITS
-
-    m = _Meta(path, meta)
+    """Checks every key of the meta, asking each part of the model for its own; returns the
+    arrays the model must hold (name -> shape), what model it is (for messages), the arrays'
+    fresh values (format 3; else None) and its task."""
+    m = SavedMeta(path, meta)
     if meta.get("kind") == HERDING_KIND:
         raise StreamherdError(f"{path} is a conditional herding model ('streamherd herd'): "
                               f"only 'streamherd predict' reads it")
@@ -278,74 +216,31 @@ def _check_meta(path, meta):
     # training writes the canonical name (never an alias: ``train -i`` compares it with one)
     name = m.get("algo", lambda v: isinstance(v, str), "the name of an algorithm")
     if name not in learners.REGISTRY:
-        raise m.damaged(f"'algo' in its meta is {_show(name)}, which is no streamherd algorithm "
+        raise m.damaged(f"'algo' in its meta is {shown(name)}, which is no streamherd algorithm "
                         f"(they are {', '.join(learners.REGISTRY)})")
     cls = learners.learner_class(name)
     variant = learners.spec(name)
-    task = m.get("task", lambda v: v in KINDS, f"one of {', '.join(KINDS)}", required=False,
-                 default="binary")
-    if task != "binary" and meta["format_version"] == 1:
-        raise m.damaged(f"it is a format-1 model, which is binary, but its meta says task "
-                        f"{task!r}")
-    if task == "regression" and variant.regression is None:
-        raise m.damaged(f"it is a regression model of {name}, which has no squared-loss form")
-    bits = m.get("bits", lambda v: _is_int(v) and 1 <= v <= MAX_BITS,
-                 f"an integer from 1 to {MAX_BITS}")
-    m.get("bias", lambda v: isinstance(v, bool), "true or false")
-    # "l2": features to unit norm, bias kept; true: the rule before it, bias scaled too
-    # (features/normalize.py)
-    m.get("normalize", lambda v: isinstance(v, bool) or v == "l2", 'true, false or "l2"',
+    task = tasks.check_meta(m, name)
+    bits = FeatureSpace.check_meta(m)
+    _check_hyperparameters(m, variant, task.kind)
+    m.get("examples", lambda v: is_int(v) and v >= 0, "a count of examples", required=False)
+    m.get("progressive_loss", lambda v: v is None or is_real(v), "a number or null",
           required=False)
-    for key in ("quadratic", "cubic", "interactions"):   # FeatureSpace's namespace flags
-        m.get(key, lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
-              "a list of interactions", required=False)
-    for key in ("ignore", "keep", "ignore_linear"):
-        m.get(key, lambda v: isinstance(v, str), "a string of namespace letters",
-              required=False)
-    m.get("hash_all", lambda v: isinstance(v, bool), "true or false", required=False)
-    _check_hyperparameters(m, variant, task)
-    m.get("examples", lambda v: _is_int(v) and v >= 0, "a count of examples", required=False)
-    m.get("progressive_loss", lambda v: v is None or _is_real(v), "a number or null",
-          required=False)
-    m.get("calibration", _calibration_ok, "the statistics and map of --calibration",
-          required=False)
-
-    classes, mode = 1, None
-    if task == "multiclass":
-        mode = m.get("multiclass", lambda v: v in MULTICLASS_MODES,
-                     f"one of {', '.join(MULTICLASS_MODES)}")
-        if mode == "mira" and name not in MIRA_FAMILY:
-            raise m.damaged(f"it is a multiclass mira model of {name}, but MIRA's update is the "
-                            f"Passive-Aggressive family's ({', '.join(MIRA_FAMILY)})")
-        classes = len(_check_classes(m))
-        m.get("fixed_classes", lambda v: isinstance(v, bool), "true or false", required=False)
-    else:
-        m.get("multiclass", lambda v: v is None, f"absent in a {task} model", required=False)
-    if task == "binary":
-        _check_binary_labels(m)
-    _check_learner_meta(m, cls, mode, classes)
+    calibration.check_meta(m)
+    _check_learner_meta(m, cls, task)
 
     dim = 1 << bits
-    rows = classes * dim
+    rows = task.blocks * dim
     # a full matrix spans every slot of every class block, but one-versus-all stacks the K
     # per-class 2^b x 2^b matrices: (K 2^b) x 2^b
-    columns = dim if mode == "ova" else rows
+    columns = dim if task.one_learner_per_class else rows
     shapes = {array: ((rows, columns) if array in cls.matrix_arrays else (rows,))
               for array in cls.saved_arrays(variant.covariance)}
     # an update list's arrays (the voted perceptron's) have lengths of their own
     shapes.update({name: (length,)
                    for name, length in cls.list_lengths(_learner_metas(meta)).items()})
-    model = f"{name}, bits={bits}"
-    if task == "multiclass":
-        model += f", {classes} classes, {_MODE_NAMES[mode]}"
     fills = _check_fills(m, shapes, cls) if meta["format_version"] >= SPARSE_SINCE else None
-    return shapes, (name, model), fills
-
-
-def _calibration_ok(value):
-    from streamherd.calibration import meta_ok
-
-    return meta_ok(value)
+    return shapes, (name, f"{name}, bits={bits}{task.model_words}"), fills, task
 
 
 def _check_fills(m, shapes, cls):
@@ -353,12 +248,12 @@ def _check_fills(m, shapes, cls):
     entries (a matrix's diagonal) must be."""
     fills = m.get("fill", lambda v: isinstance(v, dict), "a table of the arrays' fresh values")
     if set(fills) != set(shapes):
-        raise m.damaged(f"'fill' in its meta names {_show(sorted(fills, key=str))}, expected "
+        raise m.damaged(f"'fill' in its meta names {shown(sorted(fills, key=str))}, expected "
                         f"the arrays {', '.join(shapes)}")
     for name, value in fills.items():
         positive = name in cls.positive_arrays
-        if not (_is_finite(value) and (value > 0 or not positive)):
-            raise m.damaged(f"the fill of '{name}' in its meta is {_show(value)}, expected a "
+        if not (is_finite(value) and (value > 0 or not positive)):
+            raise m.damaged(f"the fill of '{name}' in its meta is {shown(value)}, expected a "
                             f"finite number{' > 0' if positive else ''}")
     return {name: float(value) for name, value in fills.items()}
 
@@ -371,11 +266,11 @@ def _check_hyperparameters(m, variant, task):
     accepted = {h.name for h in variant.accepted(task)}
     for key, value in options.items():
         if key not in accepted:
-            raise m.damaged(f"its meta has the hyperparameter {_show(key)}, which {variant.name} "
+            raise m.damaged(f"its meta has the hyperparameter {shown(key)}, which {variant.name} "
                             f"{'(regression) ' if task == 'regression' else ''}does not take "
                             f"(it takes {', '.join(sorted(accepted)) or 'none'})")
-        if not _is_finite(value):
-            raise m.damaged(f"hyperparameter {key} in its meta is {_show(value)}, expected a "
+        if not is_finite(value):
+            raise m.damaged(f"hyperparameter {key} in its meta is {shown(value)}, expected a "
                             f"finite number")
     try:
         variant.options(options, task)
@@ -383,56 +278,15 @@ def _check_hyperparameters(m, variant, task):
         raise m.damaged(f"its hyperparameters are out of range ({e})") from None
 
 
-def _check_classes(m):
-    from streamherd.labels import ClassLabels
-
-    classes = m.get("classes", lambda v: isinstance(v, list) and len(v) > 0,
-                    "a list of class names")
-    for text in classes:
-        if not (isinstance(text, str) and text and not any(c in _BLANKS for c in text)
-                and _encodes(text)):
-            raise m.damaged(f"its class list holds {_show(text)}, expected a class name (a "
-                            f"non-empty text without blanks)")
-    try:
-        ClassLabels(classes)
-    except StreamherdError:   # two names of one class (e.g. "1" and "1.0")
-        raise m.damaged(f"its class list names a class twice: {_show(classes)}") from None
-    return classes
-
-
-def _encodes(text):
-    try:
-        text.encode("utf-8")
-    except UnicodeError:
-        return False
-    return True
-
-
-def _check_binary_labels(m):
-    labels = m.get("labels", lambda v: v is None or isinstance(v, dict),
-                   "the two label values", required=False)
-    if not labels:
-        return
-    unknown = sorted(set(labels) - {"negative", "positive"}, key=str)
-    if unknown:
-        raise m.damaged(f"its binary labels hold {_show(unknown[0])}, expected only 'negative' "
-                        f"and 'positive'")
-    for side, ok in (("negative", lambda v: v <= 0), ("positive", lambda v: v > 0)):
-        value = labels.get(side)
-        if value is not None and not (_is_finite(value) and ok(value)):
-            raise m.damaged(f"its {side} label is {_show(value)}, expected a finite number "
-                            f"{'<= 0' if side == 'negative' else '> 0'} or null")
-
-
-def _check_learner_meta(m, cls, mode, classes):
+def _check_learner_meta(m, cls, task):
     """The learner's own scalars (``Learner.meta()``); one-versus-all: one set per class."""
     learner = m.get("learner", lambda v: isinstance(v, dict), "a table", required=False,
                     default={})
-    if mode == "ova":
+    if task.one_learner_per_class:
         if set(learner) != {"ova"} or not isinstance(learner["ova"], list) \
-                or len(learner["ova"]) != classes:
-            raise m.damaged(f"'learner' in its meta is {_show(learner)}, expected "
-                            f"{{\"ova\": [...]}} with one entry per class ({classes})")
+                or len(learner["ova"]) != task.blocks:
+            raise m.damaged(f"'learner' in its meta is {shown(learner)}, expected "
+                            f"{{\"ova\": [...]}} with one entry per class ({task.blocks})")
         for entry in learner["ova"]:
             _check_learner_scalars(m, cls, entry)
     else:
@@ -443,11 +297,11 @@ def _check_learner_scalars(m, cls, scalars):
     name, expected = m.meta["algo"], cls.meta_scalars
     if not isinstance(scalars, dict) or set(scalars) != set(expected):
         want = ", ".join(expected) or "an empty table"
-        raise m.damaged(f"the {name} learner's meta is {_show(scalars)}, expected {want}")
+        raise m.damaged(f"the {name} learner's meta is {shown(scalars)}, expected {want}")
     for key in expected:   # every learner scalar so far is a count (the averaged perceptron's)
         value = scalars[key]
-        if not (_is_int(value) and 0 <= value <= _INT64_MAX):
-            raise m.damaged(f"{key} in its learner meta is {_show(value)}, expected a count")
+        if not (is_int(value) and 0 <= value <= _INT64_MAX):
+            raise m.damaged(f"{key} in its learner meta is {shown(value)}, expected a count")
 
 
 # ---------------------------------------------------------------- the arrays
@@ -460,10 +314,11 @@ def _read_arrays(path, archive, shapes, what):
     _check_member_names(path, archive, shapes, algo)
     arrays = {}
     for name, shape in shapes.items():
-        header = _array_header(archive, name)
-        if header is None:
+        opened = _open_array(archive, name)   # its header only
+        if opened is None:
             raise StreamherdError(f"{path} is damaged: array '{name}' cannot be read")
-        found, dtype = header
+        opened[0].close()
+        _, found, dtype = opened
         if found != shape or dtype != np.float64:
             raise StreamherdError(
                 f"{path} is damaged: array '{name}' has shape {found} and dtype {dtype}, "
@@ -487,20 +342,9 @@ def _check_member_names(path, archive, expected, algo):
     for name in names:
         if name not in expected:
             raise StreamherdError(
-                f"{path} is damaged: it holds an unknown array {_show(name)} ({algo} models "
+                f"{path} is damaged: it holds an unknown array {shown(name)} ({algo} models "
                 f"hold {', '.join(expected)})")
-    for name in expected:
-        require_arrays(path, names, [name])
-
-
-def _array_header(archive, name):
-    """(shape, dtype) from the .npy header of member ``name``, or None when it has none."""
-    opened = _open_array(archive, name)
-    if opened is None:
-        return None
-    f, shape, dtype = opened
-    f.close()
-    return shape, dtype
+    require_arrays(path, names, expected)
 
 
 def _open_array(archive, name):
@@ -660,12 +504,10 @@ def _learner_metas(meta):
     return learner.get("ova", [learner])
 
 
-def _check_values(path, meta, arrays):
+def _check_values(path, meta, arrays, task):
     """Finite everywhere; variances and the diagonals of the covariance (and of sop's A and
     A^-1) > 0; the averaged perceptron's running sum finite; an update list whole
     (Learner.check_saved)."""
-    from streamherd import learners
-
     positive = learners.learner_class(meta["algo"]).positive_arrays
     for name, array in arrays.items():
         if not np.all(np.isfinite(array)):
@@ -684,16 +526,11 @@ def _check_values(path, meta, arrays):
             if not all(np.all(np.isfinite(float(n) * block)) for n, block in zip(counts, blocks)):
                 raise StreamherdError(f"{path} is damaged: its 'average' and 'mean' differ so "
                                       f"much that the averaging overflows")
-    _check_lists(path, meta, arrays)
-
-
-def _check_lists(path, meta, arrays):
-    """The learner's own check of its update list (Learner.check_saved)."""
-    from streamherd import learners
-
+    # the learner's own check of its update list: classes are blocks of one learner unless
+    # each has its own
     wrong = learners.learner_class(meta["algo"]).check_saved(
         arrays, _learner_metas(meta), 1 << meta["bits"],
-        len(meta["classes"]) if meta.get("multiclass") == "joint" else 1)
+        1 if task.one_learner_per_class else task.blocks)
     if wrong:
         raise StreamherdError(f"{path} is damaged: {wrong}")
 

@@ -16,16 +16,16 @@ from streamherd.errors import StreamherdError
 from streamherd.labels import BinaryLabels, ClassLabels, class_name_rows
 from streamherd.tasks.base import LABEL, PROBA, RAW, SCORES, Task
 from streamherd.tasks.binary import BinaryTask
-from streamherd.tasks.multiclass import MulticlassTask
+from streamherd.tasks.multiclass import MODES, MulticlassTask
 from streamherd.tasks.regression import RegressionTask
 
 KINDS = ("binary", "multiclass", "regression")
-MULTICLASS_MODES = ("joint", "ova", "mira")
+MULTICLASS_MODES = tuple(MODES)
 LOSSES = ("hinge", "squared")
 
 __all__ = ["KINDS", "MULTICLASS_MODES", "LOSSES", "LABEL", "RAW", "PROBA", "SCORES", "Task",
            "BinaryTask", "MulticlassTask", "RegressionTask", "Choice", "choose", "of_model",
-           "detect"]
+           "check_meta", "detect"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,18 @@ def choose(loss=None, multiclass=None, classes=None):
     if multiclass is not None or classes is not None:
         return Choice("multiclass", multiclass, classes)
     return Choice()
+
+
+def check_meta(saved, algo):
+    """The task of an ``algo`` model, its keys in the meta checked (``saved``: errors.SavedMeta)."""
+    kind = saved.get("task", lambda v: v in KINDS, f"one of {', '.join(KINDS)}",
+                     required=False, default="binary")
+    if kind != "binary" and saved.meta["format_version"] == 1:
+        raise saved.damaged(f"it is a format-1 model, which is binary, but its meta says task "
+                            f"{kind!r}")
+    {task.kind: task for task in (BinaryTask, MulticlassTask, RegressionTask)}[kind].check_meta(
+        saved, algo)
+    return of_model(saved.meta)
 
 
 def of_model(meta, skip_bad=False):

@@ -42,11 +42,19 @@ class Task:
     blocks = 1                 # class blocks of its learner
     calibration = None         # a loaded model's --proba map (calibration.py), if it has one
     has_class_scores = False   # predict --scores
+    one_learner_per_class = False   # one-versus-all: its class blocks are apart (stacked)
+    model_words = ""           # what a message says of its model beside its algorithm and bits
 
     def __init__(self, skip_bad=False):
         """``skip_bad``: a bad label drops its line (counted as a bad line) instead of stopping
         the run with an error that names it."""
         self.skip_bad = skip_bad
+
+    @classmethod
+    def check_meta(cls, saved, algo):
+        """Its keys beside "task" in the meta (``saved``: errors.SavedMeta) of an ``algo`` model."""
+        saved.get("multiclass", lambda v: v is None, f"absent in a {cls.kind} model",
+                  required=False)
 
     def check_labels(self, chunk):
         """On the parser threads (ChunkReader's ``process``), for a task known before the input:

@@ -36,6 +36,11 @@ class BinaryTask(Classification):
         self.labels = labels if labels is not None else BinaryLabels()
 
     @classmethod
+    def check_meta(cls, saved, algo):
+        super().check_meta(saved, algo)
+        BinaryLabels.check_meta(saved)
+
+    @classmethod
     def of_values(cls, positive, negative):
         """A problem over two given label values (the experiment's): rows with other labels are
         not part of it."""

@@ -6,9 +6,12 @@ import numpy as np
 from streamherd import learners
 from streamherd.errors import StreamherdError
 from streamherd.labels import ClassLabels
+from streamherd.learners.reductions.mira import FAMILY as MIRA_FAMILY
 from streamherd.tasks.base import PROBA, RAW, SCORES, Classification, format_pairs
 
 UNLABELED = -1   # the class id of a line without a label
+# the modes, as messages name them
+MODES = {"joint": "joint", "ova": "one-versus-all", "mira": "joint, MIRA's update"}
 
 
 class MulticlassTask(Classification):
@@ -25,6 +28,7 @@ class MulticlassTask(Classification):
         super().__init__(skip_bad)
         self.labels = labels if labels is not None else ClassLabels()
         self.mode = mode
+        self.one_learner_per_class = mode == "ova"
         # the classes a prediction may choose: the fixed or saved ones, then those seen so far
         self.known = len(self.labels)
 
@@ -34,9 +38,22 @@ class MulticlassTask(Classification):
         rows with other labels are not part of it."""
         return cls(ClassLabels.of_values(classes))
 
+    @classmethod
+    def check_meta(cls, saved, algo):
+        mode = saved.get("multiclass", lambda v: isinstance(v, str) and v in MODES,
+                         f"one of {', '.join(MODES)}")
+        if mode == "mira" and algo not in MIRA_FAMILY:
+            raise saved.damaged(f"it is a multiclass mira model of {algo}, but MIRA's update is "
+                                f"the Passive-Aggressive family's ({', '.join(MIRA_FAMILY)})")
+        ClassLabels.check_meta(saved)
+
     @property
     def blocks(self):
         return len(self.labels)
+
+    @property
+    def model_words(self):
+        return f", {len(self.labels)} classes, {MODES[self.mode]}"
 
     @property
     def target_values(self):

@@ -2,9 +2,9 @@
 progressive squared error, predict's value."""
 import numpy as np
 
+from streamherd import learners
 from streamherd.labels import numbers_only
 from streamherd.tasks.base import Task, format_numbers, online_pass
-
 
 
 class RegressionTask(Task):
@@ -13,6 +13,13 @@ class RegressionTask(Task):
 
     kind = "regression"
     loss_name = "squared loss"
+
+    @classmethod
+    def check_meta(cls, saved, algo):
+        if learners.spec(algo).regression is None:
+            raise saved.damaged(f"it is a regression model of {algo}, which has no squared-loss "
+                                f"form")
+        super().check_meta(saved, algo)
 
     def targets(self, chunk, learning=True):
         """(chunk without its skipped bad lines, its labels). Predicting, a bad label's error
