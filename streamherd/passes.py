@@ -300,13 +300,6 @@ class BlockSpill:
             os.unlink(self.path)
 
 
-def per_pass_path(final_model, k):
-    """Where --save_per_pass writes pass k: model.npz -> model.passK.npz (beside it)."""
-    path = os.fspath(final_model)
-    stem = path[:-4] if path.endswith(".npz") else path
-    return f"{stem}.pass{k}.npz"
-
-
 @contextlib.contextmanager
 def replayable(paths, passes, note):
     """``paths`` with standard input ('-') replaced by a temporary copy of it (under the system

@@ -16,15 +16,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streamherd import compilation, selection, tasks
+from streamherd import compilation, tasks
 from streamherd.errors import Interrupted, StreamherdError, notice, notices_silenced, say
 from streamherd.features import normalize as normalization
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
 from streamherd.model import ModelFlags, OnlineModel, UpdateFailed, for_predicting, save_model
-from streamherd.outputs import (check_inputs, check_stdout_output, refuse_shared_outputs,
-                                replaced_on_success, replaced_together, resolve_output)
-from streamherd.passes import (BestPass, PassChunks, Passes, copied, held_out_rows,
-                               per_pass_path, replayable)
+from streamherd.outputs import (beside_model, check_inputs, check_stdout_output,
+                                refuse_shared_outputs, replaced_on_success, replaced_together,
+                                resolve_output)
+from streamherd.passes import BestPass, PassChunks, Passes, copied, held_out_rows, replayable
 from streamherd.progress import ProgressiveValidation, Schedule
 from streamherd.tasks.base import Scored
 
@@ -89,7 +89,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     # -i and -f may name the same model (continue training in place, as VW's -i m -f m): it is
     # read whole before training and replaced only at the end, so an input file is safe.
     model_path = resolve_output(final_model, paths, "model") if final_model is not None else None
-    pass_paths = [resolve_output(per_pass_path(final_model, k), paths, "model")
+    pass_paths = [resolve_output(beside_model(final_model, f"pass{k}"), paths, "model")
                   for k in range(1, passes.count + 1)] if passes.save_per_pass else None
     predictions_path = resolve_output(predictions, [*paths, *filter(None, [initial_model])],
                                       "predictions") if predictions is not None else None
@@ -99,10 +99,10 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         if initial_model is not None else OnlineModel.new(flags, skip_bad, learning=not test_only)
     bank_paths = _bank_paths(model, save_bank, final_model, paths, test_only, audit)
     refuse_shared_outputs([("model", final_model, model_path),
-                           *(("--save_per_pass model", per_pass_path(final_model, k + 1), path)
-                             for k, path in enumerate(pass_paths or ())),
-                           *(("--save-bank model", selection.bank_path(final_model, k + 1), path)
-                             for k, path in enumerate(bank_paths or ())),
+                           *(("--save_per_pass model", beside_model(final_model, f"pass{k}"), path)
+                             for k, path in enumerate(pass_paths or (), 1)),
+                           *(("--save-bank model", beside_model(final_model, f"bank{k}"), path)
+                             for k, path in enumerate(bank_paths or (), 1)),
                            ("predictions", predictions, predictions_path)])
     def note(text):   # silenced by --quiet, as every notice (notices_silenced below)
         notice(f"streamherd: {text}")
@@ -163,7 +163,7 @@ def _note_failed_members(model, bank_paths, progress):
 
 
 def _bank_paths(model, save_bank, final_model, paths, test_only, audit):
-    """--save-bank's files (selection.bank_path), checked as outputs; auto refused with -t and
+    """--save-bank's files (outputs.beside_model), checked as outputs; auto refused with -t and
     --audit (what would it choose, whose weights would it show)."""
     if test_only or audit:
         model.check_learns_one("-t learns nothing and --audit shows one model's weights")
@@ -172,7 +172,7 @@ def _bank_paths(model, save_bank, final_model, paths, test_only, audit):
     if model.bank_size() is None or final_model is None:
         raise StreamherdError("--save-bank writes every model of an auto bank beside the "
                               "chosen one: give a hyperparameter auto (e.g. -C auto) and -f")
-    return [resolve_output(selection.bank_path(final_model, k + 1), paths, "model")
+    return [resolve_output(beside_model(final_model, f"bank{k + 1}"), paths, "model")
             for k in range(model.bank_size())]
 
 

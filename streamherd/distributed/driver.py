@@ -128,7 +128,7 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
     # every check that needs no shard is made before a cluster starts
     _rule(mix, _checked_state(online), online.task.kind, shard_count)
     token = uuid.uuid4().hex   # the run's tasks' keys
-    with (_given(client) if client is not None
+    with (contextlib.nullcontext(client) if client is not None
           else dask_client(cluster.scheduler, cluster.workers)) as client:
         shards = _numbered(client, plan_shards(
             paths, shard_count or len(client.scheduler_info()["workers"])), token)
@@ -262,11 +262,6 @@ def _with_calibration(model, calibration, results, calibrating):
     total = parts[0] if calibrating.saved is not None else \
         calibrations.merged([calibration, *parts])
     return {**meta, "calibration": total.to_meta()}, state
-
-
-@contextlib.contextmanager
-def _given(client):
-    yield client
 
 
 def _shard_count(text):

@@ -31,7 +31,6 @@ from streamherd.features.names import mark_unread, note_cross, note_cross_member
 
 FNV_PRIME = np.uint64(16777619)
 WILDCARD = ord(":")
-DEFAULT_LETTER = ord(" ")
 # VW expands ':' over the namespaces whose letter is printable ASCII (interactions.h)
 _FIRST_INTERACTING, _LAST_INTERACTING = ord(" "), ord("~")
 ANY_NAMESPACE = -1.0  # the seed of a letter term: any namespace of that letter

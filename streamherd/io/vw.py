@@ -5,11 +5,12 @@ from numba import njit
 from streamherd.io import linecodes as codes
 from streamherd.io import simd
 from streamherd.io.feature_stage import add, default_namespace, name_key, namespace, number_key
-from streamherd.io.lexing import (BAR, COLON, HASH, LF, MINUS, PLUS, QUOTE, SPACE, fast_decimal,
+from streamherd.io.lexing import (BAR, COLON, HASH, LF, MINUS, PLUS, QUOTE, fast_decimal,
                                   find_byte, is_binary, is_blank, load_u8, parse_float,
                                   simple_decimal, skip_blanks, swar_decimal, swar_digits_of,
                                   swar_token_end, token_end)
-from streamherd.io.svmlight import FEATURE_REACH, ROW, USE_GENERAL, is_text_label, next_token
+from streamherd.io.svmlight import (FEATURE_REACH, ROW, USE_GENERAL, add_feature_run,
+                                    is_text_label, next_token)
 
 
 @njit(cache=True, inline="always")
@@ -319,19 +320,5 @@ def scan_vw_line(buf, p, n, space, indices, values, row):
                 row = add(space, indices, values, row, ns, key, value, p)
             p = end
             continue
-        # a run of features named by numbers, the usual line
-        while True:
-            if value != 0.0:  # explicit zeros carry nothing (VW drops them too)
-                row = add(space, indices, values, row, ns, number_key(space, ns, number, buf, p),
-                          value, p)
-            p = end
-            # The usual next feature, after one space: no blank skipping, no checks for the
-            # line's end or a '|'. When the run stops at _fast_vw_feature's end byte, the outer
-            # loop skips it if blank, ends the row at a newline, and a control byte fails as
-            # the next token (USE_GENERAL, as _ends_vw_token would).
-            if p + 1 + FEATURE_REACH > n or load_u8(buf, p) != SPACE:
-                break
-            ok, end, number, value = _fast_vw_feature(buf, p + 1)
-            if not ok:
-                break
-            p += 1   # the feature's start (its name's, for the stage)
+        p, row = add_feature_run(buf, p, n, space, ns, indices, values, row, end, number, value,
+                                 _fast_vw_feature)   # a run of features named by numbers

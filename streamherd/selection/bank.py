@@ -3,21 +3,12 @@ them (streamherd.selection). What the two ways of learning (PackedBank, TaskBank
 member's losses, the window, the holdout, the choice, the members' calibrations, and what a
 face asks of a learner."""
 import math
-import os
 from abc import ABC, abstractmethod
 
 import numpy as np
 
 from streamherd.learners.base import UnstableUpdate, check_memory
 from streamherd.selection.scores import RECENT, RecentRows, Scores
-
-
-def bank_path(final_model, k):
-    """Where --save-bank writes member k (1-based, in the order of the Search's members):
-    model.npz -> model.bankK.npz."""
-    path = os.fspath(final_model)
-    stem = path[:-4] if path.endswith(".npz") else path
-    return f"{stem}.bank{k}.npz"
 
 
 class Bank(ABC):
