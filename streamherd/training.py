@@ -52,31 +52,18 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     """Stream every example through the learner, once per pass; returns the run summary (a
     dict).
 
-    ``namespaces``: the FeatureSpace's namespace flags (quadratic, cubic, interactions,
-    ignore, keep, ignore_linear), saved in the model so that ``predict`` crosses the same.
-
-    ``normalize``: scale each example's features to unit L2 norm, the bias kept at 1, before
-    predict and update (features/normalize.py); saved in the model, so ``predict`` does the
-    same. ``multiclass``: None (binary, or joint multiclass when the data has more than two
-    classes, see tasks.detect), "joint", "ova" or "mira" (pa, pa1 and pa2); ``classes``: a fixed
-    class list ("1,2,3");
-    ``loss``: "hinge" (classification) or "squared" (regression). ``passes``: a passes.Passes
-    (several passes, the holdout set, the best pass's model, --save_per_pass). ``progress_every``:
-    -P's text, when the table prints its rows (progress.Schedule). ``predictions``: -p, a
-    file for the progressive predictions (written whole or not at all, as the model);
-    ``examples``: --examples, at most that many examples over all passes; ``test_only``: -t,
-    predict every example with the initial model, learn nothing, write no model; ``audit``:
-    --audit, each example's prediction and features with the weights before its update on
-    standard output (audit.LearningAudit); ``calibration``: --calibration, the map
-    from the progressive predictions to predict --proba's probabilities (calibration.py; None:
-    the default, or an initial model's own). A hyperparameter "auto" in ``options``: a bank
-    over ``grid`` (--grid's text; None: the default) chooses it (streamherd.selection), the
-    calibration learned from the margins of the member leading at each chunk; ``save_bank``:
-    also write every member, STEM.bankK.npz beside -f STEM.npz. A run that
-    learns from no labeled example fails (exit 2) and writes no model, unless ``allow_empty``:
-    then the model (the initial one, or an untrained one) is written. Inputs and the model's
-    path are checked before any work; the model is written to a temporary file that replaces
-    ``final_model`` only at the end of a successful run.
+    The arguments are train's options (cli.py, option_groups.py): ``namespaces``, the
+    FeatureSpace's namespace flags, and ``normalize`` (None: an initial model's own) are saved
+    in the model so that ``predict`` makes the same features; ``multiclass``, ``classes`` and
+    ``loss`` choose the task (tasks.choose; none of them: the labels of the first block do);
+    ``passes``: a passes.Passes; ``progress_every``: -P's text (progress.Schedule);
+    ``predictions``, ``examples``, ``test_only`` and ``audit``: the run's Extras;
+    ``calibration``: the map predict --proba reads (calibration.py; None: the default, or an
+    initial model's own). A hyperparameter "auto" in ``options``: a bank over ``grid`` chooses
+    it (streamherd.selection); ``save_bank``: also write every member beside the model. A run
+    that learns from no labeled example fails (exit 2) and writes no model, unless
+    ``allow_empty``. Inputs and outputs are checked before any work; the model is written to a
+    temporary file that replaces ``final_model`` only at the end of a successful run.
     """
     paths = list(paths or ["-"])
     choice = tasks.choose(loss, multiclass, classes)

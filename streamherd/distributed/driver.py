@@ -2,18 +2,13 @@
 
 What a user can get wrong is checked before the cluster starts (the inputs, the model's path,
 the flags: model.OnlineModel, as ``train``; the mixing rule), but what depends on the shards. The
-task is fixed before round 1 (_settled: a label scan of every shard for a new multiclass
-model without --classes). Then each round scatters the
-model, maps epoch.train_shard over the shards, gathers the results in shard order and mixes
-them (mixing.py): the mixed model depends on the shards and the model, not on which worker ran
+task is fixed before round 1 (_settled). Then each round scatters the model, maps
+epoch.train_shard over the shards, gathers the results in shard order and mixes them
+(mixing.py): the mixed model depends on the shards and the model, not on which worker ran
 what, so a fixed --shards K gives the same model bits for any number of workers, and a task
 run again after a lost worker returns the same result. The model is written after each round
 (save_model: a temporary file renamed), so ``-i`` goes on from the last finished round. With a
-holdout set (--holdout_period) the rounds are train --passes's passes (passes.BestPass): the
-run stops after --early_terminate rounds in a row without a lower holdout loss, and at the end
-the file holds the model of the round with the lowest (the earlier on a tie), a copy of which
-is kept in memory from the round it was made; the last round's when no held-out example was
-labeled.
+holdout set (--holdout_period) the rounds are train --passes's passes (_run_rounds).
 """
 import contextlib
 import copy

@@ -283,9 +283,3 @@ def informative(results):
     """The results of the shards that learned this round (ShardResult.learned), in shard
     order: the only ones every rule, weighting and running average mixes."""
     return [r for r in results if r.learned]
-
-
-__all__ = ["RULES", "WEIGHTS", "Counters", "ShardResult", "Partial", "Rule", "mix_states",
-           "informative",
-           "mix_running_averages", "mix_learner_meta", "mix_task_meta", "check_rule",
-           "shard_weights"]

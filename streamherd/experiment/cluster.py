@@ -3,13 +3,12 @@ of -j's process pool: the same Worker.run on the same jobs, so the same results.
 
 Each worker process loads the datasets itself, once, as -j's processes do (the first run of an
 experiment there loads them; its next runs find them in _LOADED), and checks first that every
-file is the one the driver read (same size and modification time). Sending the driver's
-arrays with ``client.scatter(broadcast=True)`` was the alternative: measured here, a9a (48k
-rows, 15 MB of arrays) takes 0.10 s to parse against 0.024 s to pickle and unpickle, both
-negligible next to the runs. But scattered data is lost when a worker dies, since Dask's
-active memory manager drops the extra copies of a broadcast: then every run still waiting
-fails, where a worker that loads from the files just loads again. So the workers must see the
-files at the same paths, as dist-train's do.
+file is the one the driver read (same size and modification time). Not the driver's arrays
+sent with ``client.scatter(broadcast=True)``: parsing and unpickling both cost little next to
+the runs, but scattered data is lost when a worker dies (Dask's active memory manager drops
+the extra copies of a broadcast), and every run still waiting would fail, where a worker that
+loads from the files just loads again. So the workers must see the files at the same paths,
+as dist-train's do.
 
 A user error in a run comes back as a value (Refused), not as an exception: Dask would log it
 with its traceback on the worker, and a run is a pure function of its job, the settings and
