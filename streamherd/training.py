@@ -121,7 +121,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         if progress.labeled == 0 and not allow_empty:
             raise _nothing_learned(paths, final_model, model_path)
         summary = progress.finish({
-            **(_passes_summary(used, best, progress.loss_name) if passes.count > 1 else {}),
+            **({"passes used": used, **(best.summary(progress.loss_name) if best else {})}
+               if passes.count > 1 else {}),
             **model.summary(progress.loss_name, _auto_record(best))})
         if progress.labeled and not progress.updates and not quiet and not test_only:
             progress.note(f"no update was made: every labeled example was predicted with margin "
@@ -129,7 +130,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                           f"{'initial' if initial_model is not None else 'untrained'} one")
         with replaced_together():   # (before -p's predictions replace their file)
             if model_path is not None:
-                save_model(model_path, *_chosen_model(model, progress, best, used))
+                save_model(model_path, *_chosen_model(model, progress, best))
             for k, meta, arrays in (model.member_models(_model_now(model, progress)[0])
                                     if bank_paths else ()):
                 save_model(bank_paths[k], meta, arrays)
@@ -210,17 +211,13 @@ def _auto_record(best):
     return best.model[0].get("auto") if best is not None and best.model is not None else None
 
 
-def _chosen_model(model, progress, best, used):
+def _chosen_model(model, progress, best):
     """(meta, arrays) to write: the best pass's with a holdout set (said on stderr), else the
     model as the last pass left it."""
     if best is None:
         return _model_now(model, progress)
-    if best.model is None:
-        progress.note(f"no held-out example was labeled: model from the last pass ({used})")
-        return _model_now(model, progress)
-    progress.note(f"model from pass {best.best_pass} (best holdout {progress.loss_name} "
-                  f"{best.best_loss:.6f})")
-    return best.model
+    progress.note(best.note(progress.loss_name))
+    return best.model or _model_now(model, progress)
 
 
 def _model_now(model, progress, copy=False):
@@ -234,18 +231,6 @@ def _ordinal(n):
     """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
-
-
-def _passes_summary(used, best, loss_name):
-    """The summary lines of several passes: how many ran and, with a holdout set, the holdout
-    loss of each and the best."""
-    lines = {"passes used": used}
-    if best is not None:
-        lines[f"holdout {loss_name} per pass"] = ", ".join(f"{x:.6f}" for x in best.losses)
-        if best.best_pass is not None:
-            lines[f"best holdout {loss_name}"] = best.best_loss
-            lines["best pass"] = best.best_pass
-    return lines
 
 
 def learn_from(chunks, model, progress, preamble=None, holdout=False, bytes_done=None,

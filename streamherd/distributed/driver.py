@@ -229,13 +229,8 @@ def _keep_best(best, table, model_path):
     """With a holdout set: the model of the round with the lowest holdout loss written to
     ``model_path`` (already there when it is the last round's), said on stderr as train says
     the best pass."""
-    rounds = len(best.losses)
-    if best.model is None:
-        table.note(f"no held-out example was labeled: model from the last round ({rounds})")
-        return
-    table.note(f"model from round {best.best_pass} (best holdout {table.loss_name} "
-               f"{best.best_loss:.6f})")
-    if best.best_pass != rounds:
+    table.note(best.note(table.loss_name, "round"))
+    if best.model is not None and best.best_pass != len(best.losses):
         save_model(model_path, *best.model)
 
 
@@ -396,12 +391,8 @@ class RoundTable:
         last = self.rounds[-1]
         summary = {"rounds": len(self.rounds), "examples per round": last.examples,
                    f"last round's progressive {self.loss_name}": last.average_loss}
-        if self.holdout:
-            summary[f"holdout {self.loss_name} per round"] = ", ".join(
-                f"{c.holdout_loss:.6f}" for c in self.rounds)
-            if best is not None and best.best_pass is not None:
-                summary[f"best holdout {self.loss_name}"] = best.best_loss
-                summary["best round"] = best.best_pass
+        if best is not None:
+            summary.update(best.summary(self.loss_name, "round"))
         summary.update(lines)
         if not self.quiet:
             say("")

@@ -6,6 +6,7 @@ import os
 import numpy as np
 
 from streamherd.errors import StreamherdError
+from streamherd.experiment import stats
 from streamherd.outputs import replaced_on_success
 
 PLOT_FORMATS = ("png", "svg")
@@ -100,7 +101,7 @@ def win_heatmaps(plt, levels, algos, folder, fmt):
     figure, axes = _panels(plt, len(levels), width=0.55 * len(algos) + 2.4,
                            height=0.5 * len(algos) + 1.6)
     for axis, level in zip(axes, levels):
-        wins = level.wins()
+        wins = stats.win_fractions(level.errors)
         np.fill_diagonal(wins, np.nan)   # an algorithm against itself: left blank
         image = axis.imshow(wins, vmin=0, vmax=1, cmap="RdBu")
         axis.set_xticks(range(len(algos)), algos, rotation=60, ha="right", fontsize="small")
