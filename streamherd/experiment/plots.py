@@ -47,7 +47,7 @@ def _save(plt, figure, folder, name, fmt, tight_layout=True):
     return os.path.basename(path)
 
 
-def learning_curves(plt, results, task, algos, noise_levels, folder, fmt):
+def learning_curves(plt, results, task, noise_levels, folder, fmt):
     """Cumulative mistakes (against the clean labels) over the first pass of the final
     training of fold 0 of ``task``, per algorithm."""
     figure, axes = _panels(plt, len(noise_levels))
@@ -123,7 +123,7 @@ def make_plots(results, levels, tasks, algos, noise_levels, folder, fmt, curve_t
     if plt is None:
         return None
     written = [(f"Cumulative mistakes on {curve_task} (AROW Fig. 2b)",
-                learning_curves(plt, results, curve_task, algos, noise_levels, folder, fmt))]
+                learning_curves(plt, results, curve_task, noise_levels, folder, fmt))]
     if scatter is not None:
         first, second = scatter
         written.append((f"Test accuracy, {first} against {second} (NHERD Fig. 5)",

@@ -211,13 +211,9 @@ def _swar_vw_feature(buf, s):
     alone (value 1) or followed by ``:digits[.digits]`` with runs shorter than 8 digits, ending
     at the first byte up to 0x20 in ``buf[s:s + 16]``; ok is False for anything else (the
     caller then tries _slow_vw_feature). Reads buf[s:s + FEATURE_REACH]: the reads of
-    svmlight._swar_feature, with the name in place of the index.
-
-    As there, the token's end comes from the separator bytes of two words loaded at s, so that
-    successive features do not wait for each other's digits. Whether a name has a value is
-    not a branch either (files mix both): the value is always read, and dropped without ':'.
-    When ok, the name and value span exactly buf[s:end], and end is a byte up to 0x20 (a
-    blank, the newline, or another control byte, which the caller rejects).
+    svmlight._swar_feature (see there for why), with the name in place of the index. Whether a
+    name has a value is not a branch either (files mix both): the value is always read, and
+    dropped without ':'.
     """
     end, w0 = swar_token_end(buf, s)  # s + 16 without a separator: not ok
     k, number = swar_digits_of(w0)
