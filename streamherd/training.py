@@ -374,14 +374,8 @@ def _audited(values, scored, reader, weights, task):
 def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, skip_bad=False,
             block_size=DEFAULT_BLOCK_SIZE, proba=False, scores=False, audit=False):
     """Write one prediction per example; returns (mistakes, labeled examples) (for regression:
-    (sum of squared errors, labeled examples)).
-
-    ``proba``: P(y = +1 | x) of a Gaussian binary model, or every class's probability of being
-    the model's argmax for a Gaussian multiclass model, instead of the label. ``scores`` (and
-    ``raw`` for a multiclass model): every class's score. With ``skip_bad``, each malformed line
-    skipped gets an empty output line, so that output line k is still input example k.
-    ``output``: written to a temporary file that replaces it at the end of a successful run.
-    ``audit``: each prediction line followed by its features' (_audited).
+    (sum of squared errors, labeled examples)). The arguments are predict's options (cli.py);
+    ``output`` is written to a temporary file that replaces it at the end of a successful run.
     """
     paths = list(paths or ["-"])
     check_inputs(paths)   # the model: load_model's own messages

@@ -86,13 +86,11 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
                quiet=False, client=None, initial_model=None,
                early_terminate=DEFAULT_EARLY_TERMINATE, **flags):
     """Train ``rounds`` rounds of iterative parameter mixing over the shards of ``paths`` and
-    write the model to ``final_model`` after each; returns the summary (a dict). With a holdout
-    set (``settings.holdout_period``), stop after ``early_terminate`` rounds in a row without a
-    lower holdout loss and end with the model of the round with the lowest, as train --passes.
-    ``flags``: model.ModelFlags' (algo, options, bits, bias, normalize, namespaces) and the
-    task's (loss, multiclass, classes), as ``train`` takes them; ``initial_model``: -i, the
-    model to go on from. ``client``: a dask.distributed Client to use instead of
-    ``cluster``'s."""
+    write the model to ``final_model`` after each (with a holdout set: _run_rounds); returns the
+    summary (a dict). ``flags``: model.ModelFlags' (algo, options, bits, bias, normalize,
+    namespaces) and the task's (loss, multiclass, classes), as ``train`` takes them;
+    ``initial_model``: -i, the model to go on from. ``client``: a dask.distributed Client to
+    use instead of ``cluster``'s."""
     paths = list(paths or ["-"])
     check_inputs(paths)
     if final_model is None:

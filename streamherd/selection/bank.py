@@ -16,12 +16,7 @@ class Bank(ABC):
     order of ``search.members``), and the choice among them.
 
     A face holds a bank where it holds a learner: ``options``, ``meta()`` and ``state()`` are
-    the chosen member's, ``learn_chunk`` learns a chunk, ``end_pass()`` ends a pass (the chosen
-    member's holdout loss), ``member_models()`` gives every member's model (--save-bank).
-    Besides: ``alive`` (the members that have not failed), ``calibrate_members`` and
-    ``member_calibration`` (each member learns its own calibration), ``model_meta()`` (the
-    meta's "auto": what was tried and why the member was chosen), ``summary()``,
-    ``preamble_name`` and ``settings()``.
+    the chosen member's (the methods below say what else a face asks).
 
     A subclass makes ``learners``, learns (``learn_chunk``, which passes each chunk's losses to
     ``_account``) and gives ``window_scores`` (the choice on the window's rows)."""
