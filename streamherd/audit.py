@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from streamherd.features.names import BIAS, CONSTANT, LINE_FEATURE, UNREAD, new_naming
-from streamherd.io.block import SVMLIGHT, VW, count_newlines, parse_block
+from streamherd.io.block import SVMLIGHT, VW, count_newlines, end_of_last_line, parse_block
 from streamherd.io.csr import allocate_outputs
 from streamherd.io.reader import detect_format
 from streamherd.io.sources import Source
@@ -62,7 +62,7 @@ def _blocks(path, fmt):
                 if n:
                     yield buf, n, code
                 return
-            complete = int(np.flatnonzero(buf[:n] == 10)[-1]) + 1 if 10 in buf[:n] else 0
+            complete = end_of_last_line(buf, n)
             if complete:
                 yield buf, complete, code
             kept = n - complete

@@ -111,9 +111,6 @@ class Command:
     def options(self):
         return [option for _, options in self.groups for option in options]
 
-    def flags(self):
-        return {flag for option in self.options for flag in option.flags}
-
     def parse(self, argv):
         """The values of ``argv`` (a SimpleNamespace; ``command_line``: ``argv`` itself), or a
         UsageError, or HelpAsked."""

@@ -16,6 +16,7 @@ model over its ``--snapshots`` weight snapshots, evenly spaced after burn-in. On
 one binary herder (classes "other", "this") per class; the prediction is the class whose
 herder voted "this" most often.
 """
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -290,14 +291,8 @@ def choose_ratio(rows, classes, options, ratios, validation, say_line):
     fit, check = rows.take(np.sort(order[held:])), rows.take(np.sort(order[:held]))
     errors = []
     for ratio in ratios:
-        _, votes = train(fit, classes, _with(options, ratio=ratio), check)
+        _, votes = train(fit, classes, dataclasses.replace(options, ratio=ratio), check)
         errors.append(float(np.mean(classes[np.argmax(votes, 1)] != check.labels)))
         say_line(f"--ratio {ratio:g}: validation error {errors[-1]:.4f} ({held} examples)")
     return ratios[int(np.argmin(errors))]
-
-
-def _with(options, **changes):
-    from dataclasses import replace
-
-    return replace(options, **changes)
 

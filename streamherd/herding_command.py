@@ -1,5 +1,6 @@
 """``streamherd herd``: read the data, check the options, choose --ratio, train, write the
 transductive predictions (-p) and the model (-f). The algorithm is streamherd/herding.py."""
+import dataclasses
 import math
 import os
 import time
@@ -61,7 +62,7 @@ def run_herd(train_file, test=None, predictions=None, final_model=None, ratio="1
                           0 if test_rows is None else test_rows.n_rows)
     if len(ratios) > 1:
         chosen = herding.choose_ratio(rows, classes, options, ratios, validation, tell)
-        options = herding.Options(**{**options.__dict__, "ratio": chosen})
+        options = dataclasses.replace(options, ratio=chosen)
     started = time.perf_counter()
     runs, votes = herding.train(rows, classes, options, test_rows)
     _summary(tell, runs, options, rows.n_rows, time.perf_counter() - started)

@@ -147,6 +147,8 @@ class _Parts:
     def _note_texts(self, chunk, keys):
         """The text of each label key new in ``chunk`` (one token decoded per distinct label);
         the first chunk with a class name also keys every chunk before it."""
+        from streamherd.labels import label_text
+
         if not self.any_text:
             self.any_text = True
             # the chunks before held numbers only: their keys are their values' bits
@@ -154,7 +156,7 @@ class _Parts:
             for labels in self.labels[:-1]:
                 for value in np.unique(labels[~np.isnan(labels)]).tolist():
                     self.texts.setdefault(int(_number_keys(np.array([value]))[0]),
-                                          _number_text(value))
+                                          label_text(value))
         labeled = np.flatnonzero(chunk.label_start >= 0)
         distinct, first = np.unique(keys[labeled], return_index=True)
         for key, row in zip(distinct.tolist(), labeled[first].tolist()):
@@ -185,9 +187,3 @@ class _Parts:
 def _number_keys(labels):
     """label_keys' key of numeric labels (their float64 bits, -0 as 0); _UNLABELED for none."""
     return np.where(np.isnan(labels), _UNLABELED, (labels + 0.0).view(np.uint64))
-
-
-def _number_text(value):
-    from streamherd.labels import label_text
-
-    return label_text(value)

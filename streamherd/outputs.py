@@ -137,6 +137,14 @@ def refuse_shared_outputs(outputs):
         seen.append((what, given, real, info))
 
 
+def beside_model(final_model, part):
+    """A file written beside the model: model.npz -> model.PART.npz (--save_per_pass's pass3,
+    --save-bank's bank2)."""
+    path = os.fspath(final_model)
+    stem = path[:-4] if path.endswith(".npz") else path
+    return f"{stem}.{part}.npz"
+
+
 def _refuse_an_input(path, info, inputs, what):
     for name, input_info in _input_stats(inputs):
         if _same_file(info, input_info):

@@ -300,13 +300,6 @@ class BlockSpill:
             os.unlink(self.path)
 
 
-def per_pass_path(final_model, k):
-    """Where --save_per_pass writes pass k: model.npz -> model.passK.npz (beside it)."""
-    path = os.fspath(final_model)
-    stem = path[:-4] if path.endswith(".npz") else path
-    return f"{stem}.pass{k}.npz"
-
-
 @contextlib.contextmanager
 def replayable(paths, passes, note):
     """``paths`` with standard input ('-') replaced by a temporary copy of it (under the system
@@ -356,6 +349,23 @@ class BestPass:
     @property
     def stop(self):
         return self._no_win >= self.early_terminate
+
+    def summary(self, loss_name, unit="pass"):
+        """The summary's lines of the holdout losses: each pass's (or round's), and the best."""
+        lines = {f"holdout {loss_name} per {unit}": ", ".join(f"{x:.6f}" for x in self.losses)}
+        if self.best_pass is not None:
+            lines[f"best holdout {loss_name}"] = self.best_loss
+            lines[f"best {unit}"] = self.best_pass
+        return lines
+
+    def note(self, loss_name, unit="pass"):
+        """Which pass's (or round's) model the run writes: the best, or the last when no
+        held-out example was labeled."""
+        if self.model is None:
+            return f"no held-out example was labeled: model from the last {unit} " \
+                   f"({len(self.losses)})"
+        return f"model from {unit} {self.best_pass} (best holdout {loss_name} " \
+               f"{self.best_loss:.6f})"
 
 
 def copied(arrays):

@@ -66,10 +66,8 @@ def _account_chunk(importance, loss, weighted, loss_sum, next_row, find_rows, ro
     Labeled rows (loss not NaN) add their importance to the weight and loss x importance to the
     loss. With find_rows, each row i where the running weight reaches next_row goes to rows (with
     the running weight and loss there), and the next row is the running weight there plus
-    ``step`` (step > 0) or times ``factor`` (Schedule). The running sums are the totals
-    before the chunk plus the chunk's own running sums, as the offset cumulative sums that this
-    replaced computed them. Returns (rows found, chunk weight, chunk loss, labeled, nonzero
-    losses of weight > 0, next_row).
+    ``step`` (step > 0) or times ``factor`` (Schedule). Returns (rows found, chunk weight,
+    chunk loss, labeled, nonzero losses of weight > 0, next_row).
     """
     chunk_weight = 0.0
     chunk_loss = 0.0

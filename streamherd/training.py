@@ -16,15 +16,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streamherd import compilation, selection, tasks
+from streamherd import compilation, tasks
 from streamherd.errors import Interrupted, StreamherdError, notice, notices_silenced, say
 from streamherd.features import normalize as normalization
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
 from streamherd.model import ModelFlags, OnlineModel, UpdateFailed, for_predicting, save_model
-from streamherd.outputs import (check_inputs, check_stdout_output, refuse_shared_outputs,
-                                replaced_on_success, replaced_together, resolve_output)
-from streamherd.passes import (BestPass, PassChunks, Passes, copied, held_out_rows,
-                               per_pass_path, replayable)
+from streamherd.outputs import (beside_model, check_inputs, check_stdout_output,
+                                refuse_shared_outputs, replaced_on_success, replaced_together,
+                                resolve_output)
+from streamherd.passes import BestPass, PassChunks, Passes, copied, held_out_rows, replayable
 from streamherd.progress import ProgressiveValidation, Schedule
 from streamherd.tasks.base import Scored
 
@@ -52,31 +52,18 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     """Stream every example through the learner, once per pass; returns the run summary (a
     dict).
 
-    ``namespaces``: the FeatureSpace's namespace flags (quadratic, cubic, interactions,
-    ignore, keep, ignore_linear), saved in the model so that ``predict`` crosses the same.
-
-    ``normalize``: scale each example's features to unit L2 norm, the bias kept at 1, before
-    predict and update (features/normalize.py); saved in the model, so ``predict`` does the
-    same. ``multiclass``: None (binary, or joint multiclass when the data has more than two
-    classes, see tasks.detect), "joint", "ova" or "mira" (pa, pa1 and pa2); ``classes``: a fixed
-    class list ("1,2,3");
-    ``loss``: "hinge" (classification) or "squared" (regression). ``passes``: a passes.Passes
-    (several passes, the holdout set, the best pass's model, --save_per_pass). ``progress_every``:
-    -P's text, when the table prints its rows (progress.Schedule). ``predictions``: -p, a
-    file for the progressive predictions (written whole or not at all, as the model);
-    ``examples``: --examples, at most that many examples over all passes; ``test_only``: -t,
-    predict every example with the initial model, learn nothing, write no model; ``audit``:
-    --audit, each example's prediction and features with the weights before its update on
-    standard output (audit.LearningAudit); ``calibration``: --calibration, the map
-    from the progressive predictions to predict --proba's probabilities (calibration.py; None:
-    the default, or an initial model's own). A hyperparameter "auto" in ``options``: a bank
-    over ``grid`` (--grid's text; None: the default) chooses it (streamherd.selection), the
-    calibration learned from the margins of the member leading at each chunk; ``save_bank``:
-    also write every member, STEM.bankK.npz beside -f STEM.npz. A run that
-    learns from no labeled example fails (exit 2) and writes no model, unless ``allow_empty``:
-    then the model (the initial one, or an untrained one) is written. Inputs and the model's
-    path are checked before any work; the model is written to a temporary file that replaces
-    ``final_model`` only at the end of a successful run.
+    The arguments are train's options (cli.py, option_groups.py): ``namespaces``, the
+    FeatureSpace's namespace flags, and ``normalize`` (None: an initial model's own) are saved
+    in the model so that ``predict`` makes the same features; ``multiclass``, ``classes`` and
+    ``loss`` choose the task (tasks.choose; none of them: the labels of the first block do);
+    ``passes``: a passes.Passes; ``progress_every``: -P's text (progress.Schedule);
+    ``predictions``, ``examples``, ``test_only`` and ``audit``: the run's Extras;
+    ``calibration``: the map predict --proba reads (calibration.py; None: the default, or an
+    initial model's own). A hyperparameter "auto" in ``options``: a bank over ``grid`` chooses
+    it (streamherd.selection); ``save_bank``: also write every member beside the model. A run
+    that learns from no labeled example fails (exit 2) and writes no model, unless
+    ``allow_empty``. Inputs and outputs are checked before any work; the model is written to a
+    temporary file that replaces ``final_model`` only at the end of a successful run.
     """
     paths = list(paths or ["-"])
     choice = tasks.choose(loss, multiclass, classes)
@@ -89,7 +76,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     # -i and -f may name the same model (continue training in place, as VW's -i m -f m): it is
     # read whole before training and replaced only at the end, so an input file is safe.
     model_path = resolve_output(final_model, paths, "model") if final_model is not None else None
-    pass_paths = [resolve_output(per_pass_path(final_model, k), paths, "model")
+    pass_paths = [resolve_output(beside_model(final_model, f"pass{k}"), paths, "model")
                   for k in range(1, passes.count + 1)] if passes.save_per_pass else None
     predictions_path = resolve_output(predictions, [*paths, *filter(None, [initial_model])],
                                       "predictions") if predictions is not None else None
@@ -99,10 +86,10 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         if initial_model is not None else OnlineModel.new(flags, skip_bad, learning=not test_only)
     bank_paths = _bank_paths(model, save_bank, final_model, paths, test_only, audit)
     refuse_shared_outputs([("model", final_model, model_path),
-                           *(("--save_per_pass model", per_pass_path(final_model, k + 1), path)
-                             for k, path in enumerate(pass_paths or ())),
-                           *(("--save-bank model", selection.bank_path(final_model, k + 1), path)
-                             for k, path in enumerate(bank_paths or ())),
+                           *(("--save_per_pass model", beside_model(final_model, f"pass{k}"), path)
+                             for k, path in enumerate(pass_paths or (), 1)),
+                           *(("--save-bank model", beside_model(final_model, f"bank{k}"), path)
+                             for k, path in enumerate(bank_paths or (), 1)),
                            ("predictions", predictions, predictions_path)])
     def note(text):   # silenced by --quiet, as every notice (notices_silenced below)
         notice(f"streamherd: {text}")
@@ -134,7 +121,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         if progress.labeled == 0 and not allow_empty:
             raise _nothing_learned(paths, final_model, model_path)
         summary = progress.finish({
-            **(_passes_summary(used, best, progress.loss_name) if passes.count > 1 else {}),
+            **({"passes used": used, **(best.summary(progress.loss_name) if best else {})}
+               if passes.count > 1 else {}),
             **model.summary(progress.loss_name, _auto_record(best))})
         if progress.labeled and not progress.updates and not quiet and not test_only:
             progress.note(f"no update was made: every labeled example was predicted with margin "
@@ -142,7 +130,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                           f"{'initial' if initial_model is not None else 'untrained'} one")
         with replaced_together():   # (before -p's predictions replace their file)
             if model_path is not None:
-                save_model(model_path, *_chosen_model(model, progress, best, used))
+                save_model(model_path, *_chosen_model(model, progress, best))
             for k, meta, arrays in (model.member_models(_model_now(model, progress)[0])
                                     if bank_paths else ()):
                 save_model(bank_paths[k], meta, arrays)
@@ -163,7 +151,7 @@ def _note_failed_members(model, bank_paths, progress):
 
 
 def _bank_paths(model, save_bank, final_model, paths, test_only, audit):
-    """--save-bank's files (selection.bank_path), checked as outputs; auto refused with -t and
+    """--save-bank's files (outputs.beside_model), checked as outputs; auto refused with -t and
     --audit (what would it choose, whose weights would it show)."""
     if test_only or audit:
         model.check_learns_one("-t learns nothing and --audit shows one model's weights")
@@ -172,7 +160,7 @@ def _bank_paths(model, save_bank, final_model, paths, test_only, audit):
     if model.bank_size() is None or final_model is None:
         raise StreamherdError("--save-bank writes every model of an auto bank beside the "
                               "chosen one: give a hyperparameter auto (e.g. -C auto) and -f")
-    return [resolve_output(selection.bank_path(final_model, k + 1), paths, "model")
+    return [resolve_output(beside_model(final_model, f"bank{k + 1}"), paths, "model")
             for k in range(model.bank_size())]
 
 
@@ -223,17 +211,13 @@ def _auto_record(best):
     return best.model[0].get("auto") if best is not None and best.model is not None else None
 
 
-def _chosen_model(model, progress, best, used):
+def _chosen_model(model, progress, best):
     """(meta, arrays) to write: the best pass's with a holdout set (said on stderr), else the
     model as the last pass left it."""
     if best is None:
         return _model_now(model, progress)
-    if best.model is None:
-        progress.note(f"no held-out example was labeled: model from the last pass ({used})")
-        return _model_now(model, progress)
-    progress.note(f"model from pass {best.best_pass} (best holdout {progress.loss_name} "
-                  f"{best.best_loss:.6f})")
-    return best.model
+    progress.note(best.note(progress.loss_name))
+    return best.model or _model_now(model, progress)
 
 
 def _model_now(model, progress, copy=False):
@@ -247,18 +231,6 @@ def _ordinal(n):
     """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
-
-
-def _passes_summary(used, best, loss_name):
-    """The summary lines of several passes: how many ran and, with a holdout set, the holdout
-    loss of each and the best."""
-    lines = {"passes used": used}
-    if best is not None:
-        lines[f"holdout {loss_name} per pass"] = ", ".join(f"{x:.6f}" for x in best.losses)
-        if best.best_pass is not None:
-            lines[f"best holdout {loss_name}"] = best.best_loss
-            lines["best pass"] = best.best_pass
-    return lines
 
 
 def learn_from(chunks, model, progress, preamble=None, holdout=False, bytes_done=None,
@@ -402,14 +374,8 @@ def _audited(values, scored, reader, weights, task):
 def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, skip_bad=False,
             block_size=DEFAULT_BLOCK_SIZE, proba=False, scores=False, audit=False):
     """Write one prediction per example; returns (mistakes, labeled examples) (for regression:
-    (sum of squared errors, labeled examples)).
-
-    ``proba``: P(y = +1 | x) of a Gaussian binary model, or every class's probability of being
-    the model's argmax for a Gaussian multiclass model, instead of the label. ``scores`` (and
-    ``raw`` for a multiclass model): every class's score. With ``skip_bad``, each malformed line
-    skipped gets an empty output line, so that output line k is still input example k.
-    ``output``: written to a temporary file that replaces it at the end of a successful run.
-    ``audit``: each prediction line followed by its features' (_audited).
+    (sum of squared errors, labeled examples)). The arguments are predict's options (cli.py);
+    ``output`` is written to a temporary file that replaces it at the end of a successful run.
     """
     paths = list(paths or ["-"])
     check_inputs(paths)   # the model: load_model's own messages

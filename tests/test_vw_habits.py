@@ -47,7 +47,8 @@ def test_every_hint_names_no_flag_streamherd_has():
     """A hint is for a flag streamherd does not take (else the flag would never be unknown)."""
     from streamherd.cli import COMMANDS
 
-    ours = {flag for command in COMMANDS.values() for flag in command.flags()}
+    ours = {flag for command in COMMANDS.values() for option in command.options
+            for flag in option.flags}
     assert "--bit_precision" in ours and "-C" in ours
     assert not ours & set(VW_SPELLINGS)
 

@@ -2,18 +2,13 @@
 
 What a user can get wrong is checked before the cluster starts (the inputs, the model's path,
 the flags: model.OnlineModel, as ``train``; the mixing rule), but what depends on the shards. The
-task is fixed before round 1 (_settled: a label scan of every shard for a new multiclass
-model without --classes). Then each round scatters the
-model, maps epoch.train_shard over the shards, gathers the results in shard order and mixes
-them (mixing.py): the mixed model depends on the shards and the model, not on which worker ran
+task is fixed before round 1 (_settled). Then each round scatters the model, maps
+epoch.train_shard over the shards, gathers the results in shard order and mixes them
+(mixing.py): the mixed model depends on the shards and the model, not on which worker ran
 what, so a fixed --shards K gives the same model bits for any number of workers, and a task
 run again after a lost worker returns the same result. The model is written after each round
 (save_model: a temporary file renamed), so ``-i`` goes on from the last finished round. With a
-holdout set (--holdout_period) the rounds are train --passes's passes (passes.BestPass): the
-run stops after --early_terminate rounds in a row without a lower holdout loss, and at the end
-the file holds the model of the round with the lowest (the earlier on a tie), a copy of which
-is kept in memory from the round it was made; the last round's when no held-out example was
-labeled.
+holdout set (--holdout_period) the rounds are train --passes's passes (_run_rounds).
 """
 import contextlib
 import copy
@@ -91,13 +86,11 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
                quiet=False, client=None, initial_model=None,
                early_terminate=DEFAULT_EARLY_TERMINATE, **flags):
     """Train ``rounds`` rounds of iterative parameter mixing over the shards of ``paths`` and
-    write the model to ``final_model`` after each; returns the summary (a dict). With a holdout
-    set (``settings.holdout_period``), stop after ``early_terminate`` rounds in a row without a
-    lower holdout loss and end with the model of the round with the lowest, as train --passes.
-    ``flags``: model.ModelFlags' (algo, options, bits, bias, normalize, namespaces) and the
-    task's (loss, multiclass, classes), as ``train`` takes them; ``initial_model``: -i, the
-    model to go on from. ``client``: a dask.distributed Client to use instead of
-    ``cluster``'s."""
+    write the model to ``final_model`` after each (with a holdout set: _run_rounds); returns the
+    summary (a dict). ``flags``: model.ModelFlags' (algo, options, bits, bias, normalize,
+    namespaces) and the task's (loss, multiclass, classes), as ``train`` takes them;
+    ``initial_model``: -i, the model to go on from. ``client``: a dask.distributed Client to
+    use instead of ``cluster``'s."""
     paths = list(paths or ["-"])
     check_inputs(paths)
     if final_model is None:
@@ -128,7 +121,7 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
     # every check that needs no shard is made before a cluster starts
     _rule(mix, _checked_state(online), online.task.kind, shard_count)
     token = uuid.uuid4().hex   # the run's tasks' keys
-    with (_given(client) if client is not None
+    with (contextlib.nullcontext(client) if client is not None
           else dask_client(cluster.scheduler, cluster.workers)) as client:
         shards = _numbered(client, plan_shards(
             paths, shard_count or len(client.scheduler_info()["workers"])), token)
@@ -234,13 +227,8 @@ def _keep_best(best, table, model_path):
     """With a holdout set: the model of the round with the lowest holdout loss written to
     ``model_path`` (already there when it is the last round's), said on stderr as train says
     the best pass."""
-    rounds = len(best.losses)
-    if best.model is None:
-        table.note(f"no held-out example was labeled: model from the last round ({rounds})")
-        return
-    table.note(f"model from round {best.best_pass} (best holdout {table.loss_name} "
-               f"{best.best_loss:.6f})")
-    if best.best_pass != rounds:
+    table.note(best.note(table.loss_name, "round"))
+    if best.model is not None and best.best_pass != len(best.losses):
         save_model(model_path, *best.model)
 
 
@@ -262,11 +250,6 @@ def _with_calibration(model, calibration, results, calibrating):
     total = parts[0] if calibrating.saved is not None else \
         calibrations.merged([calibration, *parts])
     return {**meta, "calibration": total.to_meta()}, state
-
-
-@contextlib.contextmanager
-def _given(client):
-    yield client
 
 
 def _shard_count(text):
@@ -406,12 +389,8 @@ class RoundTable:
         last = self.rounds[-1]
         summary = {"rounds": len(self.rounds), "examples per round": last.examples,
                    f"last round's progressive {self.loss_name}": last.average_loss}
-        if self.holdout:
-            summary[f"holdout {self.loss_name} per round"] = ", ".join(
-                f"{c.holdout_loss:.6f}" for c in self.rounds)
-            if best is not None and best.best_pass is not None:
-                summary[f"best holdout {self.loss_name}"] = best.best_loss
-                summary["best round"] = best.best_pass
+        if best is not None:
+            summary.update(best.summary(self.loss_name, "round"))
         summary.update(lines)
         if not self.quiet:
             say("")

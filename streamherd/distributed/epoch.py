@@ -7,7 +7,7 @@ It is ``train -i`` for one pass, in memory: the model's meta and arrays become a
 arrays and counters come back instead of a file.
 """
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from streamherd import tasks
 from streamherd.errors import StreamherdError
@@ -97,9 +97,7 @@ def train_shard(shard, model, settings=Settings(), calibrating=None):
     learn_from(held_out_lines(chunks, period) if period else chunks, online, progress,
                holdout=bool(period))
     return ShardResult(copied(online.arrays()), online.learner.meta(), online.task.meta(),
-                       Counters(progress.examples, progress.labeled, progress.weighted,
-                                progress.loss_sum, progress.mistakes, progress.updates,
-                                progress.holdout_loss_sum, progress.holdout_weight),
+                       Counters(**{f.name: getattr(progress, f.name) for f in fields(Counters)}),
                        online.calibration if calibrating is not None else None)
 
 

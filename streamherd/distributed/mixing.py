@@ -22,7 +22,7 @@ average over every shard's examples, (T₀a₀ + Σᵢ(Tᵢaᵢ − T₀a₀)) /
 by N/(N+1) in place of their share of the examples, so the average would lag behind the more
 the shards.
 """
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 
 import numpy as np
 
@@ -35,9 +35,10 @@ GAUSSIAN_ARRAYS = ("variance", "covariance")
 
 @dataclass(frozen=True)
 class Counters:
-    """What a shard's epoch counted: examples read, labeled examples, their importance sum,
-    progressive loss sum (importance-weighted), mistakes and updates, and the held-out labeled
-    examples' loss sum and importance sum (a holdout set: --holdout_period)."""
+    """What a shard's epoch counted, its ProgressiveValidation's counters of the same names:
+    examples read, labeled examples, their importance sum, progressive loss sum
+    (importance-weighted), mistakes and updates, and the held-out labeled examples' loss sum
+    and importance sum (a holdout set: --holdout_period)."""
 
     examples: int = 0
     labeled: int = 0
@@ -49,11 +50,7 @@ class Counters:
     holdout_weight: float = 0.0
 
     def __add__(self, other):
-        return Counters(*(a + b for a, b in zip(self.values(), other.values())))
-
-    def values(self):
-        return (self.examples, self.labeled, self.weighted, self.loss_sum, self.mistakes,
-                self.updates, self.holdout_loss_sum, self.holdout_weight)
+        return Counters(*(a + b for a, b in zip(astuple(self), astuple(other))))
 
     @property
     def average_loss(self):
@@ -283,9 +280,3 @@ def informative(results):
     """The results of the shards that learned this round (ShardResult.learned), in shard
     order: the only ones every rule, weighting and running average mixes."""
     return [r for r in results if r.learned]
-
-
-__all__ = ["RULES", "WEIGHTS", "Counters", "ShardResult", "Partial", "Rule", "mix_states",
-           "informative",
-           "mix_running_averages", "mix_learner_meta", "mix_task_meta", "check_rule",
-           "shard_weights"]

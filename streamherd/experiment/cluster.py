@@ -3,19 +3,18 @@ of -j's process pool: the same Worker.run on the same jobs, so the same results.
 
 Each worker process loads the datasets itself, once, as -j's processes do (the first run of an
 experiment there loads them; its next runs find them in _LOADED), and checks first that every
-file is the one the driver read (same size and modification time). Sending the driver's
-arrays with ``client.scatter(broadcast=True)`` was the alternative: measured here, a9a (48k
-rows, 15 MB of arrays) takes 0.10 s to parse against 0.024 s to pickle and unpickle, both
-negligible next to the runs. But scattered data is lost when a worker dies, since Dask's
-active memory manager drops the extra copies of a broadcast: then every run still waiting
-fails, where a worker that loads from the files just loads again. So the workers must see the
-files at the same paths, as dist-train's do.
+file is the one the driver read (same size and modification time). Not the driver's arrays
+sent with ``client.scatter(broadcast=True)``: parsing and unpickling both cost little next to
+the runs, but scattered data is lost when a worker dies (Dask's active memory manager drops
+the extra copies of a broadcast), and every run still waiting would fail, where a worker that
+loads from the files just loads again. So the workers must see the files at the same paths,
+as dist-train's do.
 
-A user error in a run comes back as a value (Refused), not as an exception: Dask would log it
-with its traceback on the worker, and a run is a pure function of its job, the settings and
-the data, so it must not be run again (no ``retries=`` either, for the same reason). Dask runs
-again just the runs of a worker that died (``distributed.scheduler.allowed-failures``), with
-the same result.
+A user error in a run comes back as a value (epoch.UserError), not as an exception: Dask
+would log it with its traceback on the worker, and a run is a pure function of its job, the
+settings and the data, so it must not be run again (no ``retries=`` either, for the same
+reason). Dask runs again just the runs of a worker that died
+(``distributed.scheduler.allowed-failures``), with the same result.
 """
 import contextlib
 import logging
@@ -25,6 +24,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 
+from streamherd.distributed.epoch import UserError, user_errors_returned
 from streamherd.errors import StreamherdError
 from streamherd.experiment.runner import Worker, load_datasets
 
@@ -83,14 +83,6 @@ class Source:
                 raise StreamherdError(f"{path} changed while the experiment ran; run it "
                                       f"again on a file that stays as it is")
         return load_datasets(self.specs, **dict(self.load_options))
-
-
-@dataclass(frozen=True)
-class Refused:
-    """A run's user error, sent back from the worker as its result."""
-
-    message: str
-    exit_code: int
 
 
 @contextlib.contextmanager
@@ -181,8 +173,8 @@ def _result(future, job):
             f"the run of {job.algo} on {job.task.name} (fold {job.fold}, noise {job.noise:g}) "
             f"ended every Dask worker that ran it (out of memory?); see the workers' "
             f"logs") from None
-    if isinstance(result, Refused):
-        raise StreamherdError(result.message, result.exit_code)
+    if isinstance(result, UserError):
+        result.raise_it()
     return result
 
 
@@ -191,15 +183,13 @@ _LOADING = threading.Lock()
 _THREAD = threading.local()
 
 
+@user_errors_returned
 def run_job(source, settings, job):
     """One run in a worker process. Its thread's Worker (over the process's datasets) keeps
     the data a run prepares for the next runs of the same task, fold and noise level."""
-    try:
-        if getattr(_THREAD, "key", None) != (source, settings):
-            _THREAD.key, _THREAD.worker = (source, settings), Worker(_datasets(source), settings)
-        return _THREAD.worker.run(job)
-    except StreamherdError as e:
-        return Refused(str(e), e.exit_code)
+    if getattr(_THREAD, "key", None) != (source, settings):
+        _THREAD.key, _THREAD.worker = (source, settings), Worker(_datasets(source), settings)
+    return _THREAD.worker.run(job)
 
 
 def _datasets(source):

@@ -1,5 +1,6 @@
 """``streamherd experiment``: check the options, load the data, run the grid with a progress bar,
 write the CSVs, the tables, the report and the plots."""
+import contextlib
 import os
 import re
 import shlex
@@ -155,7 +156,7 @@ def run_experiment(datasets, algos=DEFAULT_ALGOS, grid=None, noise=DEFAULT_NOISE
     _check_full_covariance(loaded, tasks, algo_list)
     curve_task = _curve_task(curve_task, tasks)
     jobs = make_jobs(loaded, tasks, settings)
-    with client_of(cluster) as client, _ProgressBar(len(jobs), quiet) as advance:
+    with client_of(cluster) as client, _progress_bar(len(jobs), quiet) as advance:
         if client:
             results = run_on_client(client, Source.of(datasets, load_options, loaded), jobs,
                                     settings, advance)
@@ -254,35 +255,26 @@ def _check_full_covariance(datasets, tasks, algos):
             f"variant, or --all-pairs")
 
 
-class _ProgressBar:
+@contextlib.contextmanager
+def _progress_bar(total, quiet):
     """A rich progress bar over runs on stderr (nothing with --quiet); yields the callback."""
+    if quiet:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
 
-    def __init__(self, total, quiet):
-        self.total = total
-        self.quiet = quiet
-        self.bar = None
+    bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TimeRemainingColumn(), TextColumn("{task.description}"),
+                   console=Console(file=sys.stderr), transient=False)
+    task = bar.add_task("", total=total)
+    bar.start()
 
-    def __enter__(self):
-        if self.quiet:
-            return None
-        from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
-
-        self.bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), TimeRemainingColumn(),
-                            TextColumn("{task.description}"), console=Console(file=sys.stderr),
-                            transient=False)
-        self.task = self.bar.add_task("", total=self.total)
-        self.bar.start()
-        return self.advance
-
-    def advance(self, result):
+    def advance(result):
         job = result.job
-        self.bar.update(self.task, advance=1,
-                        description=f"{job.task.name} {job.algo} noise {job.noise:g}")
-
-    def __exit__(self, *exc):
-        if self.bar is not None:
-            self.bar.stop()
-        return False
+        bar.update(task, advance=1, description=f"{job.task.name} {job.algo} noise {job.noise:g}")
+    try:
+        yield advance
+    finally:
+        bar.stop()

@@ -59,10 +59,6 @@ class Task:
     problem: object   # a BinaryTask or a MulticlassTask
 
 
-def _label_text(value):
-    return format(float(value), "g")
-
-
 def parse_dataset_spec(spec):
     """``FILE`` (split into folds) or ``TRAIN,TEST``; returns (name, (paths...))."""
     paths = tuple(p for p in spec.split(",") if p)
@@ -151,7 +147,7 @@ def load_dataset(spec, fmt="auto", bits_cap=DEFAULT_BITS_CAP, normalize="l2"):
     classes = np.unique(np.concatenate([p.labels for p in parts]))
     if len(classes) < 2:
         raise StreamherdError(f"{paths[0]}: every example has the label "
-                              f"{_label_text(classes[0])}; a classifier needs two classes")
+                              f"{classes[0]:g}; a classifier needs two classes")
     return Dataset(name, paths, parts[0], parts[1] if len(parts) > 1 else None, classes, bits)
 
 
@@ -168,6 +164,6 @@ def tasks_of(dataset, all_pairs=False, multiclass="joint"):
     if not all_pairs:
         return [Task(dataset.name, dataset.name,
                      MulticlassTask(ClassLabels.of_values(classes), mode=multiclass))]
-    return [Task(f"{dataset.name}:{_label_text(a)}v{_label_text(b)}", dataset.name,
+    return [Task(f"{dataset.name}:{a:g}v{b:g}", dataset.name,
                  BinaryTask.of_values(a, b))
             for i, a in enumerate(classes) for b in classes[i + 1:]]

@@ -6,6 +6,7 @@ import os
 import numpy as np
 
 from streamherd.errors import StreamherdError
+from streamherd.experiment import stats
 from streamherd.outputs import replaced_on_success
 
 PLOT_FORMATS = ("png", "svg")
@@ -46,7 +47,7 @@ def _save(plt, figure, folder, name, fmt, tight_layout=True):
     return os.path.basename(path)
 
 
-def learning_curves(plt, results, task, algos, noise_levels, folder, fmt):
+def learning_curves(plt, results, task, noise_levels, folder, fmt):
     """Cumulative mistakes (against the clean labels) over the first pass of the final
     training of fold 0 of ``task``, per algorithm."""
     figure, axes = _panels(plt, len(noise_levels))
@@ -100,7 +101,7 @@ def win_heatmaps(plt, levels, algos, folder, fmt):
     figure, axes = _panels(plt, len(levels), width=0.55 * len(algos) + 2.4,
                            height=0.5 * len(algos) + 1.6)
     for axis, level in zip(axes, levels):
-        wins = level.wins()
+        wins = stats.win_fractions(level.errors)
         np.fill_diagonal(wins, np.nan)   # an algorithm against itself: left blank
         image = axis.imshow(wins, vmin=0, vmax=1, cmap="RdBu")
         axis.set_xticks(range(len(algos)), algos, rotation=60, ha="right", fontsize="small")
@@ -122,7 +123,7 @@ def make_plots(results, levels, tasks, algos, noise_levels, folder, fmt, curve_t
     if plt is None:
         return None
     written = [(f"Cumulative mistakes on {curve_task} (AROW Fig. 2b)",
-                learning_curves(plt, results, curve_task, algos, noise_levels, folder, fmt))]
+                learning_curves(plt, results, curve_task, noise_levels, folder, fmt))]
     if scatter is not None:
         first, second = scatter
         written.append((f"Test accuracy, {first} against {second} (NHERD Fig. 5)",

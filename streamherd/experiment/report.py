@@ -30,15 +30,6 @@ class NoiseLevel:
     errors: np.ndarray
     correct: list
 
-    def ranks(self):
-        return stats.mean_ranks(self.errors)
-
-    def wins(self):
-        return stats.win_fractions(self.errors)
-
-    def significant(self):
-        return stats.mcnemar_tally(self.correct)
-
 
 @dataclass
 class Table:
@@ -101,18 +92,14 @@ def tournament(results, algos, noise_levels):
     return levels
 
 
-def _noise_text(noise):
-    return f"{noise:g}"
-
-
 def rank_table(levels, algos):
     """AROW Table 1: mean rank (and mean test error) of each algorithm at each noise level."""
-    ranks = [level.ranks() for level in levels]
+    ranks = [stats.mean_ranks(level.errors) for level in levels]
     mean_errors = [np.nanmean(level.errors, axis=0) for level in levels]
     rows = [[algo] + [f"{r[a]:.2f}" for r in ranks] + [f"{e[a]:.4f}" for e in mean_errors]
             for a, algo in enumerate(algos)]
-    header = (["algorithm"] + [f"rank, noise {_noise_text(level.noise)}" for level in levels]
-              + [f"error, noise {_noise_text(level.noise)}" for level in levels])
+    header = (["algorithm"] + [f"rank, noise {level.noise:g}" for level in levels]
+              + [f"error, noise {level.noise:g}" for level in levels])
     tasks = len(levels[0].tasks) if levels else 0
     return Table("Mean rank (1 = best) and mean test error", header, rows,
                  f"over {tasks} tasks; ranks as in Crammer, Kulesza & Dredze (2009), Table 1")
@@ -120,14 +107,14 @@ def rank_table(levels, algos):
 
 def win_table(level, algos):
     """NHERD Fig. 4: W[row, column], with McNemar's count of significant wins in brackets."""
-    wins = level.wins()
-    better, tested = level.significant()
+    wins = stats.win_fractions(level.errors)
+    better, tested = stats.mcnemar_tally(level.correct)
     rows = []
     for a, algo in enumerate(algos):
         rows.append([algo] + ["—" if a == b else f"{wins[a, b]:.2f} ({better[a, b]})"
                              for b in range(len(algos))])
     tested_tasks = int(tested.max()) if tested.size else 0
-    return Table(f"Win fraction, noise {_noise_text(level.noise)}", ["row beats column"] + algos,
+    return Table(f"Win fraction, noise {level.noise:g}", ["row beats column"] + algos,
                  rows,
                  f"fraction of the {len(level.tasks)} tasks where the row algorithm has a lower "
                  f"test error than the column one; in brackets, on how many tasks the row "
@@ -152,7 +139,7 @@ def choice_table(results, grids, noise_levels):
             else:
                 cells.append(f"— / {passes:.1f}")
         rows.append([grid.algo, grid.hyperparameter or "—"] + cells)
-    header = ["algorithm", "tuned"] + [f"noise {_noise_text(n)}" for n in noise_levels]
+    header = ["algorithm", "tuned"] + [f"noise {n:g}" for n in noise_levels]
     return Table("Chosen configurations: at the low end / at the high end of the grid / "
                  "mean passes", header, rows,
                  "share of runs whose chosen value is the grid's smallest or largest; "
@@ -193,19 +180,20 @@ def claim_checks(levels, algos):
         i, j = index[a], index[b]
         evidence, held = [], []
         for level in levels:
-            wins = level.wins()
+            wins = stats.win_fractions(level.errors)
             held.append(wins[i, j] > wins[j, i])
-            evidence.append(f"noise {_noise_text(level.noise)}: {a} {wins[i, j]:.2f} vs {b} "
+            evidence.append(f"noise {level.noise:g}: {a} {wins[i, j]:.2f} vs {b} "
                             f"{wins[j, i]:.2f}" + (" (holds)" if held[-1] else " (does not hold)"))
         checks.append((description, evidence, _verdict(held)))
     for description, a, b in LEAD_CLAIMS:
         if a not in index or b not in index or len(levels) < 2:
             continue
         i, j = index[a], index[b]
-        leads = [level.wins()[i, j] - level.wins()[j, i] for level in levels]
+        leads = [w[i, j] - w[j, i]
+                 for w in (stats.win_fractions(level.errors) for level in levels)]
         grows = all(y >= x for x, y in zip(leads, leads[1:])) and leads[-1] > leads[0]
         evidence = [f"net win fraction {a} over {b}: " + ", ".join(
-            f"{lead:+.2f} at noise {_noise_text(level.noise)}"
+            f"{lead:+.2f} at noise {level.noise:g}"
             for lead, level in zip(leads, levels))]
         checks.append((description, evidence, "agrees" if grows else "does not agree"))
     return checks

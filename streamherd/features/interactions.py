@@ -31,7 +31,6 @@ from streamherd.features.names import mark_unread, note_cross, note_cross_member
 
 FNV_PRIME = np.uint64(16777619)
 WILDCARD = ord(":")
-DEFAULT_LETTER = ord(" ")
 # VW expands ':' over the namespaces whose letter is printable ASCII (interactions.h)
 _FIRST_INTERACTING, _LAST_INTERACTING = ord(" "), ord("~")
 ANY_NAMESPACE = -1.0  # the seed of a letter term: any namespace of that letter
@@ -477,9 +476,9 @@ def repeats_a_slot(indices, start, end, seen):
     distinct slots of a mask wider than the bit set ``seen``, which leaves such a row to
     merge_row too); ``seen`` is clear before and after.
 
-    Most crossed rows hold no slot twice (820 crosses in 2^20 slots: 7 rows in 10), and a bit
-    per slot tells so in two short passes (set the bits, then clear their words) for half of
-    what merge_row's table costs (the rows with repeats still go there, unchanged)."""
+    Most crossed rows hold no slot twice, and a bit per slot tells so in two short passes (set
+    the bits, then clear their words) for less than merge_row's table costs (the rows with
+    repeats still go there, unchanged)."""
     words = np.uint64(len(seen) - 1)
     repeated = np.uint64(0)
     for k in range(start, end):

@@ -1,27 +1,13 @@
 """The feature stage of the parse kernels: tokens in, rows of slots out.
 
-The lexers (io/svmlight.py, io/vw.py) find a line's tokens and hand each feature here, through
-the calls io/feature_stage.py declares; this module implements them as numba overloads, inlined
-into the lexers (``inline="always"``; name_key excepted, see there), so the stage costs
-no call per feature named by a number. (Declared in io, the layer below, and implemented here,
-so that io, which reads bytes into tokens, imports nothing of the features layer above it.)
-What a lexer holds of the stage is opaque to it:
-- a namespace, from ``namespace`` (a VW ``|name``) or ``default_namespace`` (a bare ``|``, and
-  every svmlight feature);
-- a feature's key, from ``number_key`` (a name of digits, an svmlight index: its number and
-  where it starts, so that --hash all can hash it instead) or ``name_key``;
-- the row being written, from ``new_row``, passed to ``add`` for each feature (with where its
-  name starts, which only a space that names features keeps: names.py) and returned by
-  it, then to ``finish_row`` at the line's end (io/block.py, which then merges repeated slots
-  if the row may have any: merge_repeats);
-- ``space``, the numbers of the FeatureSpace (space.py: ``kernel_params``), and the chunk's
-  ``indices`` and ``values`` arrays (apart, not in a tuple: numba counts references to the
-  arrays of a tuple unpacked in an inlined function, on every feature).
-So how a token becomes a feature (the hashing, which slots, the bias, crosses of namespaces
-and the namespaces kept: interactions.py) changes here, and the lexers stay as they are. A
-space without namespace flags compiles none of the crosses' code, one without --hash all none
-of its hashing, one that does not name features none of the notes (the kernel params' tuple
-type chooses the overloads: _crosses_namespaces, _hashes_all, _names_features).
+This module implements the calls io/feature_stage.py declares (see there) as numba overloads,
+inlined into the lexers (``inline="always"``; name_key excepted, see there), so the stage costs
+no call per feature named by a number. The lexers pass ``space`` (FeatureSpace.kernel_params)
+and the chunk's ``indices`` and ``values`` arrays apart, not in a tuple: numba counts
+references to the arrays of a tuple unpacked in an inlined function, on every feature. A space
+without namespace flags compiles none of the crosses' code, one without --hash all none of its
+hashing, one that does not name features none of the notes (the kernel params' tuple type
+chooses the overloads: _crosses_namespaces, _hashes_all, _names_features).
 
 Slots are VW's (hashing.py): a feature named by a number (all digits, or an svmlight index) is
 the number plus the namespace's seed (with --hash all: hashed as any name), any other name its
@@ -75,10 +61,9 @@ def _new_row(nnz):
 
 @overload(calls.number_key, inline="always")
 def _number_key_of_space(space, namespace, number, buf, start):
-    """The key of the feature named by the number ``number`` (all digits, or an svmlight
-    index; uint64, wrapped as VW's size_t) whose name starts at ``buf[start]``, in
-    ``namespace``: the number plus the seed; with --hash all (a space that hashes all names),
-    the murmur3 hash of its digits, as any other name's (VW's hashall: untrimmed)."""
+    """The number plus the namespace's seed (uint64, wrapped as VW's size_t); with --hash all
+    (a space that hashes all names), the murmur3 hash of its digits, as any other name's (VW's
+    hashall: untrimmed)."""
     if not _hashes_all(space):
         def plus_seed(space, namespace, number, buf, start):
             return number + namespace[0]
@@ -119,11 +104,8 @@ def _name_key(namespace, buf, start, end):
 
 @overload(calls.add, inline="always")
 def _add(space, indices, values, row, namespace, key, value, name_start):
-    """Add the feature of ``key`` (number_key, name_key) in ``namespace`` with ``value`` (not
-    0: the lexers drop explicit zeros, which carry nothing), whose name starts at
-    ``name_start`` in the block, to the row; returns the row. A space without crosses or kept
-    namespaces keeps nothing of the namespace (_add_feature), one that does not name features
-    nothing of the name (names.note_feature)."""
+    """A space without crosses or kept namespaces keeps nothing of the namespace
+    (_add_feature), one that does not name features nothing of the name (names.note_feature)."""
     def added(space, indices, values, row, namespace, key, value, name_start):
         note_feature(space[5], row[1], namespace, key, name_start)
         return _add_feature(space, indices, values, row, namespace, key, value)
@@ -197,9 +179,8 @@ def _append(space, indices, values, row, key, value):
 
 @overload(calls.finish_row, inline="always")
 def _finish_of_space(space, indices, values, row):
-    """End the row; returns (the position after the row, distinct): ``distinct`` False when
-    the row may hold a slot twice, which rows.merge_row then sums (io/block.py, once per row:
-    not here, where its branches would cost reference counting in the caller's loop).
+    """End the row. Its repeated slots are summed by merge_repeats (io/block.py, once per row:
+    not here, where merge_row's branches would cost reference counting in the caller's loop).
 
     Without crosses: the bias, and whether the row is distinct. Distinct: no bias slot
     written, and the slots rise strictly, or rise, fall once and then rise strictly up to a
@@ -230,9 +211,8 @@ def _finish_of_space(space, indices, values, row):
 
 @overload(calls.merge_repeats, inline="always")
 def _merge_repeats_of_space(space, indices, values, start, end, merge_table, stamp):
-    """Sum the repeated slots of a row that may hold some (finish_row): rows.merge_row, which
-    returns the new end (or -1, see there). A crossed row is first checked for repeats
-    (interactions.repeats_a_slot): most have none."""
+    """rows.merge_row; a crossed row is first checked for repeats (interactions.repeats_a_slot):
+    most have none."""
     if not _crosses_namespaces(space):
         def merged(space, indices, values, start, end, merge_table, stamp):
             return _merge_row(indices, values, start, end, merge_table, stamp)

@@ -165,6 +165,7 @@ def parse_float(buf, start, end):
             p += 1
     if digits == 0:
         return 0.0, False
+    written_exponent = 0   # the e part's, capped at _EXPONENT_CAP
     if p < end and (buf[p] == 101 or buf[p] == 69):  # e or E
         p += 1
         exp_negative = False
@@ -180,7 +181,8 @@ def parse_float(buf, start, end):
             p += 1
         if exp_digits == 0:
             return 0.0, False
-        exponent += -exp_value if exp_negative else exp_value
+        written_exponent = -exp_value if exp_negative else exp_value
+        exponent += written_exponent
     if p != end:
         return 0.0, False
     if mantissa == _U0:
@@ -201,7 +203,7 @@ def parse_float(buf, start, end):
             above, ok = _eisel_lemire(mantissa + _U1, exponent)
             ok = ok and above == value
         if not ok:
-            value = _decimal_to_float(buf, start, end)
+            value = _decimal_to_float(buf, start, end, written_exponent)
     if not np.isfinite(value):
         return 0.0, False
     return (-value if negative else value), True
@@ -268,11 +270,12 @@ def _decimal_scratch(typingctx):
 
 
 @njit(cache=True)
-def _decimal_to_float(buf, start, end):
-    """|value| of the number in ``buf[start:end]`` (its syntax checked by parse_float),
-    correctly rounded, by exact decimal arithmetic (Go's decimal.set and floatBits): shift by
-    powers of two until the value is in [1/2, 1), then take 53 bits, rounded. Infinity when it
-    overflows. Slow (several passes over up to 800 digits), and rare."""
+def _decimal_to_float(buf, start, end, written_exponent):
+    """|value| of the number in ``buf[start:end]`` (its syntax checked by parse_float, which
+    read its e part: ``written_exponent``), correctly rounded, by exact decimal arithmetic (Go's
+    decimal.set and floatBits): shift by powers of two until the value is in [1/2, 1), then take
+    53 bits, rounded. Infinity when it overflows. Slow (several passes over up to 800 digits),
+    and rare."""
     d = _decimal_scratch()
     nd = 0
     dp = 0
@@ -293,19 +296,7 @@ def _decimal_to_float(buf, start, end):
             else:
                 nd, trunc = _push_digit(d, nd, trunc, buf[p] - 48)
             p += 1
-    if p < end and (buf[p] == 101 or buf[p] == 69):
-        p += 1
-        exp_negative = False
-        if buf[p] == PLUS or buf[p] == MINUS:
-            exp_negative = buf[p] == MINUS
-            p += 1
-        exp_value = 0
-        while p < end:
-            if exp_value < _EXPONENT_CAP:
-                exp_value = exp_value * 10 + (buf[p] - 48)
-            p += 1
-        dp += -exp_value if exp_negative else exp_value
-    nd, dp = _trim(d, nd, dp)
+    nd, dp = _trim(d, nd, dp + written_exponent)
     if nd == 0:
         return 0.0
     if dp > 310:

@@ -1,14 +1,13 @@
 """The usual feature token, ``digits[:digits[.digits]]``, read with 16-byte vector instructions
 (x86-64 SSSE3 and SSE4.1, through LLVM's intrinsics; inlined into the parse kernels).
 
-The scalar reading (lexing.swar_*) finds the token's end, the index and the two digit runs of the
-value with about 190 instructions per feature, and the parse kernel was bound by that count:
-one feature's value took half of its time. Here one 16-byte load gives, by four vector
-compares, where the separator, the ':' and the '.' are and which bytes are digits; one byte
-shuffle then puts the index's digits and the value's digits (the '.' left out) right-aligned
-in the two halves of a vector, and three multiply-adds of neighbours (pairs, fours, eights)
-give both numbers at once: far fewer instructions, and a parse kernel that much faster
-(benchmarks/README.md, "Design measurements").
+The parse kernel is bound by the instructions the scalar reading (lexing.swar_*) spends per
+feature on the token's end, the index and the two digit runs of the value. Here one 16-byte
+load gives, by four vector compares, where the separator, the ':' and the '.' are and which
+bytes are digits; one byte shuffle then puts the index's digits and the value's digits (the '.'
+left out) right-aligned in the two halves of a vector, and three multiply-adds of neighbours
+(pairs, fours, eights) give both numbers at once (benchmarks/README.md, "Design
+measurements").
 
 ``AVAILABLE`` is False on other CPUs and when numba compiles for a named CPU
 (NUMBA_CPU_NAME, e.g. for portable caches): the scanners then use the scalar reading, which

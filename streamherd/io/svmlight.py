@@ -220,18 +220,27 @@ def scan_svmlight_line(buf, p, n, space, indices, values, row):
             ok, end, index, value = _slow_feature(buf, p, n)
         if not ok or not _ends_number(buf, end, n):
             return USE_GENERAL, 0, row, 0.0, -1, -1
-        while True:
-            if value != 0.0:  # explicit zeros carry nothing, as in parse_svmlight_line
-                key = number_key(space, ns, np.uint64(index), buf, p)
-                row = add(space, indices, values, row, ns, key, value, p)
-            p = end
-            # The usual next feature, after one space: no blank skipping, no checks for the
-            # line's end or a comment. Its end is a byte up to 0x20 (_fast_feature's ok); when
-            # the run stops there, the outer loop skips it if blank, ends the row at a newline,
-            # and a control byte fails as the next token (USE_GENERAL, as _ends_number would).
-            if p + 1 + FEATURE_REACH > n or load_u8(buf, p) != SPACE:
-                break
-            ok, end, index, value = _fast_feature(buf, p + 1)
-            if not ok:
-                break
-            p += 1   # the feature's start (its name's, for the stage)
+        p, row = add_feature_run(buf, p, n, space, ns, indices, values, row, end, index, value,
+                                 _fast_feature)
+
+
+@njit(cache=True, inline="always")
+def add_feature_run(buf, p, n, space, ns, indices, values, row, end, number, value,
+                    fast_feature):
+    """Add the feature named by ``number`` at p, ending at ``end``, and the usual features
+    after it, each after one space and read by ``fast_feature`` (_fast_feature,
+    vw._fast_vw_feature): no blank skipping, no checks for the line's end, a comment or a '|'.
+    Returns (p, row), p at the end byte of the last feature, a byte up to 0x20 (fast_feature's
+    ok): the scanner's loop skips it if blank, ends the row at a newline, and a control byte
+    fails as the next token (USE_GENERAL)."""
+    while True:
+        if value != 0.0:  # explicit zeros carry nothing (VW drops them too)
+            key = number_key(space, ns, np.uint64(number), buf, p)
+            row = add(space, indices, values, row, ns, key, value, p)
+        p = end
+        if p + 1 + FEATURE_REACH > n or load_u8(buf, p) != SPACE:
+            return p, row
+        ok, end, number, value = fast_feature(buf, p + 1)
+        if not ok:
+            return p, row
+        p += 1   # the feature's start (its name's, for the stage)

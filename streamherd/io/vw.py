@@ -5,11 +5,12 @@ from numba import njit
 from streamherd.io import linecodes as codes
 from streamherd.io import simd
 from streamherd.io.feature_stage import add, default_namespace, name_key, namespace, number_key
-from streamherd.io.lexing import (BAR, COLON, HASH, LF, MINUS, PLUS, QUOTE, SPACE, fast_decimal,
+from streamherd.io.lexing import (BAR, COLON, HASH, LF, MINUS, PLUS, QUOTE, fast_decimal,
                                   find_byte, is_binary, is_blank, load_u8, parse_float,
                                   simple_decimal, skip_blanks, swar_decimal, swar_digits_of,
                                   swar_token_end, token_end)
-from streamherd.io.svmlight import FEATURE_REACH, ROW, USE_GENERAL, is_text_label, next_token
+from streamherd.io.svmlight import (FEATURE_REACH, ROW, USE_GENERAL, add_feature_run,
+                                    is_text_label, next_token)
 
 
 @njit(cache=True, inline="always")
@@ -210,13 +211,9 @@ def _swar_vw_feature(buf, s):
     alone (value 1) or followed by ``:digits[.digits]`` with runs shorter than 8 digits, ending
     at the first byte up to 0x20 in ``buf[s:s + 16]``; ok is False for anything else (the
     caller then tries _slow_vw_feature). Reads buf[s:s + FEATURE_REACH]: the reads of
-    svmlight._swar_feature, with the name in place of the index.
-
-    As there, the token's end comes from the separator bytes of two words loaded at s, so that
-    successive features do not wait for each other's digits. Whether a name has a value is
-    not a branch either (files mix both): the value is always read, and dropped without ':'.
-    When ok, the name and value span exactly buf[s:end], and end is a byte up to 0x20 (a
-    blank, the newline, or another control byte, which the caller rejects).
+    svmlight._swar_feature (see there for why), with the name in place of the index. Whether a
+    name has a value is not a branch either (files mix both): the value is always read, and
+    dropped without ':'.
     """
     end, w0 = swar_token_end(buf, s)  # s + 16 without a separator: not ok
     k, number = swar_digits_of(w0)
@@ -319,19 +316,5 @@ def scan_vw_line(buf, p, n, space, indices, values, row):
                 row = add(space, indices, values, row, ns, key, value, p)
             p = end
             continue
-        # a run of features named by numbers, the usual line
-        while True:
-            if value != 0.0:  # explicit zeros carry nothing (VW drops them too)
-                row = add(space, indices, values, row, ns, number_key(space, ns, number, buf, p),
-                          value, p)
-            p = end
-            # The usual next feature, after one space: no blank skipping, no checks for the
-            # line's end or a '|'. When the run stops at _fast_vw_feature's end byte, the outer
-            # loop skips it if blank, ends the row at a newline, and a control byte fails as
-            # the next token (USE_GENERAL, as _ends_vw_token would).
-            if p + 1 + FEATURE_REACH > n or load_u8(buf, p) != SPACE:
-                break
-            ok, end, number, value = _fast_vw_feature(buf, p + 1)
-            if not ok:
-                break
-            p += 1   # the feature's start (its name's, for the stage)
+        p, row = add_feature_run(buf, p, n, space, ns, indices, values, row, end, number, value,
+                                 _fast_vw_feature)   # a run of features named by numbers

@@ -39,7 +39,7 @@ calibration (--proba's map) is each member's own, from its own progressive margi
 ``train`` with that value alone writes, its map included.
 """
 from streamherd.errors import StreamherdError
-from streamherd.selection.bank import Bank, bank_path
+from streamherd.selection.bank import Bank
 from streamherd.selection.packed import PackedBank, bank_entry_point
 from streamherd.selection.search import (
     AUTO,
@@ -55,7 +55,7 @@ from streamherd.selection.search import (
 from streamherd.selection.task_bank import TaskBank
 
 __all__ = ["AUTO", "LEARNER_GRIDS", "Bank", "Grid", "Member", "PackedBank", "Search",
-           "TaskBank", "bank_entry_point", "bank_path", "default_grid", "new_bank", "parse_grid",
+           "TaskBank", "bank_entry_point", "default_grid", "new_bank", "parse_grid",
            "search_hyperparameter", "search_learners"]
 
 

@@ -3,7 +3,6 @@ them (streamherd.selection). What the two ways of learning (PackedBank, TaskBank
 member's losses, the window, the holdout, the choice, the members' calibrations, and what a
 face asks of a learner."""
 import math
-import os
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -12,25 +11,12 @@ from streamherd.learners.base import UnstableUpdate, check_memory
 from streamherd.selection.scores import RECENT, RecentRows, Scores
 
 
-def bank_path(final_model, k):
-    """Where --save-bank writes member k (1-based, in the order of the Search's members):
-    model.npz -> model.bankK.npz."""
-    path = os.fspath(final_model)
-    stem = path[:-4] if path.endswith(".npz") else path
-    return f"{stem}.bank{k}.npz"
-
-
 class Bank(ABC):
     """The members of ``search`` (a Search), each a learner of ``task`` (``learners``, in the
     order of ``search.members``), and the choice among them.
 
     A face holds a bank where it holds a learner: ``options``, ``meta()`` and ``state()`` are
-    the chosen member's, ``learn_chunk`` learns a chunk, ``end_pass()`` ends a pass (the chosen
-    member's holdout loss), ``member_models()`` gives every member's model (--save-bank).
-    Besides: ``alive`` (the members that have not failed), ``calibrate_members`` and
-    ``member_calibration`` (each member learns its own calibration), ``model_meta()`` (the
-    meta's "auto": what was tried and why the member was chosen), ``summary()``,
-    ``preamble_name`` and ``settings()``.
+    the chosen member's (the methods below say what else a face asks).
 
     A subclass makes ``learners``, learns (``learn_chunk``, which passes each chunk's losses to
     ``_account``) and gives ``window_scores`` (the choice on the window's rows)."""
