@@ -562,12 +562,11 @@ class OnlineClassifier(_RiverModel, base.MiniBatchClassifier):
         if self._binary:
             task = tasks.BinaryTask()
         else:
-            if self.multiclass not in ("joint", "ova", "mira"):
+            if self.multiclass not in tasks.MULTICLASS_MODES:
                 raise InvalidParameter(f"multiclass must be joint, ova or mira, got "
                                        f"{self.multiclass!r}")
             task = tasks.MulticlassTask(ClassLabels(), self.multiclass)
         self._model = self._new_model(task)
-
 
     def _class_id(self, y, x=None):
         """Label y's class id, a new class for a label not seen before (not for a label whose
