@@ -35,6 +35,7 @@ import datetime
 import json
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -335,30 +336,48 @@ def measure(args, datasets, chosen, cache):
                         pending.setdefault((name, noise, seed), []).append((key, candidate,
                                                                             command))
     total = sum(map(len, pending.values()))
-    print(f"{total} runs to do ({sum(1 for _ in cache)} cached)", flush=True)
+    print(f"{total} runs to do ({len(cache)} cached)", flush=True)
+    groups = iter(pending.items())
+    in_flight, unfinished = {}, {}   # future -> its run; a group's folder -> its runs left
     done, failed, started = 0, 0, time.perf_counter()
-    with tempfile.TemporaryDirectory() as root, \
-            concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        futures = {}
-        for (name, noise, seed), jobs in pending.items():
-            prep = prepare(name, args.data, noise, seed, Path(root) / str(len(futures)))
-            for key, candidate, command in jobs:
-                futures[pool.submit(timed, run_job, candidate, prep, command)] = \
-                    (key, command, prep.train_lines)
-        for future in concurrent.futures.as_completed(futures):
-            key, command, train_lines = futures[future]
-            done += 1
-            try:
-                result = future.result()
-            except RuntimeError as error:
-                failed += 1
-                print(f"[{done}/{total}] {key}: FAILED {error}", flush=True)
-                continue
-            cache[key] = {**result, "command": command, "train_lines": train_lines,
-                          "date": datetime.date.today().isoformat()}
-            save_cache(cache)
-            shown = {k: round(v, 4) for k, v in result.items() if isinstance(v, float)}
-            print(f"[{done}/{total}] {key} {shown}", flush=True)
+    pool = concurrent.futures.ThreadPoolExecutor(args.jobs)
+    with tempfile.TemporaryDirectory() as root:
+        try:
+            while True:
+                # the next group's files are written only when the pool is about to run dry:
+                # at most one or two groups on disk at a time
+                while len(in_flight) < 2 * args.jobs and (group := next(groups, None)):
+                    (name, noise, seed), jobs = group
+                    folder = Path(root) / str(len(unfinished))
+                    prep = prepare(name, args.data, noise, seed, folder)
+                    unfinished[folder] = len(jobs)
+                    for key, candidate, command in jobs:
+                        future = pool.submit(timed, run_job, candidate, prep, command)
+                        in_flight[future] = (key, command, prep.train_lines, folder)
+                if not in_flight:
+                    break
+                finished, _ = concurrent.futures.wait(
+                    in_flight, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in finished:
+                    key, command, train_lines, folder = in_flight.pop(future)
+                    unfinished[folder] -= 1
+                    if not unfinished[folder]:
+                        shutil.rmtree(folder)
+                    done += 1
+                    try:
+                        result = future.result()
+                    except RuntimeError as error:
+                        failed += 1
+                        print(f"[{done}/{total}] {key}: FAILED {error}", flush=True)
+                        continue
+                    cache[key] = {**result, "command": command, "train_lines": train_lines,
+                                  "date": datetime.date.today().isoformat(),
+                                  "load": os.getloadavg()[0]}
+                    save_cache(cache)
+                    shown = {k: round(v, 4) for k, v in result.items() if isinstance(v, float)}
+                    print(f"[{done}/{total}] {key} {shown}", flush=True)
+        finally:   # Ctrl-C: the queued runs are dropped, the finished ones are in the cache
+            pool.shutdown(wait=True, cancel_futures=True)
     print(f"{done - failed} runs in {time.perf_counter() - started:.0f} s, {failed} failed",
           flush=True)
 
@@ -505,14 +524,22 @@ def main():
         chosen = [c for c in chosen if any(w in c.label for w in wanted)
                   or c.label == VW_UNTUNED]   # the reference of every comparison
     cache = load_cache()
-    load = os.getloadavg()[0]
     if not args.report_only:
-        measure(args, datasets, chosen, cache)
-    command = shlex.join(["python", "benchmarks/defaults.py",
-                          *(a for a in sys.argv[1:] if a != "--write-readme")])
-    stamp = (f"`{command}`, {datetime.date.today()}; {machine_line(machine())}; load average "
-             f"(1 min) {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
-             f"({os.cpu_count()} cores).")
+        try:
+            measure(args, datasets, chosen, cache)
+        except KeyboardInterrupt:
+            raise SystemExit(f"interrupted: the finished runs are in {CACHE}; the same command "
+                             "runs the others") from None
+    command = shlex.join(["python", "benchmarks/defaults.py", *(
+        a for a in sys.argv[1:] if a not in ("--write-readme", "--report-only"))])
+    shown = [cache[key] for key in (key_of(name, c.label, noise, seed) for name in datasets
+                                    for c in chosen for noise in args.noise
+                                    for seed in seeds_of(noise, args.seeds)) if key in cache]
+    loads = [entry["load"] for entry in shown if "load" in entry] or [os.getloadavg()[0]]
+    dates = sorted({entry["date"] for entry in shown}) or [str(datetime.date.today())]
+    stamp = (f"`{command}`, runs of {' to '.join(dict.fromkeys([dates[0], dates[-1]]))}; "
+             f"{machine_line(machine())}; load average (1 min) after each run: "
+             f"{min(loads):.1f} to {max(loads):.1f} ({os.cpu_count()} cores).")
     block = report(cache, datasets, chosen, args.noise, args.seeds, stamp)
     print(block)
     if args.write_readme:
