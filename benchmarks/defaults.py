@@ -98,9 +98,11 @@ class Candidate:
     vw: str = ""     # "untuned" or "tuned" for VW, "" for streamherd
 
     def command(self, task):
-        """train's flags for a task (multiclass: joint named, regression: squared loss)."""
+        """train's flags for a task (multiclass: joint named, regression: squared loss); VW's,
+        with the learning rates it tries when tuned."""
         if self.vw:
-            return ["vw", self.vw]
+            rates = [f"-l {rate:g}" for rate in auto.VW_RATES] if self.vw == "tuned" else []
+            return [*vw_flags(task, "K"), *rates]
         extra = {"m": [] if not self.flags or "--multiclass" in self.flags
                  else ["--multiclass", "joint"], "r": ["--loss", "squared"], "b": []}[task]
         return [*self.flags, *extra]
@@ -257,15 +259,19 @@ def probability_metrics(p, prep):
     return {"logloss": metrics["log-loss"], "brier": metrics["Brier"]}
 
 
+def vw_flags(task, classes):
+    """VW's training flags for a task (``classes``: the K of --oaa K)."""
+    return {"b": ["--loss_function", "logistic", "--link", "logistic"],
+            "m": ["--oaa", str(classes), "--probabilities", "--loss_function", "logistic"],
+            "r": []}[task]
+
+
 def run_vw_once(prep, folder, rate):
     """VW's result at learning ``rate`` (None: its default)."""
     model, out = folder / "vw.model", folder / "vw.pred"
     learning = () if rate is None else ("-l", rate)
-    loss = {"b": ("--loss_function", "logistic", "--link", "logistic"),
-            "m": ("--oaa", len(prep.classes), "--probabilities", "--loss_function", "logistic"),
-            "r": ()}[prep.task]
     started = time.perf_counter()
-    vowpal("-d", prep.train_vw, *loss, *learning, "-f", model)
+    vowpal("-d", prep.train_vw, *vw_flags(prep.task, len(prep.classes)), *learning, "-f", model)
     result = {"train_seconds": time.perf_counter() - started}
     vowpal("-d", prep.test_vw, "-t", "-i", model, "-p", out,
            *(("--probabilities",) if prep.task == "m" else ()))
