@@ -3,7 +3,8 @@ or not, should ``streamherd train`` be when a user gives no flags? Every candida
 Vowpal Wabbit, on real data with noisy training labels.
 
     python benchmarks/defaults.py [--data ../shared/data] [-j N] [--seeds 1]
-        [--datasets a,b] [--candidates x,y] [--noise 0,0.1,0.3] [--quick] [--write-readme]
+        [--datasets a,b] [--candidates x,y] [--noise 0,0.1,0.3] [--quick] [--report-only]
+        [--write-readme]
 
 Data: the binary and multiclass sets of the shared data folder (train -> test, or a fixed 80/20
 split of a seeded shuffle of a single file, as benchmarks/auto.py), and two regression sets: a
