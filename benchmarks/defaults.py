@@ -1,6 +1,8 @@
-"""The no-flag question (issue 34 §1): which learner, with ``auto`` or not, with ``--normalize``
-or not, should ``streamherd train`` be when a user gives no flags? Every candidate against
-Vowpal Wabbit, on real data with noisy training labels.
+"""The no-flag question (issue 34 §1): candidates for train's default against VW, noisy labels.
+
+Which learner, with ``auto`` or not, with ``--normalize`` or not, should ``streamherd train`` be
+when a user gives no flags? Every candidate against Vowpal Wabbit, on real data with noisy
+training labels.
 
     python benchmarks/defaults.py [--data ../shared/data] [-j N] [--seeds 1]
         [--datasets a,b] [--candidates x,y] [--noise 0,0.1,0.3] [--quick] [--report-only]
