@@ -333,6 +333,7 @@ def save_cache(cache):
 def measure(args, datasets, chosen, cache):
     """Run every (dataset, candidate, noise, seed) the cache lacks, ``args.jobs`` at a time,
     saving the cache after each."""
+    rerun = [c for c in chosen if args.rerun and any(w in c.label for w in args.rerun.split(","))]
     pending = {}
     for name in datasets:
         task = task_of(name)
@@ -341,11 +342,13 @@ def measure(args, datasets, chosen, cache):
                 for candidate in chosen:
                     key = key_of(name, candidate.label, noise, seed)
                     command = candidate.command(task)
-                    if task in candidate.tasks and cache.get(key, {}).get("command") != command:
+                    stale = candidate in rerun or cache.get(key, {}).get("command") != command
+                    if task in candidate.tasks and stale:
                         pending.setdefault((name, noise, seed), []).append((key, candidate,
                                                                             command))
     total = sum(map(len, pending.values()))
     print(f"{total} runs to do ({len(cache)} cached)", flush=True)
+    version = code_version()
     groups = iter(pending.items())
     in_flight, unfinished = {}, {}   # future -> its run; a group's folder -> its runs left
     done, failed, started = 0, 0, time.perf_counter()
@@ -381,7 +384,7 @@ def measure(args, datasets, chosen, cache):
                         continue
                     cache[key] = {**result, "command": command, "train_lines": train_lines,
                                   "date": datetime.date.today().isoformat(),
-                                  "load": os.getloadavg()[0]}
+                                  "load": os.getloadavg()[0], "streamherd": version}
                     save_cache(cache)
                     shown = {k: round(v, 4) for k, v in result.items() if isinstance(v, float)}
                     print(f"[{done}/{total}] {key} {shown}", flush=True)
@@ -389,6 +392,16 @@ def measure(args, datasets, chosen, cache):
             pool.shutdown(wait=True, cancel_futures=True)
     print(f"{done - failed} runs in {time.perf_counter() - started:.0f} s, {failed} failed",
           flush=True)
+
+
+def code_version():
+    """The repository's commit, "+changes" when streamherd/ differs from it: a cached run
+    is of the code it ran (--rerun to run it again after a change)."""
+    def git(*args):
+        return subprocess.run(["git", *args], capture_output=True, text=True,
+                              cwd=HERE.parent).stdout.strip()
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+changes" if git("status", "--porcelain", "streamherd") else "")
 
 
 def seeds_of(noise, seeds):
@@ -513,6 +526,8 @@ def main():
                         help="comma-separated noise levels")
     parser.add_argument("--quick", action="store_true",
                         help=f"a smoke run: {', '.join(QUICK_DATASETS)}, a few candidates")
+    parser.add_argument("--rerun", help="comma-separated: the candidates (as --candidates) run "
+                        "again though cached, e.g. after the code they run changed")
     parser.add_argument("--report-only", action="store_true", help="tables from the cache")
     parser.add_argument("--write-readme", action="store_true")
     args = parser.parse_args()
@@ -539,16 +554,24 @@ def main():
         except KeyboardInterrupt:
             raise SystemExit(f"interrupted: the finished runs are in {CACHE}; the same command "
                              "runs the others") from None
-    command = shlex.join(["python", "benchmarks/defaults.py", *(
-        a for a in sys.argv[1:] if a not in ("--write-readme", "--report-only"))])
+    # the options that choose what the tables show
+    shown_options = [*(["--quick"] if args.quick else []),
+                     *(f"--{name}={value}" for name, value in (
+                         ("datasets", args.datasets), ("candidates", args.candidates),
+                         ("noise", ",".join(f"{n:g}" for n in args.noise)),
+                         ("seeds", args.seeds))
+                       if value and value not in (1, ",".join(f"{n:g}" for n in NOISES)))]
+    command = shlex.join(["python", "benchmarks/defaults.py", *shown_options])
     shown = [cache[key] for key in (key_of(name, c.label, noise, seed) for name in datasets
                                     for c in chosen for noise in args.noise
                                     for seed in seeds_of(noise, args.seeds)) if key in cache]
     loads = [entry["load"] for entry in shown if "load" in entry] or [os.getloadavg()[0]]
     dates = sorted({entry["date"] for entry in shown}) or [str(datetime.date.today())]
+    versions = sorted({entry.get("streamherd", "unrecorded") for entry in shown})
     stamp = (f"`{command}`, runs of {' to '.join(dict.fromkeys([dates[0], dates[-1]]))}; "
              f"{machine_line(machine())}; load average (1 min) after each run: "
-             f"{min(loads):.1f} to {max(loads):.1f} ({os.cpu_count()} cores).")
+             f"{min(loads):.1f} to {max(loads):.1f} ({os.cpu_count()} cores); streamherd at "
+             f"commit {', '.join(versions)}.")
     block = report(cache, datasets, chosen, args.noise, args.seeds, stamp)
     print(block)
     if args.write_readme:
