@@ -27,7 +27,8 @@ candidate (joint is also what no flags gives), regression runs add ``--loss squa
 
 Results are cached per (dataset, candidate, noise, seed) in benchmarks/out/defaults.json, saved
 after every run: an interrupted run resumes, a later session adds candidates or seeds without
-rerunning the others (a run whose command changed is run again). The tables compare each
+rerunning the others (a run whose command changed is run again; each records the commit it ran,
+and ``--rerun`` runs chosen candidates again after their code changed). The tables compare each
 candidate with VW untuned per noise level: mean test error, wins/ties/losses over the data sets
 (a tie: errors equal to 3 decimals), Wilcoxon's signed-rank test on the paired errors (scipy;
 two-sided p), mean log-loss and Brier score of ``--proba``, and the mean wall time of ``train``.
