@@ -107,8 +107,8 @@ TRAIN = Command("train", "Train a model, one online update per line, reporting p
                                  shared.CALIBRATION]),
                     ("Features", shared.feature_options()),
                     ("Passes", PASSES),
-                    ("Model and output", TRAIN_OUTPUT),
-                ], train, positional=shared.FILES, hint=shared.vw_hint,
+                    ("Model and output", [*TRAIN_OUTPUT, *shared.VW_ACCEPTED]),
+                ], train, positional=shared.FILES, hint=shared.vw_hint, clash=shared.vw_clash,
                 interrupted="interrupted; no model was written")
 
 
@@ -144,9 +144,9 @@ PREDICT = Command(
             Option(("--audit",), "audit", "After each prediction line, a line of the example's "
                    "features, as VW's --audit: a tab before each name:slot:value:weight "
                    "(ns^name, crosses a^x*b^y, Constant).", bool),
-            shared.QUIET,
+            shared.QUIET, *shared.VW_ACCEPTED, shared.TEST_ONLY,
         ]),
-    ], predict, positional=shared.FILES, hint=shared.predict_hint,
+    ], predict, positional=shared.FILES, hint=shared.predict_hint, clash=shared.vw_clash,
     interrupted="interrupted; the predictions are incomplete")
 
 
@@ -364,6 +364,8 @@ def run(argv=None):
     interrupted = "interrupted"   # while the command line is read
     try:
         command, values = _parsed(list(sys.argv[1:] if argv is None else argv))
+        for note in () if getattr(values, "quiet", False) else values.notes:
+            say(f"streamherd: {note}")
         interrupted = command.interrupted
         command.run(values)
     except UsageError as e:

@@ -42,7 +42,9 @@ class Option:
     (no value; True when given, else False), else the conversion of its value (int, float,
     str, Path or a function raising ValueError); ``repeatable``: every value is kept, in a list
     (None when the flag is absent); ``expected``: what a bad value should have been, for the
-    message; ``show_default``: the help ends with the default (when there is one)."""
+    message; ``show_default``: the help ends with the default (when there is one); ``note``:
+    the option is Vowpal Wabbit's and does nothing here but say this note (a harmless VW flag a
+    script may carry)."""
 
     flags: tuple
     dest: str
@@ -55,6 +57,7 @@ class Option:
     vw: tuple = ()
     expected: str = ""
     show_default: bool = True
+    note: str = ""
 
     @property
     def switch(self):
@@ -91,8 +94,10 @@ class Positional:
 class Command:
     """A command's name, help and options in help groups (title, options); ``run`` is called
     with the parsed values (attributes named by each option's dest); ``hint``: the message for
-    an unknown flag that deserves more than "No such option" (or None); ``interrupted``: what
-    Ctrl-C or SIGTERM left undone, when the command does not say more itself."""
+    an unknown flag that deserves more than "No such option" (or None); ``clash``: what to add
+    to a bad value's message for a flag that means something else in Vowpal Wabbit (or None);
+    ``interrupted``: what Ctrl-C or SIGTERM left undone, when the command does not say more
+    itself."""
 
     name: str
     help: str
@@ -100,28 +105,33 @@ class Command:
     run: Callable
     positional: Positional = None
     hint: Callable = field(default=lambda flag: None)
+    clash: Callable = field(default=lambda flag: None)
     interrupted: str = "interrupted"
 
     def __post_init__(self):
         dests = [o.dest for o in self.options] + [self.positional.dest if self.positional
                                                   else "command_line"]
         assert len(set(dests)) == len(dests) and "command_line" not in dests[:-1], dests
+        assert "notes" not in dests, dests
 
     @property
     def options(self):
         return [option for _, options in self.groups for option in options]
 
     def parse(self, argv):
-        """The values of ``argv`` (a SimpleNamespace; ``command_line``: ``argv`` itself), or a
-        UsageError, or HelpAsked."""
+        """The values of ``argv`` (a SimpleNamespace; ``command_line``: ``argv`` itself;
+        ``notes``: those of the options given that do nothing here), or a UsageError, or
+        HelpAsked."""
         from types import SimpleNamespace
 
         try:
-            values = read(self.options, self.positional, argv, self.hint)
+            values = read(self.options, self.positional, argv, self.hint, self.clash)
         except UsageError as e:
             e.command = self.name
             raise
-        return SimpleNamespace(**values, command_line=list(argv))
+        notes = [f"{o.flags[0]} (Vowpal Wabbit's) does nothing here: {o.note}"
+                 for o in self.options if o.note and values[o.dest]]
+        return SimpleNamespace(**values, command_line=list(argv), notes=notes)
 
     def help_text(self, width=None):
         positional = self.positional
@@ -133,7 +143,8 @@ class Command:
         if positional is not None:
             groups[0][1].insert(0, (positional.metavar, positional.help))
         groups[-1][1].append((", ".join(HELP_FLAGS), "Show this message and exit."))
-        spellings = [(_invocation(o, o.vw), "= " + ", ".join(f for f in o.flags if f not in o.vw))
+        spellings = [(_invocation(o, o.vw), f"Accepted; does nothing here: {o.note}" if o.note
+                      else "= " + ", ".join(f for f in o.flags if f not in o.vw))
                      for o in self.options if o.vw]
         if spellings:
             groups.append(("Vowpal Wabbit's spellings", spellings))
@@ -170,7 +181,7 @@ def laid_out(usage, description, groups, width=None):
     return f"Usage: {usage}\n\n{parser.format_help()}"
 
 
-def read(options, positional, argv, hint=lambda flag: None):
+def read(options, positional, argv, hint=lambda flag: None, clash=lambda flag: None):
     """dest -> value for ``options`` and ``positional`` from ``argv`` (see the module's
     docstring for the habits); values are converted once every word is read, so that an
     unknown flag is reported before a bad value, and -h before either."""
@@ -201,19 +212,23 @@ def read(options, positional, argv, hint=lambda flag: None):
                 raise UsageError(f"Option '{flag}' does not take a value.")
             if attached is not None:   # -tq: short switches run together
                 tokens.insert(0, "-" + attached)
-            given.append((option, True))
+            given.append((option, True, flag))
             continue
         if attached is None:
             if not tokens:
                 raise UsageError(f"Option '{flag}' requires an argument.")
             attached = tokens.pop(0)
-        given.append((option, attached))
+        given.append((option, attached, flag))
     if help_asked:
         raise HelpAsked()
     values = {o.dest: None if o.repeatable else False if o.switch else o.default
               for o in options}
-    for option, text in given:
-        value = True if option.switch else option.convert(text)
+    for option, text, flag in given:
+        try:
+            value = True if option.switch else option.convert(text)
+        except UsageError as e:
+            meant = clash(flag)
+            raise UsageError(f"{e}; {meant}" if meant else str(e)) from None
         if option.repeatable:
             values[option.dest] = [*(values[option.dest] or ()), value]
         else:

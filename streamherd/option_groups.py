@@ -116,11 +116,25 @@ def training_arguments(values):
                 bits=bits, bias=bias, normalize=True if normalize else None, namespaces=space)
 
 
+# Vowpal Wabbit's flags that are harmless here: accepted, each saying in one line what it means
+# here, so that a VW script runs unedited.
+_NO_CACHE = "no cache (streamherd reads its text input faster than VW reads its cache)"
+VW_ACCEPTED = [
+    Option(("-c", "--cache"), "vw_cache", "", bool, vw=("-c", "--cache"), note=_NO_CACHE),
+    Option(("-k", "--kill_cache"), "vw_kill_cache", "", bool, vw=("-k", "--kill_cache"),
+           note=_NO_CACHE),
+    Option(("--cache_file",), "vw_cache_file", "", metavar="FILE", repeatable=True,
+           vw=("--cache_file",), note=_NO_CACHE),
+    Option(("--binary",), "vw_binary", "", bool, vw=("--binary",),
+           note="a binary model's predictions are its labels' two values already (predict "
+                "--raw: the margin)"),
+]
+TEST_ONLY = Option(("-t", "--testonly"), "vw_testonly", "", bool, vw=("-t", "--testonly"),
+                   note="predict never updates the model")
+
 # Vowpal Wabbit's flags that streamherd spells differently or does without: an unknown one gets
 # this hint instead of "No such option" and its guess at a similar flag of ours. The README's
 # "Coming from Vowpal Wabbit" table says the same.
-_NO_CACHE = ("no cache file: streamherd reads its text input faster than VW reads its cache; "
-             "drop the flag")
 _NO_LEARNING_RATE = ("streamherd's learners have no learning rate: their steps come from -C "
                      "(pa1, pa2, nherd, scw), -r (arow) or --eta (cw, scw)")
 _NO_SGD = "streamherd has no SGD or quasi-Newton learner: choose a learner with --algo"
@@ -129,8 +143,6 @@ VW_SPELLINGS = {
              "or fix them with --classes)",
     "--link": "streamherd predict --proba (P(y=+1|x), calibrated during train: --calibration)",
     "--loss_function": "--loss squared (regression) or --loss hinge (classification)",
-    "-c": _NO_CACHE, "--cache": _NO_CACHE, "--cache_file": _NO_CACHE, "-k": _NO_CACHE,
-    "--kill_cache": _NO_CACHE,
     "-l": _NO_LEARNING_RATE, "--learning_rate": _NO_LEARNING_RATE, "--power_t": _NO_LEARNING_RATE,
     "--initial_t": _NO_LEARNING_RATE, "--decay_learning_rate": _NO_LEARNING_RATE,
     "--sgd": _NO_SGD, "--adaptive": _NO_SGD, "--normalized": _NO_SGD, "--invariant": _NO_SGD,
@@ -142,9 +154,22 @@ VW_SPELLINGS = {
                      "no retraining)",
     "--daemon": "no daemon: pipe examples to streamherd predict, which answers each line as it "
                 "arrives",
-    "--binary": "a binary model predicts its labels' two values already (--raw: the margin); "
-                "drop the flag",
+    "--save_resume": "every streamherd model holds what continuing needs: train -i MODEL "
+                     "continues it exactly",
+    "--probabilities": "streamherd predict --proba (every class's probability, calibrated "
+                       "during train)",
+    "--raw_predictions": "streamherd predict --raw -p FILE (the scores)",
 }
+# Vowpal Wabbit's flags that streamherd has with another meaning: a bad value says what VW's is
+VW_CLASHES = {
+    "-a": "Vowpal Wabbit's -a (audit) is --audit here; -a is the initial variance",
+    "-r": "Vowpal Wabbit's -r (raw predictions) is 'predict --raw -p FILE' here; -r is AROW's "
+          "regularization",
+}
+
+
+def vw_clash(flag):
+    return VW_CLASHES.get(flag)
 
 
 def vw_hint(flag):
@@ -155,9 +180,11 @@ def vw_hint(flag):
 
 def predict_hint(flag):
     """vw_hint, and what predict says of train's flags that it takes from the model."""
-    if flag in ("-t", "--testonly"):
-        return (f"no such option {flag} (Vowpal Wabbit's); streamherd: predict never updates "
-                f"the model; drop the flag")
+    if flag in VW_CLASHES:
+        return f"no such option {flag} for predict; {VW_CLASHES[flag]}"
+    if flag in ("-i", "--initial_regressor"):
+        return (f"no such option {flag} for predict (Vowpal Wabbit's -i); streamherd: predict -m "
+                f"MODEL")
     if any(flag in o.spellings for o in FEATURE_OPTIONS):
         return (f"no such option {flag} for predict: the model makes its features as it was "
                 f"trained to (its bits, bias, crosses and hashing are saved in it); drop the "

@@ -80,7 +80,9 @@ def test_an_unknown_flag_and_help_come_before_a_bad_value():
     ("dist-train", ["--link=logistic"], "no such option --link (Vowpal Wabbit's)"),
     ("predict", ["--ignore_linear", "a"], "no such option --ignore_linear for predict: the model "
                                           "makes its features"),
-    ("predict", ["-t"], "predict never updates the model"),
+    ("predict", ["-i", "m.npz"], "no such option -i for predict (Vowpal Wabbit's -i)"),
+    ("train", ["-a", "x.svm"], "Input should be a valid number or auto, unable to parse string "
+                               "as a number; Vowpal Wabbit's -a (audit) is --audit here"),
 ])
 def test_mistakes_are_one_line_naming_the_flag(command, argv, message):
     assert message in usage_error(command, argv)

@@ -23,12 +23,12 @@ def usage_error(proc):
     ("train", ["--link=logistic"], "predict --proba"),
     ("train", ["--link", "logistic"], "predict --proba"),
     ("train", ["--loss_function", "squared"], "--loss squared"),
-    ("predict", ["-t"], "predict never updates the model"),
-    ("train", ["-c"], "no cache file"),
+    ("train", ["--save_resume"], "train -i MODEL continues it exactly"),
+    ("predict", ["--probabilities"], "predict --proba"),
+    ("train", ["--raw_predictions", "r.txt"], "predict --raw -p FILE"),
     ("train", ["--passes_nonexistent"], None),
     ("train", ["-l", "0.5"], "no learning rate"),
     ("train", ["--sgd"], "no SGD"),
-    ("train", ["--binary"], "predicts its labels' two values already"),
 ])
 def test_a_vw_flag_gets_a_hint_naming_the_equivalent(run_cli, command, flags, equivalent,
                                                      tmp_path):
@@ -67,6 +67,36 @@ def test_vw_spellings_of_flags_streamherd_has(run_cli, tmp_path):
     assert run_cli("train", "--quiet", "samples/sample.svm", "--initial_regressor", vws,
                    "--final_regressor", continued).returncode == 0
     assert load_model(continued)[0]["examples"] == 2 * meta_b["examples"]
+
+
+@pytest.mark.parametrize("command, flags, meant", [
+    ("train", ["-a"], "Vowpal Wabbit's -a (audit) is --audit here"),
+    ("train", ["-r", "raw.txt"], "Vowpal Wabbit's -r (raw predictions) is 'predict --raw -p FILE'"),
+    ("predict", ["-a"], "Vowpal Wabbit's -a (audit) is --audit here"),
+    ("predict", ["-i", "m.npz"], "no such option -i for predict (Vowpal Wabbit's -i); "
+                                 "streamherd: predict -m MODEL"),
+])
+def test_a_vw_flag_we_spell_for_another_meaning_says_what_vws_is(run_cli, command, flags,
+                                                                 meant):
+    assert meant in usage_error(run_cli(command, *flags, "samples/sample.svm"))
+
+
+def test_harmless_vw_flags_are_accepted_with_a_note_and_change_nothing(run_cli, tmp_path):
+    plain, flagged = tmp_path / "plain.npz", tmp_path / "flagged.npz"
+    assert run_cli("train", "--quiet", "samples/sample.svm", "-f", plain).returncode == 0
+    proc = run_cli("train", "samples/sample.svm", "-c", "-k", "--cache_file", "c.cache",
+                   "--binary", "-f", flagged)
+    assert proc.returncode == 0, proc.stderr
+    for flag in ("-c", "-k", "--cache_file", "--binary"):
+        assert f"streamherd: {flag} (Vowpal Wabbit's) does nothing here: " in proc.stderr
+    assert not (tmp_path / "c.cache").exists()
+    np.testing.assert_array_equal(load_model(plain)[1]["mean"], load_model(flagged)[1]["mean"])
+    predicted = run_cli("predict", "-t", "--binary", "-m", flagged, "samples/sample.svm")
+    assert predicted.returncode == 0
+    assert "-t (Vowpal Wabbit's) does nothing here: predict never updates" in predicted.stderr
+    assert predicted.stdout == run_cli("predict", "-m", plain, "samples/sample.svm").stdout
+    quiet = run_cli("predict", "-t", "--quiet", "-m", flagged, "samples/sample.svm")
+    assert "Vowpal Wabbit" not in quiet.stderr
 
 
 @pytest.mark.parametrize("flags", [["-q", "ff"], ["--hash", "all"], ["-b", "12"]])

@@ -64,6 +64,7 @@ COMMAND = Command(
         ("Features", shared.feature_options()),
         ("Rounds", ROUNDS),
         ("Cluster", CLUSTER),
-        ("Model and output", [shared.FINAL_MODEL, shared.INITIAL_MODEL, shared.QUIET]),
-    ], run, positional=shared.FILES, hint=shared.vw_hint,
+        ("Model and output", [shared.FINAL_MODEL, shared.INITIAL_MODEL, shared.QUIET,
+                              *shared.VW_ACCEPTED]),
+    ], run, positional=shared.FILES, hint=shared.vw_hint, clash=shared.vw_clash,
     interrupted="interrupted; the model holds the last finished round (-i goes on from it)")
