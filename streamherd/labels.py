@@ -15,8 +15,6 @@ from streamherd.io.reader import describe_token
 
 def label_text(value):
     """How a numeric label is printed: integral values without a decimal point."""
-    if value is None:
-        return "?"
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
@@ -136,13 +134,6 @@ class BinaryLabels:
         for value in values[np.argsort(first)]:   # in line order: an error names the first line
             self._add(float(value), chunk)
         return np.where(labels > 0, 1.0, np.where(np.isnan(labels), np.nan, -1.0))
-
-    def value_targets(self, values):
-        """(rows whose label value is one of the two, their y): in-memory labels of a problem
-        over two given values (the experiment's pairs of classes, where either may be the
-        positive one); rows of other values are not part of it."""
-        rows = np.flatnonzero((values == self.positive) | (values == self.negative))
-        return rows, np.where(values[rows] == self.positive, 1.0, -1.0)
 
     def _add(self, value, chunk):
         side = "positive" if value > 0 else "negative"
@@ -339,6 +330,3 @@ class ClassLabels:
     def text(self, class_id):
         return self.texts[class_id] if 0 <= class_id < len(self.texts) else "?"
 
-    def text_array(self):
-        """Class names indexable by id + 1 (index 0: '?', no prediction)."""
-        return np.array(["?", *self.texts], dtype=object)

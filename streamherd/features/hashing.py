@@ -72,12 +72,9 @@ def murmur3_32(buf, start, end, seed):
 
 @njit(cache=True, nogil=True)
 def hashstring(buf, start, end, seed):
-    """VW's ``hashstring``: an all-digit name is its integer plus the seed, anything else murmur3.
-
-    Like VW, bytes <= 0x20 are first trimmed from both ends (so "\x1a12" is the number 12, and
-    a name of control bytes only is the empty number, 0). The integer wraps modulo 2**64 like
-    VW's size_t, so a 12-digit (or 30-digit) name cannot overflow.
-    """
+    """VW's ``hashstring`` (the module's docstring says how): "\x1a12" is the number 12, and a
+    name of control bytes only the empty number, 0. The integer wraps modulo 2**64 like VW's
+    size_t, so a 12-digit (or 30-digit) name cannot overflow."""
     while start < end and buf[start] <= 32:
         start += 1
     while end > start and buf[end - 1] <= 32:

@@ -16,10 +16,6 @@ from streamherd.errors import StreamherdError, is_int
 MAX_BITS = 30
 
 
-def _as_given(value):
-    return value
-
-
 @dataclass(frozen=True)
 class FeatureOption:
     """``key``: the FeatureSpace field and the model meta's key it sets; ``flags``: streamherd's
@@ -38,7 +34,7 @@ class FeatureOption:
     repeatable: bool = False
     default: object = None
     vw: tuple = ()
-    to_space: Callable = _as_given
+    to_space: Callable = lambda value: value
     saved: tuple = ()
     required: bool = False
 

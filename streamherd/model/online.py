@@ -2,15 +2,8 @@
 object.
 
 ``train``, ``predict``, the scikit-learn and river estimators and ``dist-train``'s shard task
-each hold an OnlineModel and talk to nothing below it. A new model is planned from flags
-(``OnlineModel.new``: every flag checked before any input), read from a file
-(``OnlineModel.from_file``) or from a meta and its arrays (``from_meta``), or continued with
-flags checked against its own (``OnlineModel.continued``). Its verbs: ``settle`` (the first chunk
-chooses the task when no flag did), ``learn`` (a chunk: one prediction per row, then its
-update, the predictions into the calibration's statistics), ``score`` (a chunk without
-learning, on the parser threads), ``meta``/``arrays`` (what a model file holds) and
-``summary``. A ``-C auto`` bank stands where the learner does, so that no face asks which it
-holds.
+each hold an OnlineModel and talk to nothing below it. A ``-C auto`` bank stands where the
+learner does, so that no face asks which it holds.
 """
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -211,15 +204,12 @@ class OnlineModel:
         """The calibration the model learns (None: none); with auto, each member of the bank
         learns its own instead, and the model written takes the chosen member's
         (``calibration_now``)."""
-        if saved is not None or self.calibration_method == "none":
-            calibration = calibrations.of_meta({"calibration": saved, "task": self.task.kind},
-                                               self.calibration_method)
-        else:
-            calibration = calibrations.new(self.calibration_method, self.task.kind)
-            if calibration is not None and isinstance(self.learner, selection.Bank):
-                self.learner.calibrate_members(
-                    lambda: calibrations.new(self.calibration_method, self.task.kind))
-                calibration = None
+        calibration = calibrations.of_meta({"calibration": saved, "task": self.task.kind},
+                                           self.calibration_method)
+        if calibration is not None and isinstance(self.learner, selection.Bank):
+            self.learner.calibrate_members(
+                lambda: calibrations.new(self.calibration_method, self.task.kind))
+            calibration = None
         self.task.calibration = calibration   # predict --proba's map
         return calibration
 
@@ -235,8 +225,7 @@ class OnlineModel:
         return self.learner.options
 
     def describe_learner(self):
-        """(the learner's name, its settings) as the preamble says them: a bank's names its
-        members."""
+        """(the learner's name, its settings) as the preamble says them (a bank's: its members)."""
         if self.auto is not None:
             return self.learner.preamble_name, self.learner.settings()
         return self.algo, ", ".join(f"{k} = {v:g}" for k, v in self.learner.options.items())
@@ -291,8 +280,7 @@ class OnlineModel:
 
     def learn_targets(self, targets, rows):
         """One online pass over ``rows`` with the task's ``targets``: (updates, each row's
-        prediction before its update). An update that fails is an UpdateFailed naming the
-        row."""
+        prediction before its update); a failed update raises UpdateFailed naming the row."""
         try:
             if isinstance(self.learner, selection.Bank):
                 return self.learner.learn_chunk(
@@ -337,13 +325,11 @@ class OnlineModel:
         return self.task.lines(self.learner, scored, shown)
 
     def audit_weights(self):
-        """predict --audit: the weights the predictions read, one row per class block (one row
-        for a binary or regression model)."""
+        """predict --audit: the weights the predictions read, one row per class block."""
         return prediction_weights(self.arrays()).reshape(-1, self.space.dim)
 
     def check_output(self, shown, path):
-        """Refuse, in one line, an output the model has not (--proba of an uncalibrated
-        model)."""
+        """Refuse, in one line, an output the model has not (--proba of an uncalibrated one)."""
         self.task.check_output(shown, self.learner, path, self.algo)
 
     # ------------------------------------------------------------ what a file holds

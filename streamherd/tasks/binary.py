@@ -55,8 +55,12 @@ class BinaryTask(Classification):
         return chunk, self.labels.observe(chunk) if learning else chunk.labels
 
     def value_targets(self, values):
-        """(rows whose label value is one of the two, their y), for in-memory labels."""
-        return self.labels.value_targets(values)
+        """(rows whose label value is one of the two, their y), for in-memory labels of a
+        problem over two given values (the experiment's pairs of classes, where either may be
+        the positive one)."""
+        positive, negative = self.labels.positive, self.labels.negative
+        rows = np.flatnonzero((values == positive) | (values == negative))
+        return rows, np.where(values[rows] == positive, 1.0, -1.0)
 
     # ------------------------------------------------------------ learning
 

@@ -15,9 +15,8 @@ MODES = {"joint": "joint", "ova": "one-versus-all", "mira": "joint, MIRA's updat
 
 
 class MulticlassTask(Classification):
-    """Targets are class ids (ClassLabels: new labels become classes, unless the set is fixed;
-    a label outside a fixed set, or a damaged number, is a bad line). Predicting, a label no
-    class has is a mistake, never predicted."""
+    """Targets are class ids (ClassLabels.observe: new labels become classes, unless the set
+    is fixed, and which labels are bad lines)."""
 
     kind = "multiclass"
     has_class_scores = True
@@ -134,7 +133,8 @@ class MulticlassTask(Classification):
                                 self.probabilities(learner, scored)[:, order])
         if output in (RAW, SCORES):   # a multiclass model's raw output is its classes' scores
             return format_pairs(self.labels.texts, scored.scores)
-        return self.labels.text_array()[scored.predictions + 1].tolist()
+        # index 0: '?', no prediction (class id -1)
+        return np.array(["?", *self.labels.texts], dtype=object)[scored.predictions + 1].tolist()
 
     def probabilities(self, learner, scored):
         """Every class's probability, in class id order: the model's softmax calibration
