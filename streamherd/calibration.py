@@ -246,17 +246,15 @@ class BinaryCalibration:
         params = self.params if self.params is not None else self.fit()
         if not params:   # learned from nothing: the prior, on the label's side
             return _on_the_labels_side(np.full(len(margins), 0.5), margins, 1.0)
-        if self.method == "platt":
-            p = _sigmoid(params["a"] * margins + params["b"])
-        elif self.method == "isotonic":
-            steps = np.interp(margins, params["x"], params["p"])
-            p = (1.0 - TIE_BREAK) * steps + \
-                TIE_BREAK * _sigmoid(params["a"] * margins + params["b"])
-        else:
+        if self.method == "probit":
             from scipy.special import ndtr
 
             p = ndtr(params["a"] * margins /
                      np.sqrt(np.maximum(confidences, 0.0) + params["s2"]))
+        else:
+            p = _sigmoid(params["a"] * margins + params["b"])
+            if self.method == "isotonic":
+                p = (1.0 - TIE_BREAK) * np.interp(margins, params["x"], params["p"]) + TIE_BREAK * p
         return _on_the_labels_side(p, margins, params["a"])
 
     @property

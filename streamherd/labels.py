@@ -51,13 +51,12 @@ def numbers_only(chunk, skip_bad, expected=None):
     i = int(np.argmax(text))
     what, default_expected = linecodes.MESSAGES[linecodes.BAD_LABEL]
     raw = chunk.block[chunk.label_start[i]:chunk.label_end[i]].tobytes()
-    marked = linecodes.byte_order_mark_error(f"{chunk.source}:{int(chunk.line_numbers[i])}",
-                                             raw, chunk.source)
+    where = f"{chunk.source}:{int(chunk.line_numbers[i])}"
+    marked = linecodes.byte_order_mark_error(where, raw, chunk.source)
     if marked:
         raise StreamherdError(marked)
-    token = describe_token(raw)
     raise StreamherdError(
-        f"{chunk.source}:{int(chunk.line_numbers[i])}: {what} '{token}'; expected "
+        f"{where}: {what} '{describe_token(raw)}'; expected "
         f"{expected or default_expected}. Fix the line, or pass --skip-bad to skip such lines")
 
 

@@ -55,10 +55,6 @@ def _hashes_all(mode):
     return mode == "all"
 
 
-def _letters(values):
-    return "".join(values or ())
-
-
 _SWITCH = (lambda v: isinstance(v, bool), "true or false")
 
 
@@ -71,7 +67,8 @@ def _crossing(key, flags, help, metavar):
 
 def _namespace_letters(key, flags, help):
     """A repeatable flag of namespace letters, saved joined as one string."""
-    return FeatureOption(key, flags, str, help, "LETTERS", repeatable=True, to_space=_letters,
+    return FeatureOption(key, flags, str, help, "LETTERS", repeatable=True,
+                         to_space=lambda values: "".join(values or ()),
                          saved=(lambda v: isinstance(v, str), "a string of namespace letters"))
 
 

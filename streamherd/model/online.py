@@ -382,8 +382,7 @@ class OnlineModel:
         arrays, learner_meta, options = state.pop("saved_learner")
         vars(self).update(state)
         self._options = options
-        self.learner = self.task.new_learner(self.algo, self.space.dim, options, arrays,
-                                             learner_meta)
+        self.learner = self._new_learner(options, arrays, learner_meta)
 
 
 def checked_options(algo, options, kind):
@@ -418,23 +417,21 @@ def _check_namespaces(path, space, namespaces):
     if not namespaces:
         return
     given = FeatureSpace(space.bits, space.bias, space.normalize, **namespaces)
-    if given.to_meta() != space.to_meta():
-        saved = {k: v for k, v in space.to_meta().items()
-                 if k not in ("bits", "bias", "normalize")}
-        said = " ".join(_flag_text(k, v) for k, v in saved.items() if v) or "no namespace flags"
-        flags = "/".join(option.flag for option in FEATURE_OPTIONS
-                         if option.key not in ("bits", "bias", "normalize"))
-        raise StreamherdError(f"{path} was trained with {said}; drop {flags} to continue it "
-                              f"with its own")
+    saved = space.to_meta()
+    if given.to_meta() != saved:
+        options = [o for o in FEATURE_OPTIONS if o.key not in ("bits", "bias", "normalize")]
+        said = " ".join(_flag_text(o, saved[o.key]) for o in options if saved.get(o.key)) \
+            or "no namespace flags"
+        raise StreamherdError(f"{path} was trained with {said}; drop "
+                              f"{'/'.join(o.flag for o in options)} to continue it with its own")
 
 
-def _flag_text(name, value):
+def _flag_text(option, value):
     """A namespace flag of a model's meta as the command line gives it."""
-    flag = next(option.flag for option in FEATURE_OPTIONS if option.key == name)
-    if name == "hash_all":
-        return f"{flag} all"
-    return " ".join(f"{flag} {v}" for v in (value if isinstance(value, (list, tuple))
-                                            else [value]))
+    if option.key == "hash_all":
+        return f"{option.flag} all"
+    return " ".join(f"{option.flag} {v}" for v in (value if isinstance(value, (list, tuple))
+                                                   else [value]))
 
 
 class _Piece(NamedTuple):
