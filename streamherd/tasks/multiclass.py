@@ -59,8 +59,6 @@ class MulticlassTask(Classification):
         """Every target, ascending (the experiment's label noise)."""
         return tuple(float(z) for z in range(len(self.labels)))
 
-    # ------------------------------------------------------------ labels
-
     def check_labels(self, chunk):
         """Nothing to check apart from the others: which labels are bad lines depends on the
         classes of the chunks before."""
@@ -77,8 +75,6 @@ class MulticlassTask(Classification):
 
     def labeled(self, targets):
         return targets != UNLABELED
-
-    # ------------------------------------------------------------ learning
 
     def new_learner(self, algo, dim, options, state=None, learner_meta=None):
         if self.mode == "ova":
@@ -121,8 +117,6 @@ class MulticlassTask(Classification):
     def prediction_text(self, predicted, row):
         return self.labels.text(int(predicted[row]))
 
-    # ------------------------------------------------------------ predict's output
-
     def has_probabilities(self, learner):
         return learner.gaussian if self.mode == "ova" else hasattr(learner, "probabilities")
 
@@ -153,8 +147,6 @@ class MulticlassTask(Classification):
         except ValueError:
             keys = [(0.0, text) for text in texts]
         return np.array(sorted(range(len(texts)), key=keys.__getitem__), dtype=np.intp)
-
-    # ------------------------------------------------------------ the model
 
     def meta(self):
         if not len(self.labels):
