@@ -281,26 +281,19 @@ def _check_learner_meta(m, cls, task):
     """The learner's own scalars (``Learner.meta()``); one-versus-all: one set per class."""
     learner = m.get("learner", lambda v: isinstance(v, dict), "a table", required=False,
                     default={})
-    if task.one_learner_per_class:
-        if set(learner) != {"ova"} or not isinstance(learner["ova"], list) \
-                or len(learner["ova"]) != task.blocks:
-            raise m.damaged(f"'learner' in its meta is {shown(learner)}, expected "
-                            f"{{\"ova\": [...]}} with one entry per class ({task.blocks})")
-        for entry in learner["ova"]:
-            _check_learner_scalars(m, cls, entry)
-    else:
-        _check_learner_scalars(m, cls, learner)
-
-
-def _check_learner_scalars(m, cls, scalars):
+    if task.one_learner_per_class and (set(learner) != {"ova"} or not isinstance(
+            learner["ova"], list) or len(learner["ova"]) != task.blocks):
+        raise m.damaged(f"'learner' in its meta is {shown(learner)}, expected "
+                        f"{{\"ova\": [...]}} with one entry per class ({task.blocks})")
     name, expected = m.meta["algo"], cls.meta_scalars
-    if not isinstance(scalars, dict) or set(scalars) != set(expected):
-        want = ", ".join(expected) or "an empty table"
-        raise m.damaged(f"the {name} learner's meta is {shown(scalars)}, expected {want}")
-    for key in expected:   # every learner scalar so far is a count (the averaged perceptron's)
-        value = scalars[key]
-        if not (is_int(value) and 0 <= value <= _INT64_MAX):
-            raise m.damaged(f"{key} in its learner meta is {shown(value)}, expected a count")
+    for scalars in learner["ova"] if task.one_learner_per_class else [learner]:
+        if not isinstance(scalars, dict) or set(scalars) != set(expected):
+            want = ", ".join(expected) or "an empty table"
+            raise m.damaged(f"the {name} learner's meta is {shown(scalars)}, expected {want}")
+        for key in expected:   # every learner scalar so far is a count (the averaged perceptron's)
+            value = scalars[key]
+            if not (is_int(value) and 0 <= value <= _INT64_MAX):
+                raise m.damaged(f"{key} in its learner meta is {shown(value)}, expected a count")
 
 
 # ---------------------------------------------------------------- the arrays
