@@ -7,13 +7,12 @@ streamherd.sklearn holds the scikit-learn estimators. Both import numba only whe
 
 __version__ = "0.1.0"
 
-# loaded on first use by __getattr__ below (numba only then)
 __all__ = ["load_svmlight", "load_vw"]  # noqa: F822
 
 
 def __getattr__(name):
     # imported on first use: ``python -m streamherd`` (the CLI) imports this package and must
-    # not pay for scipy
+    # not pay for scipy or numba
     if name in ("load_svmlight", "load_vw"):
         from streamherd import loading
 

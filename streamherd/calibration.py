@@ -32,29 +32,24 @@ from numba import njit
 from streamherd.errors import StreamherdError
 
 METHODS = ("platt", "isotonic", "probit", "none")
-# isotonic: on the 12 binary datasets of benchmarks/calibration.py, the lowest mean log-loss
-# for pa2 (0.388 vs platt 0.393), nherd-p (0.389 vs 0.399) and avg-perceptron (0.402 vs 0.407),
-# and ECE <= 0.03 on as many or more (arow-p: platt 0.286 vs 0.292); probit fits Gaussian
-# learners only. Weighting the statistics towards recent examples (example t of n weighted
-# (t/n)^k, k = 1..8: a forgetting whose half-life is a fixed share of the stream) or rescaling
-# each margin by a running spread made every learner's mean log-loss and ECE worse (k = 1:
-# pa2 0.392, arow-p 0.300): the map stays one of the whole stream's progressive predictions
+# isotonic: the lowest mean log-loss of most learners on benchmarks/calibration.py; probit fits
+# Gaussian learners only. Weighting the statistics towards recent examples, or rescaling each
+# margin by a running spread, made every learner's log-loss and ECE worse: the map stays one of
+# the whole stream's progressive predictions
 DEFAULT_METHOD = "isotonic"
 BINS, SCALE, LIMIT = 2048, 100.0, 26.0
 PROBIT_MARGIN_BINS, PROBIT_SPREAD_BINS = 256, 64
 SPREAD_LOW, SPREAD_HIGH = 1e-4, 1e4        # the range of sqrt(v) binned (log scale)
 # isotonic's share given to Platt's map: a step function ties every margin of a step (and all
 # beyond its outer blocks, where a model trained longer than its progressive predictions puts
-# many), which lowered the AUC below the margin's (20NG elec/med 0.939 -> 0.900); 1e-4 of a
-# strictly increasing map orders them as the margin does and moves no probability by more
+# many), which lowered the AUC below the margin's; 1e-4 of a strictly increasing map orders
+# them as the margin does and moves no probability by more
 TIE_BREAK = 1e-4
 # predict's label is the learner's decision (margin > 0; the top class score), --proba the
 # calibrated map, which may put its 0.5 elsewhere (Platt's b, the isotonic steps, a class's
 # softmax bias): a row whose label and most probable class disagree has its probability drawn
 # to the boundary's side of the label, DECISION_GAP * tanh(|a m|) beyond 0.5 (binary: still
 # strictly increasing in the margin), or the two classes' probabilities swapped (multiclass).
-# On the calibration benchmark's test sets this moved the log-loss by < 0.005 but where the
-# map and the margin disagree on most rows (avg-perceptron on unscaled spambase: 0.55 -> 0.65)
 DECISION_GAP = 1e-3
 RESERVOIR_ENTRIES = 200_000                 # scores kept at most (rows x classes)
 RESERVOIR_ROWS = 4000
@@ -77,32 +72,25 @@ def _spread_bin(v):
 
 
 @njit(cache=True, nogil=True)
-def _add_margins(margins, y, weights, positive, negative, margin_sums):
+def _add_rows(margins, confidences, y, weights, positive, negative, margin_sums, confidence_sums):
+    """Add each labeled row to its cell: its margin's bin, or with ``confidence_sums`` (probit:
+    empty otherwise) the cell of its margin's and its sqrt(x' Sigma x)'s bins."""
+    probit = len(confidence_sums) > 0
     for i in range(len(y)):
         if np.isnan(y[i]) or not weights[i] > 0.0 or not np.isfinite(margins[i]):
             continue
-        b = _margin_bin(margins[i], len(positive))
+        if probit:
+            b = _margin_bin(margins[i], PROBIT_MARGIN_BINS) * PROBIT_SPREAD_BINS + \
+                _spread_bin(confidences[i])
+        else:
+            b = _margin_bin(margins[i], len(positive))
         if y[i] > 0.0:
             positive[b] += weights[i]
         else:
             negative[b] += weights[i]
         margin_sums[b] += weights[i] * margins[i]
-
-
-@njit(cache=True, nogil=True)
-def _add_probit(margins, confidences, y, weights, positive, negative, margin_sums,
-                confidence_sums):
-    for i in range(len(y)):
-        if np.isnan(y[i]) or not weights[i] > 0.0 or not np.isfinite(margins[i]):
-            continue
-        b = _margin_bin(margins[i], PROBIT_MARGIN_BINS) * PROBIT_SPREAD_BINS + \
-            _spread_bin(confidences[i])
-        if y[i] > 0.0:
-            positive[b] += weights[i]
-        else:
-            negative[b] += weights[i]
-        margin_sums[b] += weights[i] * margins[i]
-        confidence_sums[b] += weights[i] * confidences[i]
+        if probit:
+            confidence_sums[b] += weights[i] * confidences[i]
 
 
 def _sigmoid(z):
@@ -223,21 +211,16 @@ class BinaryCalibration:
 
     def observe(self, margins, y, weights, confidences=None):
         """Add labeled rows (y +1/-1, NaN: none) of weight > 0."""
-        if self.needs_confidences:
-            _add_probit(margins, confidences, y, weights, self.positive, self.negative,
-                        self.margin_sums, self.confidence_sums)
-        else:
-            _add_margins(margins, y, weights, self.positive, self.negative, self.margin_sums)
+        sums = self.confidence_sums if self.needs_confidences else np.empty(0)
+        _add_rows(margins, confidences if self.needs_confidences else sums, y, weights,
+                  self.positive, self.negative, self.margin_sums, sums)
         self.params = None
 
-    def _cells(self):
-        used = np.flatnonzero(self.positive + self.negative > 0)
-        weight = self.positive[used] + self.negative[used]
-        return used, self.margin_sums[used] / weight
-
     def fit(self):
-        used, centroids = self._cells()
+        used = np.flatnonzero(self.positive + self.negative > 0)
         pos, neg = self.positive[used], self.negative[used]
+        weight = pos + neg
+        centroids = self.margin_sums[used] / weight
         if not len(used):
             self.params = {}
         elif self.method == "platt":
@@ -245,7 +228,6 @@ class BinaryCalibration:
             self.params = {"a": a, "b": b}
         elif self.method == "isotonic":
             starts, block_pos, block_tot = fit_isotonic(pos, neg)
-            weight = pos + neg
             ends = np.append(starts[1:], len(used))
             x = [float(np.sum(weight[s:e] * centroids[s:e]) / np.sum(weight[s:e]))
                  for s, e in zip(starts, ends)]
@@ -253,7 +235,7 @@ class BinaryCalibration:
             a, b = _increasing(*fit_platt(centroids, pos, neg), centroids, weight)
             self.params = {"x": x, "p": p.tolist(), "a": a, "b": b}
         else:
-            v = self.confidence_sums[used] / (pos + neg)
+            v = self.confidence_sums[used] / weight
             a, s2 = fit_probit(centroids, v, pos, neg)
             self.params = {"a": a, "s2": s2}
         return self.params
@@ -264,17 +246,15 @@ class BinaryCalibration:
         params = self.params if self.params is not None else self.fit()
         if not params:   # learned from nothing: the prior, on the label's side
             return _on_the_labels_side(np.full(len(margins), 0.5), margins, 1.0)
-        if self.method == "platt":
-            p = _sigmoid(params["a"] * margins + params["b"])
-        elif self.method == "isotonic":
-            steps = np.interp(margins, params["x"], params["p"])
-            p = (1.0 - TIE_BREAK) * steps + \
-                TIE_BREAK * _sigmoid(params["a"] * margins + params["b"])
-        else:
+        if self.method == "probit":
             from scipy.special import ndtr
 
             p = ndtr(params["a"] * margins /
                      np.sqrt(np.maximum(confidences, 0.0) + params["s2"]))
+        else:
+            p = _sigmoid(params["a"] * margins + params["b"])
+            if self.method == "isotonic":
+                p = (1.0 - TIE_BREAK) * np.interp(margins, params["x"], params["p"]) + TIE_BREAK * p
         return _on_the_labels_side(p, margins, params["a"])
 
     @property
@@ -422,9 +402,9 @@ class MulticlassCalibration:
     method = "softmax"
     needs_confidences = False
 
-    def __init__(self, classes=0, seen=0, kept=None, kept_classes=None):
+    def __init__(self, seen=0, kept=None, kept_classes=None):
         self.seen = seen
-        self.kept = kept if kept is not None else np.full((0, classes), np.nan)
+        self.kept = kept if kept is not None else np.full((0, 0), np.nan)
         self.kept_classes = kept_classes if kept_classes is not None else np.zeros(0, np.int64)
         self.params = None
 
@@ -611,11 +591,6 @@ def _params_ok(method, params, cells):
         return _reals(params["x"]) and _reals(params["p"], len(params["x"])) and \
             0 < len(params["x"]) <= cells
     return method != "softmax" or _reals(params["biases"])
-
-
-def check_meta(saved):
-    """A model's "calibration", when it has one (``saved``: errors.SavedMeta): see meta_ok."""
-    saved.get("calibration", meta_ok, "the statistics and map of --calibration", required=False)
 
 
 def meta_ok(saved):

@@ -16,9 +16,8 @@ import time
 
 from numba.core import event
 
-# What the first run of `streamherd train samples/sample.svm` compiles when nothing is cached, on
-# the 2-core machine of benchmarks/first_run.py (`--no-precompile`: 10.6 s of CPU, 10-15 s wall
-# on the loaded machine; see benchmarks/README.md); the notice quotes it.
+# What the first run of `streamherd train samples/sample.svm` compiles when nothing is cached
+# (benchmarks/first_run.py); the notice quotes it.
 TYPICAL_FIRST_RUN_SECONDS = 10
 
 
@@ -41,8 +40,11 @@ class CompileWatch(event.Listener):
             if depth == 0:
                 self._started[thread] = time.perf_counter()
             stream, self.notice_stream = self.notice_stream, None
-        if stream is not None:
-            _notice(stream)
+        if stream is not None:   # stderr closed or its reader gone: training goes on
+            with contextlib.suppress(OSError, ValueError):
+                print(f"streamherd: compiling kernels, once per install "
+                      f"(~{TYPICAL_FIRST_RUN_SECONDS} s); later runs start at once", file=stream,
+                      flush=True)
 
     def on_end(self, compile_event):
         thread = threading.get_ident()
@@ -51,13 +53,6 @@ class CompileWatch(event.Listener):
             self._depth[thread] = depth
             if depth == 0:
                 self.seconds += time.perf_counter() - self._started.pop(thread)
-
-
-def _notice(stream):
-    # stderr closed or its reader gone: training goes on
-    with contextlib.suppress(OSError, ValueError):
-        print(f"streamherd: compiling kernels, once per install (~{TYPICAL_FIRST_RUN_SECONDS} "
-              f"s); later runs start at once", file=stream, flush=True)
 
 
 _watch = None

@@ -15,8 +15,6 @@ from streamherd.io.reader import describe_token
 
 def label_text(value):
     """How a numeric label is printed: integral values without a decimal point."""
-    if value is None:
-        return "?"
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
@@ -53,13 +51,12 @@ def numbers_only(chunk, skip_bad, expected=None):
     i = int(np.argmax(text))
     what, default_expected = linecodes.MESSAGES[linecodes.BAD_LABEL]
     raw = chunk.block[chunk.label_start[i]:chunk.label_end[i]].tobytes()
-    marked = linecodes.byte_order_mark_error(f"{chunk.source}:{int(chunk.line_numbers[i])}",
-                                             raw, chunk.source)
+    where = f"{chunk.source}:{int(chunk.line_numbers[i])}"
+    marked = linecodes.byte_order_mark_error(where, raw, chunk.source)
     if marked:
         raise StreamherdError(marked)
-    token = describe_token(raw)
     raise StreamherdError(
-        f"{chunk.source}:{int(chunk.line_numbers[i])}: {what} '{token}'; expected "
+        f"{where}: {what} '{describe_token(raw)}'; expected "
         f"{expected or default_expected}. Fix the line, or pass --skip-bad to skip such lines")
 
 
@@ -136,13 +133,6 @@ class BinaryLabels:
         for value in values[np.argsort(first)]:   # in line order: an error names the first line
             self._add(float(value), chunk)
         return np.where(labels > 0, 1.0, np.where(np.isnan(labels), np.nan, -1.0))
-
-    def value_targets(self, values):
-        """(rows whose label value is one of the two, their y): in-memory labels of a problem
-        over two given values (the experiment's pairs of classes, where either may be the
-        positive one); rows of other values are not part of it."""
-        rows = np.flatnonzero((values == self.positive) | (values == self.negative))
-        return rows, np.where(values[rows] == self.positive, 1.0, -1.0)
 
     def _add(self, value, chunk):
         side = "positive" if value > 0 else "negative"
@@ -339,6 +329,3 @@ class ClassLabels:
     def text(self, class_id):
         return self.texts[class_id] if 0 <= class_id < len(self.texts) else "?"
 
-    def text_array(self):
-        """Class names indexable by id + 1 (index 0: '?', no prediction)."""
-        return np.array(["?", *self.texts], dtype=object)

@@ -2,20 +2,18 @@
 
 At every start-up numba builds its runtime's reference-counting functions (NRT_incref,
 NRT_decref, ...) as LLVM IR and runs LLVM's optimizer and code generator on them, even when
-every kernel then comes from the cache: 0.03 s, and 27 MB of LLVM's optimizer and code
-generator paged in that nothing else in a streamherd run touches (measured: 141 MB resident
-after start-up without this cache, 122 MB with it, as loading object code pages in 9 MB).
-``install`` makes numba load that library from object code compiled once, as it loads cached
-kernels. The cache file is keyed by the exact IR, the numba and llvmlite versions, the
-optimisation level and the CPU numba compiles for; anything unexpected (another numba, an
+every kernel then comes from the cache, paging in LLVM code that nothing else in a streamherd
+run touches. ``install`` makes numba load that library from object code compiled once, as it
+loads cached kernels. The cache file is keyed by the exact IR, the numba and llvmlite versions,
+the optimisation level and the CPU numba compiles for; anything unexpected (another numba, an
 unreadable or stale file, a read-only directory) falls back to numba's own compilation.
 
 Loading a cached kernel, numba first "refreshes" its compiler: it imports and registers the
 implementations of everything it can compile (typed containers, random generators, datetime,
-linear algebra...): 0.12 s and 13 MB, of use only to a compilation. streamherd's kernels use none
-of what that registers at run time (no typed containers, no hash(), no numba random), so for
-them ``install`` loads the cache entry with the runtime initialised and nothing else, and
-refreshes only when there is no entry (numba then compiles, and refreshes again itself).
+linear algebra...), of use only to a compilation. streamherd's kernels use none of what that
+registers at run time (no typed containers, no hash(), no numba random), so for them
+``install`` loads the cache entry with the runtime initialised and nothing else, and refreshes
+only when there is no entry (numba then compiles, and refreshes again itself).
 Functions from other modules load as numba always loads them.
 """
 import contextlib

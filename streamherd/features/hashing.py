@@ -20,9 +20,6 @@ _C2 = np.uint64(0x1B873593)
 _N = np.uint64(0xE6546B64)
 _F1 = np.uint64(0x85EBCA6B)
 _F2 = np.uint64(0xC2B2AE35)
-_FIVE = np.uint64(5)
-_TEN = np.uint64(10)
-_ZERO_CHAR = np.uint64(48)
 
 
 @njit(cache=True, inline="always")
@@ -50,7 +47,7 @@ def murmur3_32(buf, start, end, seed):
              | (np.uint64(buf[p + 2]) << np.uint64(16)) | (np.uint64(buf[p + 3]) << np.uint64(24)))
         h ^= _mix_block(k)
         h = _rotl32(h, 13)
-        h = (h * _FIVE + _N) & _M32
+        h = (h * np.uint64(5) + _N) & _M32
     tail = start + nblocks * 4
     rem = n & 3
     k = np.uint64(0)
@@ -72,12 +69,9 @@ def murmur3_32(buf, start, end, seed):
 
 @njit(cache=True, nogil=True)
 def hashstring(buf, start, end, seed):
-    """VW's ``hashstring``: an all-digit name is its integer plus the seed, anything else murmur3.
-
-    Like VW, bytes <= 0x20 are first trimmed from both ends (so "\x1a12" is the number 12, and
-    a name of control bytes only is the empty number, 0). The integer wraps modulo 2**64 like
-    VW's size_t, so a 12-digit (or 30-digit) name cannot overflow.
-    """
+    """VW's ``hashstring`` (the module's docstring says how): "\x1a12" is the number 12, and a
+    name of control bytes only the empty number, 0. The integer wraps modulo 2**64 like VW's
+    size_t, so a 12-digit (or 30-digit) name cannot overflow."""
     while start < end and buf[start] <= 32:
         start += 1
     while end > start and buf[end - 1] <= 32:
@@ -87,5 +81,5 @@ def hashstring(buf, start, end, seed):
         c = buf[p]
         if c < 48 or c > 57:
             return murmur3_32(buf, start, end, np.uint64(seed) & _M32)
-        value = value * _TEN + (np.uint64(c) - _ZERO_CHAR)
+        value = value * np.uint64(10) + (np.uint64(c) - np.uint64(48))
     return value + np.uint64(seed)

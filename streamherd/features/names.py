@@ -28,24 +28,17 @@ def new_naming(max_features, width):
             np.empty((max_features, max(width, 1)), np.int64))
 
 
-def note_feature(naming, position, namespace, key, name_start):
-    raise TypeError("note_feature is compiled into the parse kernels (features/names.py)")
+def _compiled_only(name):
+    """A call the feature stage makes, implemented by its overload below (inlined into the parse
+    kernels): outside a numba function it raises TypeError."""
+    def stub(*args):
+        raise TypeError(f"{name} is compiled into the parse kernels (features/names.py)")
+    stub.__name__ = stub.__qualname__ = name
+    return stub
 
 
-def note_bias(naming, position):
-    raise TypeError("note_bias is compiled into the parse kernels (features/names.py)")
-
-
-def note_cross(naming, position, first, second):
-    raise TypeError("note_cross is compiled into the parse kernels (features/names.py)")
-
-
-def note_cross_members(naming, position, members, cursors, order):
-    raise TypeError("note_cross_members is compiled into the parse kernels (features/names.py)")
-
-
-def mark_unread(naming, indices, start, nnz, mirror, linear_masks):
-    raise TypeError("mark_unread is compiled into the parse kernels (features/names.py)")
+note_feature, note_bias, note_cross, note_cross_members, mark_unread = map(_compiled_only, (
+    "note_feature", "note_bias", "note_cross", "note_cross_members", "mark_unread"))
 
 
 @overload(note_feature, inline="always")

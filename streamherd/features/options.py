@@ -16,10 +16,6 @@ from streamherd.errors import StreamherdError, is_int
 MAX_BITS = 30
 
 
-def _as_given(value):
-    return value
-
-
 @dataclass(frozen=True)
 class FeatureOption:
     """``key``: the FeatureSpace field and the model meta's key it sets; ``flags``: streamherd's
@@ -38,7 +34,7 @@ class FeatureOption:
     repeatable: bool = False
     default: object = None
     vw: tuple = ()
-    to_space: Callable = _as_given
+    to_space: Callable = lambda value: value
     saved: tuple = ()
     required: bool = False
 
@@ -59,10 +55,6 @@ def _hashes_all(mode):
     return mode == "all"
 
 
-def _letters(values):
-    return "".join(values or ())
-
-
 _SWITCH = (lambda v: isinstance(v, bool), "true or false")
 
 
@@ -75,7 +67,8 @@ def _crossing(key, flags, help, metavar):
 
 def _namespace_letters(key, flags, help):
     """A repeatable flag of namespace letters, saved joined as one string."""
-    return FeatureOption(key, flags, str, help, "LETTERS", repeatable=True, to_space=_letters,
+    return FeatureOption(key, flags, str, help, "LETTERS", repeatable=True,
+                         to_space=lambda values: "".join(values or ()),
                          saved=(lambda v: isinstance(v, str), "a string of namespace letters"))
 
 

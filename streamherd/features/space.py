@@ -14,7 +14,9 @@ import numpy as np
 from streamherd.errors import StreamherdError
 from streamherd.features import interactions as crossing
 from streamherd.features import normalize as normalization
-from streamherd.features import stage  # noqa: F401 (loaded with the space: kernel_params)
+# the calls io/feature_stage.py declares, implemented for kernel_params: loaded with the space,
+# so that they are there whenever a parse kernel compiles for one
+from streamherd.features import stage  # noqa: F401
 from streamherd.features.hashing import VW_CONSTANT_HASH
 from streamherd.features.options import FEATURE_OPTIONS, MAX_BITS
 from streamherd.features.rows import new_merge_table
@@ -97,11 +99,7 @@ class FeatureSpace:
         (the letters read (a bit set), the crosses' program (interactions.cross_row)); hashing:
         (True,) with --hash all; ``naming``: the arrays of names.new_naming, when the parse
         kernels are to note where each feature's name is. Each empty when not used: its code
-        is then not compiled.
-
-        The parse kernels (io/block.py) compile the calls io/feature_stage.py declares for the
-        type of these params; stage.py implements them, and this module loads it, so that it
-        is there whenever a kernel compiles for a space."""
+        is then not compiled (io/feature_stage.py)."""
         crossing = ((self._read, (*self._program, self._linear_ignored))
                     if self.crosses_namespaces else ())
         hashing = (True,) if self.hash_all else ()

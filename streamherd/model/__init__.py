@@ -1,8 +1,9 @@
 """The model: ``OnlineModel`` (online.py), the one object every face holds, and its file
 (container.py: the ``.npz`` members, checked whole on loading, written atomically)."""
-from streamherd.model.container import (FORMAT_VERSION, HERDING_KIND, MODEL_MARKER,
-                                        initial_values, load_model, model_meta, open_model,
-                                        require_arrays, save_model)
+from streamherd.herding import KIND as HERDING_KIND
+from streamherd.model.container import (FORMAT_VERSION, MODEL_MARKER, initial_values,
+                                        load_model, model_meta, open_model, require_arrays,
+                                        save_model)
 from streamherd.model.herding import HerdingModel
 from streamherd.model.online import ModelFlags, OnlineModel, Step, UpdateFailed
 

@@ -25,19 +25,16 @@ import zlib
 
 import numpy as np
 
-from streamherd import __version__, calibration, learners, tasks
+from streamherd import __version__, calibration, herding, learners, tasks
 from streamherd.errors import SavedMeta, StreamherdError, is_finite, is_int, is_real, shown
 from streamherd.features.space import FeatureSpace
 from streamherd.outputs import replaced_on_success
 
-# Version 2 added multiclass and regression models (meta "task", "classes", "multiclass"); a
-# version 1 file is a binary model, read as before. Version 3: sparse arrays (above).
+# a version 1 file is a binary model (version 2 has a meta "task"); version 3: sparse arrays
 FORMAT_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 SPARSE_SINCE = 3
-_MARKER = MODEL_MARKER = "streamherd-model"
-# a conditional herding model (streamherd/herding.py, ``streamherd herd``): meta "kind"
-HERDING_KIND = "herding"
+MODEL_MARKER = "streamherd-model"
 
 # the entries of a member read at a time (8 MB): loading needs no full-size temporary
 _PIECE = 1 << 20
@@ -48,11 +45,17 @@ def save_model(path, meta, arrays):
     """Write the model (format 3: each array sparse against its fresh value) to a temporary file
     beside ``path`` that replaces it only once written whole (outputs.replaced_on_success)."""
     fills = initial_values(meta)
-    meta = {"format": _MARKER, "format_version": FORMAT_VERSION, "streamherd_version": __version__,
-            **meta, "fill": {name: fills[name] for name in arrays}}
     members = {}
     for name, array in arrays.items():
         members.update(_sparse_members(name, np.asarray(array, dtype=np.float64), fills[name]))
+    write_archive(path, {**meta, "fill": {name: fills[name] for name in arrays}}, members)
+
+
+def write_archive(path, meta, members):
+    """A model file of ``meta`` (marked streamherd's, of this format version) and the arrays
+    ``members``, written atomically (outputs.replaced_on_success)."""
+    meta = {"format": MODEL_MARKER, "format_version": FORMAT_VERSION,
+            "streamherd_version": __version__, **meta}
     path = os.fspath(path)
     try:
         with replaced_on_success(path, "wb", what="model") as f:
@@ -109,10 +112,7 @@ def _sparse_members(name, array, fill):
 
 
 def require_arrays(path, arrays, names):
-    """A one-line error when the model at ``path`` lacks one of the arrays ``names``.
-
-    ``load_model`` already requires exactly the learner's arrays; this stays for callers that
-    check a name of their own."""
+    """A one-line error when the model at ``path`` lacks one of the arrays ``names``."""
     for name in names:
         if name not in arrays:
             raise StreamherdError(f"{os.fspath(path)} is damaged: it has no '{name}' array")
@@ -125,10 +125,8 @@ _READ_ERRORS = (KeyError, ValueError, zipfile.BadZipFile, EOFError, OSError, zli
 
 
 def load_model(path, expected_arrays=None):
-    """Returns (meta, arrays), exactly as saved. Every way a file can fail to be a model is a
-    one-line error: not an .npz, not streamherd's, a newer format, or damaged (a meta key missing
-    or of the wrong type or range, an array missing, unknown, of the wrong dtype or shape, or
-    holding values the learner cannot use)."""
+    """Returns (meta, arrays), exactly as saved, checked whole (see the module's docstring): any
+    damage is a one-line error."""
     path = os.fspath(path)
     with open_model(path) as archive:
         meta = _read_meta(path, archive)
@@ -192,7 +190,7 @@ def _read_meta(path, archive):
         raise StreamherdError(f"{not_ours} (its 'meta' is JSON nested too deeply)") from None
     except (ValueError, MemoryError):
         raise StreamherdError(f"{not_ours} (its 'meta' is not JSON)") from None
-    if not isinstance(meta, dict) or meta.get("format") != _MARKER:
+    if not isinstance(meta, dict) or meta.get("format") != MODEL_MARKER:
         raise StreamherdError(f"{not_ours} (its 'meta' is not streamherd's)")
     version = meta.get("format_version")
     if not is_int(version) or version not in READABLE_VERSIONS:
@@ -208,7 +206,7 @@ def _check_meta(path, meta):
     arrays the model must hold (name -> shape), what model it is (for messages), the arrays'
     fresh values (format 3; else None) and its task."""
     m = SavedMeta(path, meta)
-    if meta.get("kind") == HERDING_KIND:
+    if meta.get("kind") == herding.KIND:
         raise StreamherdError(f"{path} is a conditional herding model ('streamherd herd'): "
                               f"only 'streamherd predict' reads it")
     m.get("streamherd_version", lambda v: isinstance(v, str), "a version string",
@@ -226,7 +224,8 @@ def _check_meta(path, meta):
     m.get("examples", lambda v: is_int(v) and v >= 0, "a count of examples", required=False)
     m.get("progressive_loss", lambda v: v is None or is_real(v), "a number or null",
           required=False)
-    calibration.check_meta(m)
+    m.get("calibration", calibration.meta_ok, "the statistics and map of --calibration",
+          required=False)
     _check_learner_meta(m, cls, task)
 
     dim = 1 << bits
@@ -282,26 +281,19 @@ def _check_learner_meta(m, cls, task):
     """The learner's own scalars (``Learner.meta()``); one-versus-all: one set per class."""
     learner = m.get("learner", lambda v: isinstance(v, dict), "a table", required=False,
                     default={})
-    if task.one_learner_per_class:
-        if set(learner) != {"ova"} or not isinstance(learner["ova"], list) \
-                or len(learner["ova"]) != task.blocks:
-            raise m.damaged(f"'learner' in its meta is {shown(learner)}, expected "
-                            f"{{\"ova\": [...]}} with one entry per class ({task.blocks})")
-        for entry in learner["ova"]:
-            _check_learner_scalars(m, cls, entry)
-    else:
-        _check_learner_scalars(m, cls, learner)
-
-
-def _check_learner_scalars(m, cls, scalars):
+    if task.one_learner_per_class and (set(learner) != {"ova"} or not isinstance(
+            learner["ova"], list) or len(learner["ova"]) != task.blocks):
+        raise m.damaged(f"'learner' in its meta is {shown(learner)}, expected "
+                        f"{{\"ova\": [...]}} with one entry per class ({task.blocks})")
     name, expected = m.meta["algo"], cls.meta_scalars
-    if not isinstance(scalars, dict) or set(scalars) != set(expected):
-        want = ", ".join(expected) or "an empty table"
-        raise m.damaged(f"the {name} learner's meta is {shown(scalars)}, expected {want}")
-    for key in expected:   # every learner scalar so far is a count (the averaged perceptron's)
-        value = scalars[key]
-        if not (is_int(value) and 0 <= value <= _INT64_MAX):
-            raise m.damaged(f"{key} in its learner meta is {shown(value)}, expected a count")
+    for scalars in learner["ova"] if task.one_learner_per_class else [learner]:
+        if not isinstance(scalars, dict) or set(scalars) != set(expected):
+            want = ", ".join(expected) or "an empty table"
+            raise m.damaged(f"the {name} learner's meta is {shown(scalars)}, expected {want}")
+        for key in expected:   # every learner scalar so far is a count (the averaged perceptron's)
+            value = scalars[key]
+            if not (is_int(value) and 0 <= value <= _INT64_MAX):
+                raise m.damaged(f"{key} in its learner meta is {shown(value)}, expected a count")
 
 
 # ---------------------------------------------------------------- the arrays
@@ -513,7 +505,9 @@ def _check_values(path, meta, arrays, task):
         if not np.all(np.isfinite(array)):
             raise StreamherdError(f"{path} is damaged: array '{name}' holds NaN or infinity")
         if name in positive:
-            values = array if array.ndim == 1 else _diagonals(array)
+            # a matrix: the diagonal of each square block of a stacked (K d) x d one
+            values = array if array.ndim == 1 else \
+                array.reshape(-1, array.shape[1], array.shape[1]).diagonal(axis1=1, axis2=2)
             if not np.all(values > 0):
                 what = "entries" if array.ndim == 1 else "diagonal entries"
                 raise StreamherdError(f"{path} is damaged: array '{name}' has {what} <= 0; "
@@ -533,9 +527,3 @@ def _check_values(path, meta, arrays, task):
         1 if task.one_learner_per_class else task.blocks)
     if wrong:
         raise StreamherdError(f"{path} is damaged: {wrong}")
-
-
-def _diagonals(matrix):
-    """The diagonal of a square matrix, or of each square block of a stacked (K d) x d one."""
-    rows, columns = matrix.shape
-    return np.concatenate([np.diagonal(block) for block in np.split(matrix, rows // columns)])

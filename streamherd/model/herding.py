@@ -6,16 +6,12 @@ Its file shares the container's marker and format version and says ``kind: herdi
 meta; its arrays are every herder's weight snapshots stacked (herder, snapshot, ...), and the
 training data's slots.
 """
-import json
-import os
-
 import numpy as np
 
-from streamherd import __version__, herding
+from streamherd import herding
 from streamherd.errors import StreamherdError
 from streamherd.features.space import FeatureSpace
-from streamherd.model.container import FORMAT_VERSION, MODEL_MARKER, model_meta, open_model
-from streamherd.outputs import replaced_on_success
+from streamherd.model.container import model_meta, open_model, write_archive
 from streamherd.tasks.base import PROBA, RAW, SCORES, Classification, Scored, format_pairs
 
 SNAPSHOT_ARRAYS = ("W", "B", "theta", "alpha")
@@ -23,19 +19,13 @@ SNAPSHOT_ARRAYS = ("W", "B", "theta", "alpha")
 
 def save(path, runs, features, classes, options, meta_extra):
     """Write the herders' snapshots (``runs``) as a model file, atomically."""
-    meta = {"format": MODEL_MARKER, "format_version": FORMAT_VERSION, "kind": herding.KIND,
-            "streamherd_version": __version__, "multiclass": options.mode,
+    meta = {"kind": herding.KIND, "multiclass": options.mode,
             "classes": [float(c) for c in classes], "r_max": features.r_max,
             "input_scale": features.scale,
             "hidden": options.hidden, "ratio": options.ratio, **meta_extra}
     stacked = {name: np.stack([np.stack([getattr(h, name) for h in run.snapshots])
                                for run in runs]) for name in SNAPSHOT_ARRAYS}
-    try:
-        with replaced_on_success(os.fspath(path), "wb", what="model") as f:
-            np.savez_compressed(f, meta=np.array(json.dumps(meta, sort_keys=True)),
-                                **stacked, slots=features.slots)
-    except OSError as e:
-        raise StreamherdError(f"cannot write model {path}: {e.strerror}") from None
+    write_archive(path, meta, {**stacked, "slots": features.slots})
 
 
 def load(path):

@@ -2,15 +2,8 @@
 object.
 
 ``train``, ``predict``, the scikit-learn and river estimators and ``dist-train``'s shard task
-each hold an OnlineModel and talk to nothing below it. A new model is planned from flags
-(``OnlineModel.new``: every flag checked before any input), read from a file
-(``OnlineModel.from_file``) or from a meta and its arrays (``from_meta``), or continued with
-flags checked against its own (``OnlineModel.continued``). Its verbs: ``settle`` (the first chunk
-chooses the task when no flag did), ``learn`` (a chunk: one prediction per row, then its
-update, the predictions into the calibration's statistics), ``score`` (a chunk without
-learning, on the parser threads), ``meta``/``arrays`` (what a model file holds) and
-``summary``. A ``-C auto`` bank stands where the learner does, so that no face asks which it
-holds.
+each hold an OnlineModel and talk to nothing below it. A ``-C auto`` bank stands where the
+learner does, so that no face asks which it holds.
 """
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -211,15 +204,12 @@ class OnlineModel:
         """The calibration the model learns (None: none); with auto, each member of the bank
         learns its own instead, and the model written takes the chosen member's
         (``calibration_now``)."""
-        if saved is not None or self.calibration_method == "none":
-            calibration = calibrations.of_meta({"calibration": saved, "task": self.task.kind},
-                                               self.calibration_method)
-        else:
-            calibration = calibrations.new(self.calibration_method, self.task.kind)
-            if calibration is not None and isinstance(self.learner, selection.Bank):
-                self.learner.calibrate_members(
-                    lambda: calibrations.new(self.calibration_method, self.task.kind))
-                calibration = None
+        calibration = calibrations.of_meta({"calibration": saved, "task": self.task.kind},
+                                           self.calibration_method)
+        if calibration is not None and isinstance(self.learner, selection.Bank):
+            self.learner.calibrate_members(
+                lambda: calibrations.new(self.calibration_method, self.task.kind))
+            calibration = None
         self.task.calibration = calibration   # predict --proba's map
         return calibration
 
@@ -235,8 +225,7 @@ class OnlineModel:
         return self.learner.options
 
     def describe_learner(self):
-        """(the learner's name, its settings) as the preamble says them: a bank's names its
-        members."""
+        """(the learner's name, its settings) as the preamble says them (a bank's: its members)."""
         if self.auto is not None:
             return self.learner.preamble_name, self.learner.settings()
         return self.algo, ", ".join(f"{k} = {v:g}" for k, v in self.learner.options.items())
@@ -291,8 +280,7 @@ class OnlineModel:
 
     def learn_targets(self, targets, rows):
         """One online pass over ``rows`` with the task's ``targets``: (updates, each row's
-        prediction before its update). An update that fails is an UpdateFailed naming the
-        row."""
+        prediction before its update); a failed update raises UpdateFailed naming the row."""
         try:
             if isinstance(self.learner, selection.Bank):
                 return self.learner.learn_chunk(
@@ -337,13 +325,11 @@ class OnlineModel:
         return self.task.lines(self.learner, scored, shown)
 
     def audit_weights(self):
-        """predict --audit: the weights the predictions read, one row per class block (one row
-        for a binary or regression model)."""
+        """predict --audit: the weights the predictions read, one row per class block."""
         return prediction_weights(self.arrays()).reshape(-1, self.space.dim)
 
     def check_output(self, shown, path):
-        """Refuse, in one line, an output the model has not (--proba of an uncalibrated
-        model)."""
+        """Refuse, in one line, an output the model has not (--proba of an uncalibrated one)."""
         self.task.check_output(shown, self.learner, path, self.algo)
 
     # ------------------------------------------------------------ what a file holds
@@ -396,8 +382,7 @@ class OnlineModel:
         arrays, learner_meta, options = state.pop("saved_learner")
         vars(self).update(state)
         self._options = options
-        self.learner = self.task.new_learner(self.algo, self.space.dim, options, arrays,
-                                             learner_meta)
+        self.learner = self._new_learner(options, arrays, learner_meta)
 
 
 def checked_options(algo, options, kind):
@@ -432,23 +417,21 @@ def _check_namespaces(path, space, namespaces):
     if not namespaces:
         return
     given = FeatureSpace(space.bits, space.bias, space.normalize, **namespaces)
-    if given.to_meta() != space.to_meta():
-        saved = {k: v for k, v in space.to_meta().items()
-                 if k not in ("bits", "bias", "normalize")}
-        said = " ".join(_flag_text(k, v) for k, v in saved.items() if v) or "no namespace flags"
-        flags = "/".join(option.flag for option in FEATURE_OPTIONS
-                         if option.key not in ("bits", "bias", "normalize"))
-        raise StreamherdError(f"{path} was trained with {said}; drop {flags} to continue it "
-                              f"with its own")
+    saved = space.to_meta()
+    if given.to_meta() != saved:
+        options = [o for o in FEATURE_OPTIONS if o.key not in ("bits", "bias", "normalize")]
+        said = " ".join(_flag_text(o, saved[o.key]) for o in options if saved.get(o.key)) \
+            or "no namespace flags"
+        raise StreamherdError(f"{path} was trained with {said}; drop "
+                              f"{'/'.join(o.flag for o in options)} to continue it with its own")
 
 
-def _flag_text(name, value):
+def _flag_text(option, value):
     """A namespace flag of a model's meta as the command line gives it."""
-    flag = next(option.flag for option in FEATURE_OPTIONS if option.key == name)
-    if name == "hash_all":
-        return f"{flag} all"
-    return " ".join(f"{flag} {v}" for v in (value if isinstance(value, (list, tuple))
-                                            else [value]))
+    if option.key == "hash_all":
+        return f"{option.flag} all"
+    return " ".join(f"{option.flag} {v}" for v in (value if isinstance(value, (list, tuple))
+                                                   else [value]))
 
 
 class _Piece(NamedTuple):

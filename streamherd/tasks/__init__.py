@@ -1,10 +1,5 @@
 """Tasks: what a stream of labelled examples is learned for, shared by train, predict and the
-experiment.
-
-One object per task (binary.py, multiclass.py, regression.py, on base.py) holds its label rule
-(how a chunk's labels become targets, and which labels are bad lines; the rules themselves are
-in streamherd/labels.py), its learner (binary, joint or one-versus-all multiclass, or
-squared-loss kernels), the progressive step on a chunk, its loss, and predict's output. This
+experiment: one object per task (binary.py, multiclass.py, regression.py, on base.py). This
 module picks the task: from the command line's flags (``choose``, then ``Choice.new_task``), from
 a saved model (``of_model``), or from the first chunk of a stream (``detect``).
 """

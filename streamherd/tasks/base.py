@@ -1,10 +1,10 @@
 """What every task is: the pieces train, predict and the experiment call, and what they share.
 
-A task turns a chunk's labels into targets (its label rule), makes its learner, learns from
-targets and rows (the progressive step: a prediction for each row before its update), scores
-rows without learning, and gives the loss of predictions against targets. Its ``predictions``
-are what its loss compares: a binary model's margins (their sign is the class), class ids, or
-real values. predict's lines come from its scores (margins, every class's score, values).
+A task turns a chunk's labels into targets (its label rule, streamherd/labels.py), makes its
+learner, learns from targets and rows (the progressive step: a prediction for each row before
+its update), scores rows without learning, and gives the loss of predictions against targets.
+Its ``predictions`` are what its loss compares: a binary model's margins (their sign is the
+class), class ids, or real values. predict's lines come from its scores.
 """
 from typing import NamedTuple
 
@@ -30,12 +30,9 @@ class Scored(NamedTuple):
 
 
 class Task:
-    """The base of the three tasks (binary.py, multiclass.py, regression.py).
-
-    A subclass sets ``kind`` (the model meta's "task") and ``loss_name``, and gives the label
-    rule (``targets``), its learner (``new_learner``, ``learn``, ``scores``), its ``loss`` and
-    the texts of its predictions; what is written here is the same for all three.
-    """
+    """The base of the three tasks: a subclass sets ``kind`` (the model meta's "task") and
+    ``loss_name``, and gives the label rule (``targets``), its ``learn``, its ``loss`` and the
+    texts of its predictions."""
 
     kind = ""
     loss_name = "0/1 loss"
@@ -46,9 +43,7 @@ class Task:
     model_words = ""           # what a message says of its model beside its algorithm and bits
 
     def __init__(self, skip_bad=False):
-        """``skip_bad``: a bad label drops its line (counted as a bad line) instead of stopping
-        the run with an error that names it."""
-        self.skip_bad = skip_bad
+        self.skip_bad = skip_bad   # a bad label drops its line (counted) instead of an error
 
     @classmethod
     def check_meta(cls, saved, algo):
@@ -58,9 +53,8 @@ class Task:
 
     def check_labels(self, chunk):
         """On the parser threads (ChunkReader's ``process``), for a task known before the input:
-        stop at a label the task never takes, so that the reader reports a damaged compressed
-        input as the damage, not as the garbage label it made. A binary or regression task
-        takes numbers only."""
+        stop at a label the task never takes (binary, regression: numbers only), so that the
+        reader reports a damaged compressed input as the damage, not as its garbage label."""
         if not self.skip_bad:
             numbers_only(chunk, skip_bad=False)
 
@@ -81,7 +75,6 @@ class Task:
         return self.predictions(self.scores(learner, rows))
 
     def predictions(self, scores):
-        """The predictions that ``scores`` make (the scores themselves unless a task says)."""
         return scores
 
     def score(self, learner, chunk):

@@ -46,8 +46,6 @@ class BinaryTask(Classification):
         not part of it."""
         return cls(BinaryLabels(negative, positive))
 
-    # ------------------------------------------------------------ labels
-
     def targets(self, chunk, learning=True):
         """(chunk without its skipped bad lines, y); predicting, the labels themselves, which
         the loss reads by their sign."""
@@ -55,10 +53,12 @@ class BinaryTask(Classification):
         return chunk, self.labels.observe(chunk) if learning else chunk.labels
 
     def value_targets(self, values):
-        """(rows whose label value is one of the two, their y), for in-memory labels."""
-        return self.labels.value_targets(values)
-
-    # ------------------------------------------------------------ learning
+        """(rows whose label value is one of the two, their y), for in-memory labels of a
+        problem over two given values (the experiment's pairs of classes, where either may be
+        the positive one)."""
+        positive, negative = self.labels.positive, self.labels.negative
+        rows = np.flatnonzero((values == positive) | (values == negative))
+        return rows, np.where(values[rows] == positive, 1.0, -1.0)
 
     def learn(self, learner, y, rows):
         """One online pass: (updates, the margin of each row before its update)."""
@@ -69,8 +69,6 @@ class BinaryTask(Classification):
 
     def prediction_text(self, margins, row):
         return self.labels.text(bool(margins[row] > 0))
-
-    # ------------------------------------------------------------ predict's output
 
     def has_probabilities(self, learner):
         return hasattr(learner, "probabilities")
@@ -94,8 +92,6 @@ class BinaryTask(Classification):
             confidences = np.empty(rows.n_examples)
             learner.confidences(rows.indptr, rows.indices, rows.values, confidences)
         return self.calibration.probabilities(margins, confidences)
-
-    # ------------------------------------------------------------ the model
 
     def meta(self):
         return {"task": self.kind, "labels": self.labels.to_meta()}

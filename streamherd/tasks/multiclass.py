@@ -15,9 +15,8 @@ MODES = {"joint": "joint", "ova": "one-versus-all", "mira": "joint, MIRA's updat
 
 
 class MulticlassTask(Classification):
-    """Targets are class ids (ClassLabels: new labels become classes, unless the set is fixed;
-    a label outside a fixed set, or a damaged number, is a bad line). Predicting, a label no
-    class has is a mistake, never predicted."""
+    """Targets are class ids (ClassLabels.observe: new labels become classes, unless the set
+    is fixed, and which labels are bad lines)."""
 
     kind = "multiclass"
     has_class_scores = True
@@ -60,8 +59,6 @@ class MulticlassTask(Classification):
         """Every target, ascending (the experiment's label noise)."""
         return tuple(float(z) for z in range(len(self.labels)))
 
-    # ------------------------------------------------------------ labels
-
     def check_labels(self, chunk):
         """Nothing to check apart from the others: which labels are bad lines depends on the
         classes of the chunks before."""
@@ -78,8 +75,6 @@ class MulticlassTask(Classification):
 
     def labeled(self, targets):
         return targets != UNLABELED
-
-    # ------------------------------------------------------------ learning
 
     def new_learner(self, algo, dim, options, state=None, learner_meta=None):
         if self.mode == "ova":
@@ -122,8 +117,6 @@ class MulticlassTask(Classification):
     def prediction_text(self, predicted, row):
         return self.labels.text(int(predicted[row]))
 
-    # ------------------------------------------------------------ predict's output
-
     def has_probabilities(self, learner):
         return learner.gaussian if self.mode == "ova" else hasattr(learner, "probabilities")
 
@@ -134,7 +127,8 @@ class MulticlassTask(Classification):
                                 self.probabilities(learner, scored)[:, order])
         if output in (RAW, SCORES):   # a multiclass model's raw output is its classes' scores
             return format_pairs(self.labels.texts, scored.scores)
-        return self.labels.text_array()[scored.predictions + 1].tolist()
+        # index 0: '?', no prediction (class id -1)
+        return np.array(["?", *self.labels.texts], dtype=object)[scored.predictions + 1].tolist()
 
     def probabilities(self, learner, scored):
         """Every class's probability, in class id order: the model's softmax calibration
@@ -153,8 +147,6 @@ class MulticlassTask(Classification):
         except ValueError:
             keys = [(0.0, text) for text in texts]
         return np.array(sorted(range(len(texts)), key=keys.__getitem__), dtype=np.intp)
-
-    # ------------------------------------------------------------ the model
 
     def meta(self):
         if not len(self.labels):
