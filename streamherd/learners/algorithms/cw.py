@@ -36,10 +36,8 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.gaussian import GaussianLearner
-from streamherd.learners.kernels.bank import run_diag_bank_rules
-from streamherd.learners.kernels.covariance import (full_reset, full_sigma_x, full_update,
-                                                    planned_step)
-from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
+from streamherd.learners.kernels.covariance import full_reset, full_sigma_x, full_update, one_rule
+from streamherd.learners.kernels.loops import entry_point, mean_margin, run_planned_rules, run_rules
 from streamherd.learners.kernels.sparse import finite, squared_norm
 
 VARIANCE_FLOOR = 1e-12
@@ -94,18 +92,6 @@ KEEP = (0.0, 0.0)
 
 
 @njit(cache=True, inline="always")
-def keep():
-    return KEEP
-
-
-@njit(cache=True, inline="always")
-def rule_of(params):
-    """cw and scw have one diagonal rule each (their floor is a number of the step: ``-a auto``
-    changes it with the member)."""
-    return 0
-
-
-@njit(cache=True, inline="always")
 def diag_plan(params, m, v, y, s):
     """The cw step on row x with signed margin m (covariance.planned_step): not ok when m, the
     confidence v or alpha is not finite (v = inf makes alpha 0/0); v = 0 (an empty example) is
@@ -123,23 +109,10 @@ def diag_plan(params, m, v, y, s):
     return True, True, alpha * y, (alpha * phi / sqrt_u, floor)
 
 
-@njit(cache=True, inline="always")
-def diag_step(state, params, indices, values, start, end, m, v, y, s):
-    """The cw update; returns (updated, ok): ok also False when an entry written is not
-    (covariance.entry_ok)."""
-    return planned_step(diag_plan, rule_of, cw_variance, state, params, indices, values, start,
-                        end, m, v, y, s)
-
-
 @entry_point()
-def run_diag(binary=None, regression=None, joint=None, args=None):
-    return run_rules(diag_margin, diag_step, None, binary, regression, joint, args)
-
-
-@entry_point("numpy")
-def run_diag_bank(bank):
-    """A bank's members over one chunk (kernels/bank.py), with cw's diagonal rule."""
-    return run_diag_bank_rules(diag_plan, keep, rule_of, cw_variance, bank)
+def run_diag(binary=None, regression=None, joint=None, args=None, bank=None):
+    return run_planned_rules(diag_plan, None, cw_variance, KEEP, one_rule, binary, regression,
+                             joint, args, bank)
 
 
 @njit(cache=True, inline="always")
@@ -163,7 +136,7 @@ class ConfidenceWeighted(GaussianLearner):
     """cw and cw-full."""
 
     entry_points = {"diagonal": run_diag, "full": run_full}
-    bank_entry_points = {"diagonal": run_diag_bank}
+    bank_entry_points = {"diagonal": run_diag}
 
     def __init__(self, dim, options=None, **kwargs):
         super().__init__(dim, options=options, **kwargs)   # eta in (0.5, 1): its declaration

@@ -19,11 +19,9 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.algorithms.cw import (KEEP, VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha,
-                                               cw_full_apply, cw_sqrt_u_beta, keep, rule_of)
-# (keep: cw's, for scw's bank too, kernels/bank.py)
-from streamherd.learners.kernels.bank import run_diag_bank_rules
-from streamherd.learners.kernels.covariance import full_sigma_x, planned_step
-from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
+                                               cw_full_apply, cw_sqrt_u_beta)
+from streamherd.learners.kernels.covariance import full_sigma_x, one_rule
+from streamherd.learners.kernels.loops import entry_point, mean_margin, run_planned_rules, run_rules
 from streamherd.learners.kernels.sparse import finite, squared_norm
 
 
@@ -62,23 +60,10 @@ def diag_plan(params, m, v, y, s):
     return True, True, alpha * y, (beta, floor)
 
 
-@njit(cache=True, inline="always")
-def diag_step(state, params, indices, values, start, end, m, v, y, s):
-    """The scw update; returns (updated, ok): ok also False when an entry written is not
-    (covariance.entry_ok)."""
-    return planned_step(diag_plan, rule_of, scw_variance, state, params, indices, values, start,
-                        end, m, v, y, s)
-
-
 @entry_point()
-def run_diag(binary=None, regression=None, joint=None, args=None):
-    return run_rules(diag_margin, diag_step, None, binary, regression, joint, args)
-
-
-@entry_point("numpy")
-def run_diag_bank(bank):
-    """A bank's members over one chunk (kernels/bank.py), with SCW's diagonal rules."""
-    return run_diag_bank_rules(diag_plan, keep, rule_of, scw_variance, bank)
+def run_diag(binary=None, regression=None, joint=None, args=None, bank=None):
+    return run_planned_rules(diag_plan, None, scw_variance, KEEP, one_rule, binary, regression,
+                             joint, args, bank)
 
 
 @njit(cache=True, inline="always")
@@ -108,7 +93,7 @@ class SoftConfidenceWeighted(ConfidenceWeighted):
     """scw1, scw2 (the registry's rule: "I" or "II") and their -full forms."""
 
     entry_points = {"diagonal": run_diag, "full": run_full}
-    bank_entry_points = {"diagonal": run_diag_bank}
+    bank_entry_points = {"diagonal": run_diag}
     rules = ("I", "II")
 
     def kernel_params(self):

@@ -96,6 +96,31 @@ def planned_step(plan, rule_of, variance, state, params, indices, values, start,
     return updated, ok
 
 
+def planned_rule(plan, rule_of, variance):
+    """The step rule (kernels/loops.py) made of a diagonal family's rules, planned_step's: an
+    inline function closed over them, so that numba inlines them into the entry point
+    (loops.run_planned_rules makes it when it types one)."""
+    @njit(inline="always")
+    def step(state, params, indices, values, start, end, m, v, y, s):
+        return planned_step(plan, rule_of, variance, state, params, indices, values, start, end,
+                            m, v, y, s)
+    return step
+
+
+@njit(cache=True, inline="always")
+def one_rule(params):
+    """rule_of of a family with one diagonal rule (cw, scw: their floor is a number of the
+    step, which ``-a auto`` changes with the member)."""
+    return 0
+
+
+@njit(cache=True, inline="always")
+def rule_in_params(params):
+    """rule_of of a family whose params are (its hyperparameter, its variant's rule): AROW's
+    and NAROW's drop, NHERD's rule of Eq. 14."""
+    return params[1]
+
+
 @njit(cache=True, nogil=True)
 def diag_confidences(sigma, indptr, indices, values, out):
     """out[i] = x_i' diag(sigma) x_i for every row."""

@@ -48,7 +48,8 @@ from numba import njit, types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from streamherd.learners.kernels.covariance import diag_margin_confidence_ahead
+from streamherd.learners.kernels.bank import diag_bank_kernel
+from streamherd.learners.kernels.covariance import diag_margin_confidence_ahead, planned_rule
 from streamherd.learners.kernels.multiclass import (class_scores, joint_prepare,
                                                     prefetch_next_row_blocks, visible_classes)
 from streamherd.learners.kernels.prefetch import NO_ROW, row_ahead
@@ -139,6 +140,17 @@ def run_rules(margin, step, regression_step, binary, regression, joint, args, sc
     raise TypeError("run_rules is the body of a numba entry point (learners/kernels/loops.py)")
 
 
+def run_planned_rules(plan, regression_plan, variance, kept, rule_of, binary, regression, joint,
+                      args, bank):
+    """The body of a diagonal Gaussian family's entry point: run_rules with the steps made of
+    its rules (covariance.planned_step: ``plan``, ``regression_plan`` or None, ``variance``,
+    ``rule_of``) and the margin diag_margin; or, ``bank`` given, its bank's loop over one chunk
+    (kernels/bank.py; ``kept`` the numbers of its step that changes nothing), which returns the
+    number of live members left. numba compiles it (the overload below)."""
+    raise TypeError("run_planned_rules is the body of a numba entry point "
+                    "(learners/kernels/loops.py)")
+
+
 def _given(argument_type):
     """Whether an argument of the call being typed was given (not omitted, not None; an omitted
     argument of run_rules itself comes as Python's None)."""
@@ -146,44 +158,85 @@ def _given(argument_type):
                                                          (types.NoneType, types.Omitted))
 
 
+def _rule(argument_type):
+    """The rule (an njit dispatcher) an argument of the call being typed names, or None."""
+    return argument_type.dispatcher if _given(argument_type) else None
+
+
+def task_loop(margin, step, regression_step, scores, binary, regression, joint):
+    """The loop of the task whose argument is given, with the rules (njit dispatchers), as an
+    inline function of (binary, regression, joint, args) that calls them as the functions they
+    are, closed over, not through its arguments: numba inlines an ``inline="always"`` function
+    named so (as in a loop written out in the entry point), where a call through an argument is
+    a call (pa2's binary kernel 10% slower)."""
+    if _given(joint):
+        @njit(inline="always")
+        def run_joint_task(binary, regression, joint, args):
+            return run_joint(scores, margin, step, joint, args)
+        return run_joint_task
+    if _given(regression):
+        if regression_step is None:
+            raise TypingError("this family has no squared-loss step (its LearnerSpec declares "
+                              "no regression, and Learner.learn_regression refuses it)")
+
+        @njit(inline="always")
+        def run_regression_task(binary, regression, joint, args):
+            return run_binary(margin, regression_step, False, regression, args)
+        return run_regression_task
+
+    @njit(inline="always")
+    def run_binary_task(binary, regression, joint, args):
+        return run_binary(margin, step, True, binary, args)
+    return run_binary_task
+
+
 @overload(run_rules, inline="always")
 def _run_rules_of_task(margin, step, regression_step, binary, regression, joint, args,
                        scores=None):
     """The implementation of run_rules for the task given (numba calls it with the argument
-    types when it types an entry point). It calls the rules as the functions they are, closed
-    over, not through its arguments: numba inlines an ``inline="always"`` function named so (as
-    in a loop written out in the entry point), where a call through an argument is a call
-    (pa2's binary kernel 10% slower)."""
-    margin_rule, step_rule = margin.dispatcher, step.dispatcher
-    if _given(joint):
-        scores_rule = scores.dispatcher if _given(scores) else mean_scores
+    types when it types an entry point): task_loop's."""
+    run = task_loop(margin.dispatcher, step.dispatcher, _rule(regression_step),
+                    _rule(scores) or mean_scores, binary, regression, joint)
 
-        def run_joint_task(margin, step, regression_step, binary, regression, joint, args,
-                           scores=None):
-            return run_joint(scores_rule, margin_rule, step_rule, joint, args)
-        return run_joint_task
-    if _given(regression):
-        if not _given(regression_step):
-            raise TypingError("this family has no squared-loss step (its LearnerSpec declares "
-                              "no regression, and Learner.learn_regression refuses it)")
-        regression_rule = regression_step.dispatcher
+    def run_task(margin, step, regression_step, binary, regression, joint, args, scores=None):
+        return run(binary, regression, joint, args)
+    return run_task
 
-        def run_regression(margin, step, regression_step, binary, regression, joint, args,
-                           scores=None):
-            importance, indptr, indices, values, state, params = args
-            y, margins_out = regression
-            updates, bad = binary_loop(margin_rule, regression_rule, False, y, importance,
-                                       indptr, indices, values, state, params, margins_out)
-            return updates, bad, 0
-        return run_regression
 
-    def run_binary(margin, step, regression_step, binary, regression, joint, args, scores=None):
-        importance, indptr, indices, values, state, params = args
-        y, margins_out = binary
-        updates, bad = binary_loop(margin_rule, step_rule, True, y, importance, indptr, indices,
-                                   values, state, params, margins_out)
-        return updates, bad, 0
-    return run_binary
+@overload(run_planned_rules, inline="always")
+def _run_planned_rules_of_task(plan, regression_plan, variance, kept, rule_of, binary,
+                               regression, joint, args, bank):
+    """The implementation of run_planned_rules for the task given: bank.diag_bank_kernel's
+    call, or task_loop's with the steps of the family's plans (covariance.planned_rule)."""
+    plan_rule, variance_rule, rule_rule = plan.dispatcher, variance.dispatcher, rule_of.dispatcher
+    if _given(bank):
+        run_bank = diag_bank_kernel(plan_rule, rule_rule, variance_rule)
+
+        def run_bank_task(plan, regression_plan, variance, kept, rule_of, binary, regression,
+                          joint, args, bank):
+            return run_bank(kept, bank)
+        return run_bank_task
+    regression_step = _rule(regression_plan)
+    if regression_step is not None:
+        regression_step = planned_rule(regression_step, rule_rule, variance_rule)
+    run = task_loop(diag_margin, planned_rule(plan_rule, rule_rule, variance_rule),
+                    regression_step, mean_scores, binary, regression, joint)
+
+    def run_task(plan, regression_plan, variance, kept, rule_of, binary, regression, joint, args,
+                 bank):
+        return run(binary, regression, joint, args)
+    return run_task
+
+
+@njit(cache=True, inline="always")
+def run_binary(margin, step, signed, labels, args):
+    """The binary (``signed``) or regression loop over one chunk; labels = (y, margins_out).
+    Returns (updates, index of a bad example or -1, 0)."""
+    importance, indptr, indices, values, state, params = args
+    y, margins_out = labels
+    updates, bad = binary_loop(margin, step, signed, y, importance, indptr, indices, values,
+                               state, params, margins_out)
+    return updates, bad, 0
 
 
 @njit(cache=True, inline="always")
