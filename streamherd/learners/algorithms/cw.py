@@ -64,18 +64,28 @@ def floored_beta(beta, v, v_min):
     return min(beta, (1.0 - v_min / v) / v)
 
 
-@njit(cache=True, inline="always")
-def cw_full_apply(mu, Sigma, g, active, n, m, alpha, y, v, v_min, phi, floor):
-    """The CW/SCW full-covariance update once alpha is known: mu += alpha y g, Sigma -= beta g g'
-    with beta capped by the floor; returns (updated, ok). alpha <= 0 only resets g; the margin m,
-    the confidence v or alpha not finite is a failure (ok False)."""
-    ok = finite(m, v, alpha)
-    if not (ok and alpha > 0.0):
-        full_reset(g, active, n)   # leave the workspace zero
-        return False, ok
-    sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
-    return True, full_update(mu, Sigma, g, active, n, v, alpha * y,
-                             floored_beta(beta, v, v_min), floor)
+def cw_full_rule(alpha_of):
+    """The full-covariance step rule (kernels/loops.py) of CW or SCW, from its alpha_of(params,
+    m, v, s), closed over so that numba inlines it (as covariance.planned_rule); params = (phi,
+    ..., floor). g = Sigma x, v = x' Sigma x, alpha when v > v_min = floor |x|^2 (else 0),
+    then mu += alpha y g, Sigma -= beta g g' with beta capped by the floor; returns (updated,
+    ok). alpha <= 0 only resets g; the margin m, the confidence v or alpha not finite is a
+    failure (ok False)."""
+    @njit(inline="always")
+    def full_step(state, params, indices, values, start, end, m, unused, y, s):
+        phi, floor = params[0], params[-1]
+        mu, Sigma, g, active = state
+        v, n = full_sigma_x(Sigma, indices, values, start, end, g, active)
+        v_min = floor * squared_norm(values, start, end)
+        alpha = alpha_of(params, m, v, s) if v > v_min else 0.0
+        ok = finite(m, v, alpha)
+        if not (ok and alpha > 0.0):
+            full_reset(g, active, n)   # leave the workspace zero
+            return False, ok
+        sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
+        return True, full_update(mu, Sigma, g, active, n, v, alpha * y,
+                                 floored_beta(beta, v, v_min), floor)
+    return full_step
 
 
 @njit(cache=True, inline="always")
@@ -116,15 +126,12 @@ def run_diag(binary=None, regression=None, joint=None, args=None, bank=None):
 
 
 @njit(cache=True, inline="always")
-def full_step(state, params, indices, values, start, end, m, v, y, s):
-    phi, floor = params[0], params[1]
-    v, n = full_sigma_x(state[1], indices, values, start, end, state[2], state[3])
-    v_min = floor * squared_norm(values, start, end)
-    alpha = 0.0
-    if v > v_min:
-        alpha = cw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi)
-    return cw_full_apply(state[0], state[1], state[2], state[3], n, m, alpha, y, v, v_min, phi,
-                         floor)
+def full_alpha(params, m, v, s):
+    phi = params[0]
+    return cw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi)
+
+
+full_step = cw_full_rule(full_alpha)
 
 
 @entry_point()

@@ -19,10 +19,10 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.algorithms.cw import (KEEP, VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha,
-                                               cw_full_apply, cw_sqrt_u_beta)
-from streamherd.learners.kernels.covariance import full_sigma_x, one_rule
+                                               cw_full_rule, cw_sqrt_u_beta)
+from streamherd.learners.kernels.covariance import one_rule
 from streamherd.learners.kernels.loops import entry_point, mean_margin, run_planned_rules, run_rules
-from streamherd.learners.kernels.sparse import finite, squared_norm
+from streamherd.learners.kernels.sparse import finite
 
 
 @njit(cache=True, inline="always")
@@ -73,15 +73,14 @@ def scw_loss(m, v, phi):
 
 
 @njit(cache=True, inline="always")
-def full_step(state, params, indices, values, start, end, m, v, y, s):
-    phi, c, variant, floor = params[0], params[1] * s, params[2], params[3]
-    v, n = full_sigma_x(state[1], indices, values, start, end, state[2], state[3])
-    v_min = floor * squared_norm(values, start, end)
-    alpha = 0.0
-    if v > v_min and scw_loss(m, v, phi):
-        alpha = scw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi, c, variant)
-    return cw_full_apply(state[0], state[1], state[2], state[3], n, m, alpha, y, v, v_min, phi,
-                         floor)
+def full_alpha(params, m, v, s):
+    phi, c, variant = params[0], params[1] * s, params[2]
+    if not scw_loss(m, v, phi):
+        return 0.0
+    return scw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi, c, variant)
+
+
+full_step = cw_full_rule(full_alpha)
 
 
 @entry_point()
