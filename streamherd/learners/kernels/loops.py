@@ -13,20 +13,28 @@ Entry points: one thin cached entry point per (family, covariance) in the algori
 (``run`` for a family without a covariance, else ``run_diag`` and ``run_full``) serves every
 task, in one line:
   @entry_point()
-  def run_diag(binary=None, regression=None, joint=None, args=None):
+  def run_full(binary=None, regression=None, joint=None, args=None):
       return run_rules(margin, step, regression_step, binary, regression, joint, args)
 with the family's rules (njit dispatchers; ``regression_step`` None for a family without a
-squared-loss form). A call passes ``args``, what every loop takes, and the other arguments of
-its task's loop as ``binary``, ``regression`` or ``joint``, omitting the two others
-(Learner.learn, learn_regression, learn_joint). ``run_rules`` picks the task's loop when numba
+squared-loss form). A diagonal Gaussian family gives its step's parts instead (covariance.
+planned_step), from which run_planned_rules makes its steps, and its diagonal entry point serves
+its ``-C auto`` bank too (``bank=``, kernels/bank.py):
+  @entry_point()
+  def run_diag(binary=None, regression=None, joint=None, args=None, bank=None):
+      return run_planned_rules(plan, regression_plan, variance, KEEP, rule_of, binary,
+                               regression, joint, args, bank)
+A call passes ``args``, what every loop takes, and the other arguments of its task's loop as
+``binary``, ``regression`` or ``joint``, omitting the others (Learner.learn, learn_regression,
+learn_joint; a bank passes ``bank`` alone). ``run_rules`` picks the task's loop when numba
 types the call, from which argument is given (an overload, inlined, which calls the rules by
 name so that numba inlines them too): each task compiles into a specialisation of the entry
 point holding its loop alone, as a function per task would. In one function with the three
 loops LLVM spilled more registers in each, and the binary kernels of pa2, arow-p and cw were
 slower. The price of the one-line body is compile time when the cache misses: numba types an
-inlined overload twice (about 2.2 s per specialisation instead of 1.3 s). A generic loop that
-received its rules from Python, or a factory closing over them, would never hit numba's on-disk
-cache across processes.
+inlined overload twice. A generic loop that
+received its rules from Python, or an entry point made by a factory closing over them, would
+never hit numba's on-disk cache across processes (the functions the overloads make, closed
+over the rules, are compiled into the cached entry point, not cached themselves).
 
 Reference counts: the entry points compile without numba's reference counting (``_nrt=False``,
 see ``entry_point``): they allocate nothing, and every array they touch is an argument, which
@@ -168,7 +176,7 @@ def task_loop(margin, step, regression_step, scores, binary, regression, joint):
     inline function of (binary, regression, joint, args) that calls them as the functions they
     are, closed over, not through its arguments: numba inlines an ``inline="always"`` function
     named so (as in a loop written out in the entry point), where a call through an argument is
-    a call (pa2's binary kernel 10% slower)."""
+    a call (pa2's binary kernel was slower)."""
     if _given(joint):
         @njit(inline="always")
         def run_joint_task(binary, regression, joint, args):
