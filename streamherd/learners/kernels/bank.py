@@ -23,20 +23,16 @@ whose margin or update fails (not finite: a value at the edge of the grid can di
 the others do not) is dropped from the bank (``alive``) and never chosen; its margins are NaN
 from that example on.
 
-Entry points: a family without a covariance (pa) declares its bank's in its module
-(algorithms/), one line over ``run_bank_rules`` with the family's rules, closed over as in
-loops.run_rules so that numba inlines them:
-  @entry_point("numpy")
-  def run_bank(bank):
-      return run_bank_rules(mean_margins, step, bank)
-A diagonal Gaussian family's bank is a task of its diagonal entry point (``bank=``,
-loops.run_planned_rules), which calls ``diag_bank_kernel``. A learner class names the entry point
-of its bank in ``bank_entry_points`` (by covariance kind, as ``entry_points``). The banks run
-with numpy's error model whatever the family's own: with Python's, each division tests its
-divisor for zero to raise, and that branch kept LLVM from vectorising the update; their
-divisors are never zero (the steps divide by v + 1/C, v + r, 1 + (a product >= 0) and the like;
-KEEP's r is infinite, not zero), and a step that makes a number not finite fails the member as
-before.
+Entry points: a family's bank is a task of its entry point (``bank=``; kernels/loops.py):
+run_rules calls ``mean_bank_kernel``'s function for a family without a covariance,
+run_planned_rules ``diag_bank_kernel``'s for a diagonal Gaussian one, each closed over the
+family's rules so that numba inlines them, and compiled into the entry point's cached code. A
+learner class names the entry points that serve its banks in ``bank_entry_points`` (by
+covariance kind, as ``entry_points``). The banks' functions compile with numpy's error model
+whatever the family's own: with Python's, each division tests its divisor for zero to raise,
+and that branch kept LLVM from vectorising the update; their divisors are never zero (the steps
+divide by v + 1/C, v + r, 1 + (a product >= 0) and the like; KEEP's r is infinite, not zero),
+and a step that makes a number not finite fails the member as before.
 """
 import numpy as np
 from numba import njit
@@ -285,27 +281,18 @@ def diag_bank_loop(plan, kept, rule_of, variance, bank):
 
 
 def diag_bank_kernel(plan, rule_of, variance):
-    """A diagonal family's bank kernel, kept(numbers, bank) -> diag_bank_loop's, closed over
-    its rules so that numba inlines them; its entry point (loops.run_planned_rules) calls it.
-    It compiles with numpy's error model whatever the entry point's (module docstring), into
-    the entry point's cached code."""
+    """A diagonal family's bank kernel, (kept, bank) -> diag_bank_loop's, closed over its
+    rules so that numba inlines them (loops.run_planned_rules calls it)."""
     @njit(nogil=True, error_model="numpy", _nrt=False)
     def run(kept, bank):
         return diag_bank_loop(plan, kept, rule_of, variance, bank)
     return run
 
 
-def run_bank_rules(margins_of, step, bank):
-    """The body of a bank entry point: bank_loop with the family's rules (the overload below,
-    closed over them as loops.run_rules is, so that numba inlines them)."""
-    raise TypeError("run_bank_rules is the body of a numba entry point "
-                    "(learners/kernels/bank.py)")
-
-
-@overload(run_bank_rules, inline="always")
-def _run_bank_of_rules(margins_of, step, bank):
-    margins_rule, step_rule = margins_of.dispatcher, step.dispatcher
-
-    def run(margins_of, step, bank):
-        return bank_loop(margins_rule, step_rule, bank)
+def mean_bank_kernel(step):
+    """The bank kernel of a family without a covariance, bank -> bank_loop's with mean_margins
+    and its step, closed over it (loops.run_rules calls it)."""
+    @njit(nogil=True, error_model="numpy", _nrt=False)
+    def run(bank):
+        return bank_loop(mean_margins, step, bank)
     return run

@@ -16,9 +16,9 @@ task, in one line:
   def run_full(binary=None, regression=None, joint=None, args=None):
       return run_rules(margin, step, regression_step, binary, regression, joint, args)
 with the family's rules (njit dispatchers; ``regression_step`` None for a family without a
-squared-loss form). A diagonal Gaussian family gives its step's parts instead (covariance.
-planned_step), from which run_planned_rules makes its steps, and its diagonal entry point serves
-its ``-C auto`` bank too (``bank=``, kernels/bank.py):
+squared-loss form). An entry point that serves a ``-C auto`` bank as well takes ``bank=None``
+and passes it on (kernels/bank.py). A diagonal Gaussian family gives its step's parts instead
+(covariance.planned_step), from which run_planned_rules makes its steps:
   @entry_point()
   def run_diag(binary=None, regression=None, joint=None, args=None, bank=None):
       return run_planned_rules(plan, regression_plan, variance, KEEP, rule_of, binary,
@@ -56,7 +56,7 @@ from numba import njit, types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from streamherd.learners.kernels.bank import diag_bank_kernel
+from streamherd.learners.kernels.bank import diag_bank_kernel, mean_bank_kernel
 from streamherd.learners.kernels.covariance import diag_margin_confidence_ahead, planned_rule
 from streamherd.learners.kernels.multiclass import (class_scores, joint_prepare,
                                                     prefetch_next_row_blocks, visible_classes)
@@ -137,12 +137,15 @@ def joint_loop(scores, margin, step, cls, importance, indptr, indices, values, s
     return updates, -1, known
 
 
-def run_rules(margin, step, regression_step, binary, regression, joint, args, scores=None):
+def run_rules(margin, step, regression_step, binary, regression, joint, args, scores=None,
+              bank=None):
     """The body of an entry point (module docstring): the loop of the task whose argument is
     given, with the family's rules, over one chunk. args = (importance, indptr, indices, values,
     state, params); binary or regression = (y, margins_out); joint = (cls, D, known,
     predicted_out, work); ``scores``: the joint class scores (default mean_scores). Returns
-    (updates, index of a bad example or -1, known; 0 for binary and regression).
+    (updates, index of a bad example or -1, known; 0 for binary and regression); ``bank``
+    (a family without a covariance, margin mean_margin): its bank's loop (kernels/bank.py),
+    which returns the number of live members left.
 
     numba compiles it (the overload below) inside an entry point; Python never runs it."""
     raise TypeError("run_rules is the body of a numba entry point (learners/kernels/loops.py)")
@@ -200,13 +203,23 @@ def task_loop(margin, step, regression_step, scores, binary, regression, joint):
 
 @overload(run_rules, inline="always")
 def _run_rules_of_task(margin, step, regression_step, binary, regression, joint, args,
-                       scores=None):
+                       scores=None, bank=None):
     """The implementation of run_rules for the task given (numba calls it with the argument
-    types when it types an entry point): task_loop's."""
+    types when it types an entry point): bank.mean_bank_kernel's call, or task_loop's."""
+    if _given(bank):
+        if margin.dispatcher is not mean_margin:
+            raise TypingError("run_rules runs the bank of a family whose margin is mean_margin")
+        run_bank = mean_bank_kernel(step.dispatcher)
+
+        def run_bank_task(margin, step, regression_step, binary, regression, joint, args,
+                          scores=None, bank=None):
+            return run_bank(bank)
+        return run_bank_task
     run = task_loop(margin.dispatcher, step.dispatcher, _rule(regression_step),
                     _rule(scores) or mean_scores, binary, regression, joint)
 
-    def run_task(margin, step, regression_step, binary, regression, joint, args, scores=None):
+    def run_task(margin, step, regression_step, binary, regression, joint, args, scores=None,
+                 bank=None):
         return run(binary, regression, joint, args)
     return run_task
 
