@@ -127,6 +127,7 @@ def run_diag(binary=None, regression=None, joint=None, args=None, bank=None):
 
 @njit(cache=True, inline="always")
 def full_alpha(params, m, v, s):
+    """cw-full's alpha (cw_full_rule)."""
     phi = params[0]
     return cw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi)
 

@@ -74,6 +74,7 @@ def scw_loss(m, v, phi):
 
 @njit(cache=True, inline="always")
 def full_alpha(params, m, v, s):
+    """scw1-full's and scw2-full's alpha, 0 without a loss (cw.cw_full_rule)."""
     phi, c, variant = params[0], params[1] * s, params[2]
     if not scw_loss(m, v, phi):
         return 0.0
