@@ -42,7 +42,9 @@ def pair_sums_ahead(terms, first, second, indices, values, start, end, ahead):
     for k in range(start, end):
         if ahead[0] + k - start < ahead[1]:   # the slot of the same rank in the row ahead
             prefetch(first, indices[ahead[0] + k - start])
-        term_a, term_b = terms(first[indices[k]], second[indices[k]], values[k])
+        j = indices[k]
+        x = values[k]
+        term_a, term_b = terms(first[j], second[j], x)
         a += term_a
         b += term_b
     prefetch_rest(first, indices, ahead, end - start)
