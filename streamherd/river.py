@@ -270,6 +270,8 @@ class _RiverModel:
         task = (rows.target, rows.out)
         # as Learner._run calls it (entry_point(binary=..., args=...)): the others omitted
         call = (task, None, None, args) if kind == "binary" else (None, task, None, args)
+        # omitted too: the parameters after args (bank=, of an entry point that serves a bank)
+        call += (None,) * (learner.entry_point.py_func.__code__.co_argcount - len(call))
         self._fast = (_direct_entry(learner.entry_point, call, kind), call)
         return self._fast
 

@@ -182,7 +182,7 @@ def test_each_thread_runs_whole_cache_lines_of_members_the_first_the_most(member
 @pytest.mark.parametrize("module, rules", [("nherd", (0, 1, 2)), ("arow", (False, True)),
                                            ("cw", (0,)), ("scw", (0,))])
 def test_the_numbers_of_no_step_keep_every_variance(module, rules):
-    """The bank writes the members that do not learn from a row with their family's keep()
+    """The bank writes the members that do not learn from a row with their family's KEEP
     numbers (kernels/bank.diag_bank_loop): each diagonal rule then returns sigma_r itself, bit
     for bit, over variances and feature values of many magnitudes (those whose products
     sigma_r^2 x_r^2 are finite)."""
@@ -197,7 +197,7 @@ def test_the_numbers_of_no_step_keep_every_variance(module, rules):
                          [0.0, -0.0, 1e150]])
     for rule in rules:
         for sigma, x in zip(sigmas, xs):
-            kept = getattr(family, variance)(sigma, x, family.keep(), rule)
+            kept = getattr(family, variance)(sigma, x, family.KEEP, rule)
             assert kept == sigma, (rule, sigma, x, kept)
 
 

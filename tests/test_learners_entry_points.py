@@ -26,9 +26,10 @@ def rows():
 
 
 def tasks_given(signature):
-    """The tasks whose arguments a specialisation of an entry point was compiled for."""
-    return [task for task, arg in zip(("binary", "regression", "joint"), signature)
-            if not isinstance(arg, types.Omitted)]
+    """The tasks whose arguments a specialisation of an entry point was compiled for (a bank's,
+    ``bank=``, after ``args``: of an entry point that serves a -C auto bank)."""
+    return [task for task, arg in zip(("binary", "regression", "joint", None, "bank"), signature)
+            if task is not None and not isinstance(arg, types.Omitted)]
 
 
 @pytest.mark.parametrize("name", KERNELS)
@@ -47,7 +48,7 @@ def test_every_task_is_a_specialisation_of_the_one_kernel(name):
                         np.empty(3, np.int64))
     given = [tasks_given(signature) for signature in entry_point(name).signatures]
     assert all(len(tasks) == 1 for tasks in given), given
-    assert {tasks[0] for tasks in given} == run
+    assert {tasks[0] for tasks in given} - {"bank"} == run   # (a bank: other tests' kernels)
 
 
 @pytest.mark.parametrize("name", [name for name in sorted(learners.REGISTRY)

@@ -94,8 +94,9 @@ class MemberGroup:
         ``calibrations``, when given) from its margins."""
         y, importance, indptr, indices, values = chunk
         self.margins = np.empty((len(y), len(self.alive)))
-        self.kernel((y, importance, indptr, indices, values, self.views, self.flat, self.params,
-                     self.alive, self.margins, self.updates, self.failed_at, self.work))
+        self.kernel(bank=(y, importance, indptr, indices, values, self.views, self.flat,
+                          self.params, self.alive, self.margins, self.updates, self.failed_at,
+                          self.work))
         if calibrations is not None:   # (it skips the rows unlabeled or of weight <= 0)
             by_member = np.ascontiguousarray(self.margins.T)
             weights = np.maximum(importance, 0.0)

@@ -19,9 +19,8 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.gaussian import GaussianLearner
-from streamherd.learners.kernels.bank import run_diag_bank_rules
-from streamherd.learners.kernels.covariance import full_sigma_x, full_update, planned_step
-from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
+from streamherd.learners.kernels.covariance import full_sigma_x, full_update, rule_in_params
+from streamherd.learners.kernels.loops import entry_point, mean_margin, run_planned_rules, run_rules
 from streamherd.learners.kernels.sparse import finite
 
 
@@ -38,17 +37,6 @@ def arow_variance(sj, x, numbers, drop):
 # the numbers of no step (beta 0, r infinite): both rules then keep sigma_r (the bank's members
 # that do not learn from a row, kernels/bank.py)
 KEEP = (0.0, np.inf)
-
-
-@njit(cache=True, inline="always")
-def keep():
-    return KEEP
-
-
-@njit(cache=True, inline="always")
-def rule_of(params):
-    """Whether the variant drops (arow-d), params = (r, drop)."""
-    return params[1]
 
 
 @njit(cache=True, inline="always")
@@ -76,28 +64,10 @@ def diag_regression_plan(params, m, v, y, s):
     return planned(v, (y - m) * beta, beta, rs)
 
 
-@njit(cache=True, inline="always")
-def diag_step(state, params, indices, values, start, end, m, v, y, s):
-    """The classification update; returns (updated, ok)."""
-    return planned_step(diag_plan, rule_of, arow_variance, state, params, indices, values,
-                        start, end, m, v, y, s)
-
-
-@njit(cache=True, inline="always")
-def diag_regression_step(state, params, indices, values, start, end, m, v, y, s):
-    return planned_step(diag_regression_plan, rule_of, arow_variance, state, params, indices,
-                        values, start, end, m, v, y, s)
-
-
 @entry_point("numpy")
-def run_diag(binary=None, regression=None, joint=None, args=None):
-    return run_rules(diag_margin, diag_step, diag_regression_step, binary, regression, joint, args)
-
-
-@entry_point("numpy")
-def run_diag_bank(bank):
-    """A bank's members over one chunk (kernels/bank.py), with AROW's diagonal rules."""
-    return run_diag_bank_rules(diag_plan, keep, rule_of, arow_variance, bank)
+def run_diag(binary=None, regression=None, joint=None, args=None, bank=None):
+    return run_planned_rules(diag_plan, diag_regression_plan, arow_variance, KEEP, rule_in_params,
+                             binary, regression, joint, args, bank)
 
 
 @njit(cache=True, inline="always")
@@ -129,7 +99,7 @@ class Arow(GaussianLearner):
     """arow-p, arow-d (the registry's rule: "project" or "drop") and arow-full."""
 
     entry_points = {"diagonal": run_diag, "full": run_full}
-    bank_entry_points = {"diagonal": run_diag_bank}
+    bank_entry_points = {"diagonal": run_diag}
     rules = ("project", "drop", "")
 
     def kernel_params(self):

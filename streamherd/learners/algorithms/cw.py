@@ -36,10 +36,8 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.gaussian import GaussianLearner
-from streamherd.learners.kernels.bank import run_diag_bank_rules
-from streamherd.learners.kernels.covariance import (full_reset, full_sigma_x, full_update,
-                                                    planned_step)
-from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
+from streamherd.learners.kernels.covariance import full_reset, full_sigma_x, full_update, one_rule
+from streamherd.learners.kernels.loops import entry_point, mean_margin, run_planned_rules, run_rules
 from streamherd.learners.kernels.sparse import finite, squared_norm
 
 VARIANCE_FLOOR = 1e-12
@@ -66,18 +64,28 @@ def floored_beta(beta, v, v_min):
     return min(beta, (1.0 - v_min / v) / v)
 
 
-@njit(cache=True, inline="always")
-def cw_full_apply(mu, Sigma, g, active, n, m, alpha, y, v, v_min, phi, floor):
-    """The CW/SCW full-covariance update once alpha is known: mu += alpha y g, Sigma -= beta g g'
-    with beta capped by the floor; returns (updated, ok). alpha <= 0 only resets g; the margin m,
-    the confidence v or alpha not finite is a failure (ok False)."""
-    ok = finite(m, v, alpha)
-    if not (ok and alpha > 0.0):
-        full_reset(g, active, n)   # leave the workspace zero
-        return False, ok
-    sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
-    return True, full_update(mu, Sigma, g, active, n, v, alpha * y,
-                             floored_beta(beta, v, v_min), floor)
+def cw_full_rule(alpha_of):
+    """The full-covariance step rule (kernels/loops.py) of CW or SCW, from its alpha_of(params,
+    m, v, s), closed over so that numba inlines it (as covariance.planned_rule); params = (phi,
+    ..., floor). g = Sigma x, v = x' Sigma x, alpha when v > v_min = floor |x|^2 (else 0),
+    then mu += alpha y g, Sigma -= beta g g' with beta capped by the floor; returns (updated,
+    ok). alpha <= 0 only resets g; the margin m, the confidence v or alpha not finite is a
+    failure (ok False)."""
+    @njit(inline="always")
+    def full_step(state, params, indices, values, start, end, m, unused, y, s):
+        phi, floor = params[0], params[-1]
+        mu, Sigma, g, active = state
+        v, n = full_sigma_x(Sigma, indices, values, start, end, g, active)
+        v_min = floor * squared_norm(values, start, end)
+        alpha = alpha_of(params, m, v, s) if v > v_min else 0.0
+        ok = finite(m, v, alpha)
+        if not (ok and alpha > 0.0):
+            full_reset(g, active, n)   # leave the workspace zero
+            return False, ok
+        sqrt_u, beta = cw_sqrt_u_beta(alpha, v, phi)
+        return True, full_update(mu, Sigma, g, active, n, v, alpha * y,
+                                 floored_beta(beta, v, v_min), floor)
+    return full_step
 
 
 @njit(cache=True, inline="always")
@@ -91,18 +99,6 @@ def cw_variance(sj, x, numbers, rule):
 # the numbers of no step: cw's and scw's diagonal rules then keep sigma_r (> 0) (the bank's
 # members that do not learn from a row, kernels/bank.py)
 KEEP = (0.0, 0.0)
-
-
-@njit(cache=True, inline="always")
-def keep():
-    return KEEP
-
-
-@njit(cache=True, inline="always")
-def rule_of(params):
-    """cw and scw have one diagonal rule each (their floor is a number of the step: ``-a auto``
-    changes it with the member)."""
-    return 0
 
 
 @njit(cache=True, inline="always")
@@ -123,35 +119,20 @@ def diag_plan(params, m, v, y, s):
     return True, True, alpha * y, (alpha * phi / sqrt_u, floor)
 
 
-@njit(cache=True, inline="always")
-def diag_step(state, params, indices, values, start, end, m, v, y, s):
-    """The cw update; returns (updated, ok): ok also False when an entry written is not
-    (covariance.entry_ok)."""
-    return planned_step(diag_plan, rule_of, cw_variance, state, params, indices, values, start,
-                        end, m, v, y, s)
-
-
 @entry_point()
-def run_diag(binary=None, regression=None, joint=None, args=None):
-    return run_rules(diag_margin, diag_step, None, binary, regression, joint, args)
-
-
-@entry_point("numpy")
-def run_diag_bank(bank):
-    """A bank's members over one chunk (kernels/bank.py), with cw's diagonal rule."""
-    return run_diag_bank_rules(diag_plan, keep, rule_of, cw_variance, bank)
+def run_diag(binary=None, regression=None, joint=None, args=None, bank=None):
+    return run_planned_rules(diag_plan, None, cw_variance, KEEP, one_rule, binary, regression,
+                             joint, args, bank)
 
 
 @njit(cache=True, inline="always")
-def full_step(state, params, indices, values, start, end, m, v, y, s):
-    phi, floor = params[0], params[1]
-    v, n = full_sigma_x(state[1], indices, values, start, end, state[2], state[3])
-    v_min = floor * squared_norm(values, start, end)
-    alpha = 0.0
-    if v > v_min:
-        alpha = cw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi)
-    return cw_full_apply(state[0], state[1], state[2], state[3], n, m, alpha, y, v, v_min, phi,
-                         floor)
+def full_alpha(params, m, v, s):
+    """cw-full's alpha (cw_full_rule)."""
+    phi = params[0]
+    return cw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi)
+
+
+full_step = cw_full_rule(full_alpha)
 
 
 @entry_point()
@@ -163,7 +144,7 @@ class ConfidenceWeighted(GaussianLearner):
     """cw and cw-full."""
 
     entry_points = {"diagonal": run_diag, "full": run_full}
-    bank_entry_points = {"diagonal": run_diag_bank}
+    bank_entry_points = {"diagonal": run_diag}
 
     def __init__(self, dim, options=None, **kwargs):
         super().__init__(dim, options=options, **kwargs)   # eta in (0.5, 1): its declaration

@@ -21,13 +21,10 @@ Joint multiclass: the same step on Delta = f(x, y) - f(x, y') with y = +1
 """
 from numba import njit
 
-from streamherd.learners.algorithms.arow import (KEEP, Arow, arow_variance, keep, planned,
-                                                 rule_of)
-# (keep: AROW's, for narow's bank too, kernels/bank.py)
-from streamherd.learners.kernels.bank import run_diag_bank_rules
+from streamherd.learners.algorithms.arow import KEEP, Arow, arow_variance, planned
 from streamherd.learners.kernels.covariance import (full_reset, full_sigma_x, full_update,
-                                                    planned_step)
-from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
+                                                    rule_in_params)
+from streamherd.learners.kernels.loops import entry_point, mean_margin, run_planned_rules, run_rules
 from streamherd.learners.kernels.sparse import finite
 
 
@@ -51,22 +48,10 @@ def diag_plan(params, m, v, y, s):
     return planned(v, (1.0 - m) * beta * y, beta, rs)
 
 
-@njit(cache=True, inline="always")
-def diag_step(state, params, indices, values, start, end, m, v, y, s):
-    """Returns (updated, ok) (covariance.planned_step, with AROW's diagonal rules)."""
-    return planned_step(diag_plan, rule_of, arow_variance, state, params, indices, values,
-                        start, end, m, v, y, s)
-
-
 @entry_point("numpy")
-def run_diag(binary=None, regression=None, joint=None, args=None):
-    return run_rules(diag_margin, diag_step, None, binary, regression, joint, args)
-
-
-@entry_point("numpy")
-def run_diag_bank(bank):
-    """A bank's members over one chunk (kernels/bank.py), with NAROW's step (AROW's rules)."""
-    return run_diag_bank_rules(diag_plan, keep, rule_of, arow_variance, bank)
+def run_diag(binary=None, regression=None, joint=None, args=None, bank=None):
+    return run_planned_rules(diag_plan, None, arow_variance, KEEP, rule_in_params, binary,
+                             regression, joint, args, bank)
 
 
 @njit(cache=True, inline="always")
@@ -91,7 +76,7 @@ class Narow(Arow):
     """narow-p, narow-d (the registry's rule: "project" or "drop") and narow-full."""
 
     entry_points = {"diagonal": run_diag, "full": run_full}
-    bank_entry_points = {"diagonal": run_diag_bank}
+    bank_entry_points = {"diagonal": run_diag}
 
     def kernel_params(self):
         return (self.options["b"], self.spec.rule == "drop")

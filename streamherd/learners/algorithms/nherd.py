@@ -17,9 +17,8 @@ example mu += (y - mu.x) Sigma x / (v + 1/C), with the same covariance updates.
 from numba import njit
 
 from streamherd.learners.gaussian import GaussianLearner
-from streamherd.learners.kernels.bank import run_diag_bank_rules
-from streamherd.learners.kernels.covariance import full_sigma_x, full_update, planned_step
-from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
+from streamherd.learners.kernels.covariance import full_sigma_x, full_update, rule_in_params
+from streamherd.learners.kernels.loops import entry_point, mean_margin, run_planned_rules, run_rules
 from streamherd.learners.kernels.sparse import finite
 
 EXACT, PROJECT, DROP = 0, 1, 2
@@ -60,17 +59,6 @@ KEEP = (0.0, 0.0, 0.0)
 
 
 @njit(cache=True, inline="always")
-def keep():
-    return KEEP
-
-
-@njit(cache=True, inline="always")
-def rule_of(params):
-    """The variant of Eq. 14 (params = (C, variant))."""
-    return params[1]
-
-
-@njit(cache=True, inline="always")
 def planned(scale, c, v):
     """(True, ok, scale, (C, v, shrink)): ok False when the confidence v or the step (scale,
     shrink) is not finite."""
@@ -94,28 +82,10 @@ def diag_regression_plan(params, m, v, y, s):
     return planned(nherd_alpha(y - m, v, c), c, v)
 
 
-@njit(cache=True, inline="always")
-def diag_step(state, params, indices, values, start, end, m, v, y, s):
-    """The classification update; returns (updated, ok)."""
-    return planned_step(diag_plan, rule_of, nherd_variance, state, params, indices, values,
-                        start, end, m, v, y, s)
-
-
-@njit(cache=True, inline="always")
-def diag_regression_step(state, params, indices, values, start, end, m, v, y, s):
-    return planned_step(diag_regression_plan, rule_of, nherd_variance, state, params, indices,
-                        values, start, end, m, v, y, s)
-
-
 @entry_point()
-def run_diag(binary=None, regression=None, joint=None, args=None):
-    return run_rules(diag_margin, diag_step, diag_regression_step, binary, regression, joint, args)
-
-
-@entry_point("numpy")
-def run_diag_bank(bank):
-    """A bank's members over one chunk (kernels/bank.py), with nherd's diagonal rules."""
-    return run_diag_bank_rules(diag_plan, keep, rule_of, nherd_variance, bank)
+def run_diag(binary=None, regression=None, joint=None, args=None, bank=None):
+    return run_planned_rules(diag_plan, diag_regression_plan, nherd_variance, KEEP, rule_in_params,
+                             binary, regression, joint, args, bank)
 
 
 @njit(cache=True, inline="always")
@@ -147,7 +117,7 @@ class Nherd(GaussianLearner):
     nherd-full (Eq. 13)."""
 
     entry_points = {"diagonal": run_diag, "full": run_full}
-    bank_entry_points = {"diagonal": run_diag_bank}
+    bank_entry_points = {"diagonal": run_diag}
     rules = tuple(VARIANCE_RULES)
 
     def kernel_params(self):

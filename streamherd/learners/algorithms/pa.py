@@ -17,7 +17,6 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.base import Learner
-from streamherd.learners.kernels.bank import mean_margins, run_bank_rules
 from streamherd.learners.kernels.loops import entry_point, mean_margin, run_rules
 from streamherd.learners.kernels.sparse import axpy, finite, squared_norm
 
@@ -63,21 +62,16 @@ def regression_step(state, params, indices, values, start, end, m, v, y, s):
 
 
 @entry_point("numpy")
-def run(binary=None, regression=None, joint=None, args=None):
-    return run_rules(mean_margin, step, regression_step, binary, regression, joint, args)
-
-
-@entry_point("numpy")
-def run_bank(bank):
-    """A bank's members over one chunk (kernels/bank.py), the pa step on each in turn."""
-    return run_bank_rules(mean_margins, step, bank)
+def run(binary=None, regression=None, joint=None, args=None, bank=None):
+    return run_rules(mean_margin, step, regression_step, binary, regression, joint, args,
+                     bank=bank)
 
 
 class PassiveAggressive(Learner):
     """pa, pa1 and pa2 (the registry's rule: "", "I" or "II"; pa has no C)."""
 
     entry_points = {"none": run}
-    bank_entry_points = {"none": run_bank}
+    bank_entry_points = {"none": run}
     rules = ("", "I", "II")
 
     def kernel_params(self):

@@ -19,12 +19,10 @@ import numpy as np
 from numba import njit
 
 from streamherd.learners.algorithms.cw import (KEEP, VARIANCE_FLOOR, ConfidenceWeighted, cw_alpha,
-                                               cw_full_apply, cw_sqrt_u_beta, keep, rule_of)
-# (keep: cw's, for scw's bank too, kernels/bank.py)
-from streamherd.learners.kernels.bank import run_diag_bank_rules
-from streamherd.learners.kernels.covariance import full_sigma_x, planned_step
-from streamherd.learners.kernels.loops import diag_margin, entry_point, mean_margin, run_rules
-from streamherd.learners.kernels.sparse import finite, squared_norm
+                                               cw_full_rule, cw_sqrt_u_beta)
+from streamherd.learners.kernels.covariance import one_rule
+from streamherd.learners.kernels.loops import entry_point, mean_margin, run_planned_rules, run_rules
+from streamherd.learners.kernels.sparse import finite
 
 
 @njit(cache=True, inline="always")
@@ -62,23 +60,10 @@ def diag_plan(params, m, v, y, s):
     return True, True, alpha * y, (beta, floor)
 
 
-@njit(cache=True, inline="always")
-def diag_step(state, params, indices, values, start, end, m, v, y, s):
-    """The scw update; returns (updated, ok): ok also False when an entry written is not
-    (covariance.entry_ok)."""
-    return planned_step(diag_plan, rule_of, scw_variance, state, params, indices, values, start,
-                        end, m, v, y, s)
-
-
 @entry_point()
-def run_diag(binary=None, regression=None, joint=None, args=None):
-    return run_rules(diag_margin, diag_step, None, binary, regression, joint, args)
-
-
-@entry_point("numpy")
-def run_diag_bank(bank):
-    """A bank's members over one chunk (kernels/bank.py), with SCW's diagonal rules."""
-    return run_diag_bank_rules(diag_plan, keep, rule_of, scw_variance, bank)
+def run_diag(binary=None, regression=None, joint=None, args=None, bank=None):
+    return run_planned_rules(diag_plan, None, scw_variance, KEEP, one_rule, binary, regression,
+                             joint, args, bank)
 
 
 @njit(cache=True, inline="always")
@@ -88,15 +73,15 @@ def scw_loss(m, v, phi):
 
 
 @njit(cache=True, inline="always")
-def full_step(state, params, indices, values, start, end, m, v, y, s):
-    phi, c, variant, floor = params[0], params[1] * s, params[2], params[3]
-    v, n = full_sigma_x(state[1], indices, values, start, end, state[2], state[3])
-    v_min = floor * squared_norm(values, start, end)
-    alpha = 0.0
-    if v > v_min and scw_loss(m, v, phi):
-        alpha = scw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi, c, variant)
-    return cw_full_apply(state[0], state[1], state[2], state[3], n, m, alpha, y, v, v_min, phi,
-                         floor)
+def full_alpha(params, m, v, s):
+    """scw1-full's and scw2-full's alpha, 0 without a loss (cw.cw_full_rule)."""
+    phi, c, variant = params[0], params[1] * s, params[2]
+    if not scw_loss(m, v, phi):
+        return 0.0
+    return scw_alpha(m, v, phi, 1.0 + phi * phi / 2.0, 1.0 + phi * phi, c, variant)
+
+
+full_step = cw_full_rule(full_alpha)
 
 
 @entry_point()
@@ -108,7 +93,7 @@ class SoftConfidenceWeighted(ConfidenceWeighted):
     """scw1, scw2 (the registry's rule: "I" or "II") and their -full forms."""
 
     entry_points = {"diagonal": run_diag, "full": run_full}
-    bank_entry_points = {"diagonal": run_diag_bank}
+    bank_entry_points = {"diagonal": run_diag}
     rules = ("I", "II")
 
     def kernel_params(self):

@@ -23,31 +23,23 @@ from numba import njit
 
 from streamherd.learners.base import Learner, check_full_fits
 from streamherd.learners.kernels.covariance import (full_confidences, full_reset,
-                                                    full_sigma_x, full_update)
+                                                    full_sigma_x, full_update, pair_sums_ahead)
 from streamherd.learners.kernels.loops import (entry_point, mean_margin, mean_scores, run_joint,
                                                run_rules)
-from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, prefetch_rest
+from streamherd.learners.kernels.multiclass import class_sums
+from streamherd.learners.kernels.prefetch import NO_ROW
 from streamherd.learners.kernels.sparse import dot, finite
 
 
 @njit(cache=True, inline="always")
-def _sop_diag_margin_ahead(label_sum, diagonal, indices, values, start, end, ahead):
-    """The margin, asking the cache for the slots of the row ``ahead`` (prefetch.row_ahead) in
-    the same loop (diagonal is interleaved with label_sum: the same lines)."""
-    total = 0.0
-    for k in range(start, end):
-        if ahead[0] + k - start < ahead[1]:   # the slot of the same rank in the row ahead
-            prefetch(label_sum, indices[ahead[0] + k - start])
-        j = indices[k]
-        x = values[k]
-        total += label_sum[j] * x / (diagonal[j] + x * x)
-    prefetch_rest(label_sum, indices, ahead, end - start)
-    return total
+def sop_term(label_sum_j, diagonal_j, x):
+    """Feature j's term of the diagonal margin, v_j x_j / (D_j + x_j^2)."""
+    return label_sum_j * x / (diagonal_j + x * x)
 
 
 @njit(cache=True, inline="always")
-def _sop_diag_margin(label_sum, diagonal, indices, values, start, end):
-    return _sop_diag_margin_ahead(label_sum, diagonal, indices, values, start, end, NO_ROW)
+def sop_terms(label_sum_j, diagonal_j, x):
+    return sop_term(label_sum_j, diagonal_j, x), 0.0
 
 
 @njit(cache=True, inline="always")
@@ -82,25 +74,16 @@ def _sop_full_step(w, inverse, g, active, n, wx, q, y, s):
 
 
 @njit(cache=True, inline="always")
-def _sop_class_scores(label_sum, diagonal, D, K, indices, values, start, end, scores):
-    """scores[z] = the diagonal margin of f(x, z): sum_r v_zr x_r / (D_zr + x_r^2)."""
-    for z in range(K):
-        scores[z] = 0.0
-    for k in range(start, end):
-        j = indices[k]
-        x = values[k]
-        for z in range(K):
-            scores[z] += label_sum[z * D + j] * x / (diagonal[z * D + j] + x * x)
-
-
-@njit(cache=True, inline="always")
 def diag_margin(state, indices, values, start, end, ahead):
-    return _sop_diag_margin_ahead(state[0], state[1], indices, values, start, end, ahead), 0.0
+    """(the diagonal margin, 0), asking the cache for the slots of the row ``ahead``
+    (diagonal is interleaved with label_sum: the same lines)."""
+    return pair_sums_ahead(sop_terms, state[0], state[1], indices, values, start, end, ahead)
 
 
 @njit(cache=True, inline="always")
 def diag_scores(state, D, K, indices, values, start, end, out):
-    _sop_class_scores(state[0], state[1], D, K, indices, values, start, end, out)
+    """out[z] = the diagonal margin of f(x, z): sum_r v_zr x_r / (D_zr + x_r^2)."""
+    class_sums(sop_term, state[0], state[1], D, K, indices, values, start, end, out)
 
 
 @njit(cache=True, inline="always")
@@ -123,14 +106,15 @@ def run_diag(binary=None, regression=None, joint=None, args=None):
 @njit(cache=True, nogil=True, error_model="numpy")
 def _sop_diag_scores(label_sum, diagonal, D, K, indptr, indices, values, out):
     for i in range(len(indptr) - 1):
-        _sop_class_scores(label_sum, diagonal, D, K, indices, values, indptr[i], indptr[i + 1],
-                          out[i])
+        class_sums(sop_term, label_sum, diagonal, D, K, indices, values, indptr[i],
+                   indptr[i + 1], out[i])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _sop_diag_margins(label_sum, diagonal, indptr, indices, values, out):
     for i in range(len(indptr) - 1):
-        out[i] = _sop_diag_margin(label_sum, diagonal, indices, values, indptr[i], indptr[i + 1])
+        out[i] = pair_sums_ahead(sop_terms, label_sum, diagonal, indices, values, indptr[i],
+                                 indptr[i + 1], NO_ROW)[0]
 
 
 @njit(cache=True, inline="always")

@@ -23,18 +23,16 @@ whose margin or update fails (not finite: a value at the edge of the grid can di
 the others do not) is dropped from the bank (``alive``) and never chosen; its margins are NaN
 from that example on.
 
-Entry points: each family with a bank declares its own in its module (algorithms/), one line
-over ``run_bank_rules`` (a family without a covariance) or ``run_diag_bank_rules`` (a diagonal
-one), with the family's rules, closed over as in loops.run_rules so that numba inlines them:
-  @entry_point("numpy")
-  def run_diag_bank(bank):
-      return run_diag_bank_rules(diag_plan, keep, rule_of, variance, bank)
-and names it in its learner class's ``bank_entry_points`` (by covariance kind, as
-``entry_points``). They use numpy's error model whatever the family's own: with Python's, each
-division tests its divisor for zero to raise, and that branch kept LLVM from vectorising the
-update; their divisors are never zero (the steps divide by v + 1/C, v + r, 1 + (a product >= 0)
-and the like; keep's r is infinite, not zero), and a step that makes a number not finite fails
-the member as before.
+Entry points: a family's bank is a task of its entry point (``bank=``; kernels/loops.py):
+run_rules calls ``mean_bank_kernel``'s function for a family without a covariance,
+run_planned_rules ``diag_bank_kernel``'s for a diagonal Gaussian one, each closed over the
+family's rules so that numba inlines them, and compiled into the entry point's cached code. A
+learner class names the entry points that serve its banks in ``bank_entry_points`` (by
+covariance kind, as ``entry_points``). The banks' functions compile with numpy's error model
+whatever the family's own: with Python's, each division tests its divisor for zero to raise,
+and that branch kept LLVM from vectorising the update; their divisors are never zero (the steps
+divide by v + 1/C, v + r, 1 + (a product >= 0) and the like; KEEP's r is infinite, not zero),
+and a step that makes a number not finite fails the member as before.
 """
 import numpy as np
 from numba import njit
@@ -181,7 +179,7 @@ WORK_ROWS = 5 + NUMBERS
 
 @njit(cache=True, inline="always")
 def keep_member(scales, table, k, kept):
-    """Member k's step the one that changes nothing: scale 0 and the family's ``keep()``."""
+    """Member k's step the one that changes nothing: scale 0 and the family's KEEP numbers."""
     scales[k] = 0.0
     for n in range(len(kept)):
         table[n, k] = kept[n]
@@ -210,27 +208,26 @@ def update_slots(variance, rule, flat, indices, values, start, end, scales, tabl
 
 
 @njit(cache=True, inline="always")
-def diag_bank_loop(plan, keep, rule_of, variance, bank):
+def diag_bank_loop(plan, kept, rule_of, variance, bank):
     """bank_loop for a diagonal Gaussian family, from its step's rules (covariance.planned_step:
-    ``plan``, ``rule_of``, ``variance``) and ``keep()``, the numbers of its step that changes
+    ``plan``, ``rule_of``, ``variance``) and ``kept``, the numbers of its step that changes
     nothing (sigma_r kept; with scale 0 mu_r is kept). Per row: every member's margin and
     confidence (diag_margins), each live member's plan in turn (its numbers into a column of
     ``work``), then one pass over the row's slots updating all members at once
-    (update_slots), those that do not learn from the row with keep's numbers: one vectorised
+    (update_slots), those that do not learn from the row with KEEP's numbers: one vectorised
     loop instead of K strided ones. Member k's numbers are its own plan's, and its arithmetic
-    per entry that of a single learner. Keep's numbers leave a live member's entries exactly as
+    per entry that of a single learner. KEEP's numbers leave a live member's entries exactly as
     they are (scale 0 adds a zero to the mean, which starts at +0.0 and so is never -0.0; the
     variance rules multiply their change by a zero) while the products they multiply are
     finite: x_r^2 is, on a row some member learns from (its v is), and sigma_r x_r^2
     (nherd-d: sigma_r^2 x_r^2) can overflow only where a x_r^2 (a^2 x_r^2) does, as the
-    variances never grow past their initial a. An entry that keep made not ok drops its
+    variances never grow past their initial a. An entry that KEEP made not ok drops its
     member, as a failed update does, rather than leaving it wrong. A dead member's entries go on
-    being written with keep's numbers: they are never read again."""
+    being written with KEEP's numbers: they are never read again."""
     y, importance, indptr, indices, values, views, flat, params, alive, margins_out, \
         updates_out, failed_at, work = bank
     margins, confidences, scales, learns, bad = work[0], work[1], work[2], work[3], work[4]
     table = work[5:]
-    kept = keep()
     if len(kept) > len(table):
         raise ValueError("a variance rule of the bank takes more numbers than kernels/bank.py's "
                          "NUMBERS")
@@ -283,34 +280,19 @@ def diag_bank_loop(plan, keep, rule_of, variance, bank):
     return live_members(alive)
 
 
-def run_diag_bank_rules(plan, keep, rule_of, variance, bank):
-    """The body of a diagonal family's bank entry point: diag_bank_loop with its rules (the
-    overload below, as run_bank_rules)."""
-    raise TypeError("run_diag_bank_rules is the body of a numba entry point "
-                    "(learners/kernels/bank.py)")
-
-
-@overload(run_diag_bank_rules, inline="always")
-def _run_diag_bank_of_rules(plan, keep, rule_of, variance, bank):
-    plan_rule, keep_rule, rule_rule = plan.dispatcher, keep.dispatcher, rule_of.dispatcher
-    variance_rule = variance.dispatcher
-
-    def run(plan, keep, rule_of, variance, bank):
-        return diag_bank_loop(plan_rule, keep_rule, rule_rule, variance_rule, bank)
+def diag_bank_kernel(plan, rule_of, variance):
+    """A diagonal family's bank kernel, (kept, bank) -> diag_bank_loop's, closed over its
+    rules so that numba inlines them (loops.run_planned_rules calls it)."""
+    @njit(nogil=True, error_model="numpy", _nrt=False)
+    def run(kept, bank):
+        return diag_bank_loop(plan, kept, rule_of, variance, bank)
     return run
 
 
-def run_bank_rules(margins_of, step, bank):
-    """The body of a bank entry point: bank_loop with the family's rules (the overload below,
-    closed over them as loops.run_rules is, so that numba inlines them)."""
-    raise TypeError("run_bank_rules is the body of a numba entry point "
-                    "(learners/kernels/bank.py)")
-
-
-@overload(run_bank_rules, inline="always")
-def _run_bank_of_rules(margins_of, step, bank):
-    margins_rule, step_rule = margins_of.dispatcher, step.dispatcher
-
-    def run(margins_of, step, bank):
-        return bank_loop(margins_rule, step_rule, bank)
+def mean_bank_kernel(step):
+    """The bank kernel of a family without a covariance, bank -> bank_loop's with mean_margins
+    and its step, closed over it (loops.run_rules calls it)."""
+    @njit(nogil=True, error_model="numpy", _nrt=False)
+    def run(bank):
+        return bank_loop(mean_margins, step, bank)
     return run

@@ -7,15 +7,15 @@ contiguous, Sigma symmetric), and the rank-one update runs in place over the row
 g[j] != 0 (rows with g[j] = 0 do not change), contiguous over columns: O(d * active) per update,
 no d x d temporary.
 
-Diagonal step rules read mu and sigma in one pass (``diag_margin_confidence``) and update both in
-a second one (``diag_update``: the mean step uses the old sigma_r, read before sigma_r is
-overwritten, and the family's per-coordinate rule gives the new sigma_r); a family's diagonal
-step is its ``plan`` (the step's numbers) and ``variance`` rule (``planned_step``).
+Diagonal step rules read mu and sigma in one pass (``diag_margin_confidence_ahead``) and
+update both in a second one (``diag_update``: the mean step uses the old sigma_r, read before
+sigma_r is overwritten, and the family's per-coordinate rule gives the new sigma_r); a family's
+diagonal step is its ``plan`` (the step's numbers) and ``variance`` rule (``planned_step``).
 """
 import numpy as np
 from numba import njit
 
-from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, prefetch_rest
+from streamherd.learners.kernels.prefetch import prefetch, prefetch_rest
 from streamherd.learners.kernels.sparse import finite
 
 
@@ -32,26 +32,35 @@ def diag_confidence(sigma, indices, values, start, end):
 
 
 @njit(cache=True, inline="always")
-def diag_margin_confidence_ahead(mu, sigma, indices, values, start, end, ahead):
-    """(mu.x, x' diag(sigma) x) in one pass over the row (one pass of random reads, not two),
-    asking the cache for the slots of the row ``ahead`` (prefetch.row_ahead) in the same loop;
-    sigma is interleaved with mu (Learner.interleaved), so the same lines hold it."""
-    margin = 0.0
-    v = 0.0
+def pair_sums_ahead(terms, first, second, indices, values, start, end, ahead):
+    """The two sums over the row of terms(first[j], second[j], x_j) (a pair of floats), for two
+    per-slot arrays interleaved (Learner.interleaved: the same cache lines hold both), in one
+    pass (one pass of random reads, not two), asking the cache for the slots of the row
+    ``ahead`` (prefetch.row_ahead) in the same loop."""
+    a = 0.0
+    b = 0.0
     for k in range(start, end):
         if ahead[0] + k - start < ahead[1]:   # the slot of the same rank in the row ahead
-            prefetch(mu, indices[ahead[0] + k - start])
+            prefetch(first, indices[ahead[0] + k - start])
         j = indices[k]
         x = values[k]
-        margin += mu[j] * x
-        v += sigma[j] * x * x
-    prefetch_rest(mu, indices, ahead, end - start)
-    return margin, v
+        term_a, term_b = terms(first[j], second[j], x)
+        a += term_a
+        b += term_b
+    prefetch_rest(first, indices, ahead, end - start)
+    return a, b
 
 
 @njit(cache=True, inline="always")
-def diag_margin_confidence(mu, sigma, indices, values, start, end):
-    return diag_margin_confidence_ahead(mu, sigma, indices, values, start, end, NO_ROW)
+def margin_confidence_terms(mu_j, sigma_j, x):
+    return mu_j * x, sigma_j * x * x
+
+
+@njit(cache=True, inline="always")
+def diag_margin_confidence_ahead(mu, sigma, indices, values, start, end, ahead):
+    """(mu.x, x' diag(sigma) x) in one pass over the row (pair_sums_ahead)."""
+    return pair_sums_ahead(margin_confidence_terms, mu, sigma, indices, values, start, end,
+                           ahead)
 
 
 @njit(cache=True, inline="always")
@@ -94,6 +103,31 @@ def planned_step(plan, rule_of, variance, state, params, indices, values, start,
         ok = diag_update(state[0], state[1], indices, values, start, end, scale, variance,
                          numbers, rule_of(params))
     return updated, ok
+
+
+def planned_rule(plan, rule_of, variance):
+    """The step rule (kernels/loops.py) made of a diagonal family's rules, planned_step's: an
+    inline function closed over them, so that numba inlines them into the entry point
+    (loops.run_planned_rules makes it when it types one)."""
+    @njit(inline="always")
+    def step(state, params, indices, values, start, end, m, v, y, s):
+        return planned_step(plan, rule_of, variance, state, params, indices, values, start, end,
+                            m, v, y, s)
+    return step
+
+
+@njit(cache=True, inline="always")
+def one_rule(params):
+    """rule_of of a family with one diagonal rule (cw, scw: their floor is a number of the
+    step, which ``-a auto`` changes with the member)."""
+    return 0
+
+
+@njit(cache=True, inline="always")
+def rule_in_params(params):
+    """rule_of of a family whose params are (its hyperparameter, its variant's rule): AROW's
+    and NAROW's drop, NHERD's rule of Eq. 14."""
+    return params[1]
 
 
 @njit(cache=True, nogil=True)

@@ -13,20 +13,28 @@ Entry points: one thin cached entry point per (family, covariance) in the algori
 (``run`` for a family without a covariance, else ``run_diag`` and ``run_full``) serves every
 task, in one line:
   @entry_point()
-  def run_diag(binary=None, regression=None, joint=None, args=None):
+  def run_full(binary=None, regression=None, joint=None, args=None):
       return run_rules(margin, step, regression_step, binary, regression, joint, args)
 with the family's rules (njit dispatchers; ``regression_step`` None for a family without a
-squared-loss form). A call passes ``args``, what every loop takes, and the other arguments of
-its task's loop as ``binary``, ``regression`` or ``joint``, omitting the two others
-(Learner.learn, learn_regression, learn_joint). ``run_rules`` picks the task's loop when numba
+squared-loss form). An entry point that serves a ``-C auto`` bank as well takes ``bank=None``
+and passes it on (kernels/bank.py). A diagonal Gaussian family gives its step's parts instead
+(covariance.planned_step), from which run_planned_rules makes its steps:
+  @entry_point()
+  def run_diag(binary=None, regression=None, joint=None, args=None, bank=None):
+      return run_planned_rules(plan, regression_plan, variance, KEEP, rule_of, binary,
+                               regression, joint, args, bank)
+A call passes ``args``, what every loop takes, and the other arguments of its task's loop as
+``binary``, ``regression`` or ``joint``, omitting the others (Learner.learn, learn_regression,
+learn_joint; a bank passes ``bank`` alone). ``run_rules`` picks the task's loop when numba
 types the call, from which argument is given (an overload, inlined, which calls the rules by
 name so that numba inlines them too): each task compiles into a specialisation of the entry
 point holding its loop alone, as a function per task would. In one function with the three
 loops LLVM spilled more registers in each, and the binary kernels of pa2, arow-p and cw were
 slower. The price of the one-line body is compile time when the cache misses: numba types an
-inlined overload twice (about 2.2 s per specialisation instead of 1.3 s). A generic loop that
-received its rules from Python, or a factory closing over them, would never hit numba's on-disk
-cache across processes.
+inlined overload twice. A generic loop that
+received its rules from Python, or an entry point made by a factory closing over them, would
+never hit numba's on-disk cache across processes (the functions the overloads make, closed
+over the rules, are compiled into the cached entry point, not cached themselves).
 
 Reference counts: the entry points compile without numba's reference counting (``_nrt=False``,
 see ``entry_point``): they allocate nothing, and every array they touch is an argument, which
@@ -48,7 +56,8 @@ from numba import njit, types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from streamherd.learners.kernels.covariance import diag_margin_confidence_ahead
+from streamherd.learners.kernels.bank import diag_bank_kernel, mean_bank_kernel
+from streamherd.learners.kernels.covariance import diag_margin_confidence_ahead, planned_rule
 from streamherd.learners.kernels.multiclass import (class_scores, joint_prepare,
                                                     prefetch_next_row_blocks, visible_classes)
 from streamherd.learners.kernels.prefetch import NO_ROW, row_ahead
@@ -128,15 +137,29 @@ def joint_loop(scores, margin, step, cls, importance, indptr, indices, values, s
     return updates, -1, known
 
 
-def run_rules(margin, step, regression_step, binary, regression, joint, args, scores=None):
+def run_rules(margin, step, regression_step, binary, regression, joint, args, scores=None,
+              bank=None):
     """The body of an entry point (module docstring): the loop of the task whose argument is
     given, with the family's rules, over one chunk. args = (importance, indptr, indices, values,
     state, params); binary or regression = (y, margins_out); joint = (cls, D, known,
     predicted_out, work); ``scores``: the joint class scores (default mean_scores). Returns
-    (updates, index of a bad example or -1, known; 0 for binary and regression).
+    (updates, index of a bad example or -1, known; 0 for binary and regression); ``bank``
+    (a family without a covariance, margin mean_margin): its bank's loop (kernels/bank.py),
+    which returns the number of live members left.
 
     numba compiles it (the overload below) inside an entry point; Python never runs it."""
     raise TypeError("run_rules is the body of a numba entry point (learners/kernels/loops.py)")
+
+
+def run_planned_rules(plan, regression_plan, variance, kept, rule_of, binary, regression, joint,
+                      args, bank):
+    """The body of a diagonal Gaussian family's entry point: run_rules with the steps made of
+    its rules (covariance.planned_step: ``plan``, ``regression_plan`` or None, ``variance``,
+    ``rule_of``) and the margin diag_margin; or, ``bank`` given, its bank's loop over one chunk
+    (kernels/bank.py; ``kept`` the numbers of its step that changes nothing), which returns the
+    number of live members left. numba compiles it (the overload below)."""
+    raise TypeError("run_planned_rules is the body of a numba entry point "
+                    "(learners/kernels/loops.py)")
 
 
 def _given(argument_type):
@@ -146,44 +169,95 @@ def _given(argument_type):
                                                          (types.NoneType, types.Omitted))
 
 
-@overload(run_rules, inline="always")
-def _run_rules_of_task(margin, step, regression_step, binary, regression, joint, args,
-                       scores=None):
-    """The implementation of run_rules for the task given (numba calls it with the argument
-    types when it types an entry point). It calls the rules as the functions they are, closed
-    over, not through its arguments: numba inlines an ``inline="always"`` function named so (as
-    in a loop written out in the entry point), where a call through an argument is a call
-    (pa2's binary kernel 10% slower)."""
-    margin_rule, step_rule = margin.dispatcher, step.dispatcher
-    if _given(joint):
-        scores_rule = scores.dispatcher if _given(scores) else mean_scores
+def _rule(argument_type):
+    """The rule (an njit dispatcher) an argument of the call being typed names, or None."""
+    return argument_type.dispatcher if _given(argument_type) else None
 
-        def run_joint_task(margin, step, regression_step, binary, regression, joint, args,
-                           scores=None):
-            return run_joint(scores_rule, margin_rule, step_rule, joint, args)
+
+def task_loop(margin, step, regression_step, scores, binary, regression, joint):
+    """The loop of the task whose argument is given, with the rules (njit dispatchers), as an
+    inline function of (binary, regression, joint, args) that calls them as the functions they
+    are, closed over, not through its arguments: numba inlines an ``inline="always"`` function
+    named so (as in a loop written out in the entry point), where a call through an argument is
+    a call (pa2's binary kernel was slower)."""
+    if _given(joint):
+        @njit(inline="always")
+        def run_joint_task(binary, regression, joint, args):
+            return run_joint(scores, margin, step, joint, args)
         return run_joint_task
     if _given(regression):
-        if not _given(regression_step):
+        if regression_step is None:
             raise TypingError("this family has no squared-loss step (its LearnerSpec declares "
                               "no regression, and Learner.learn_regression refuses it)")
-        regression_rule = regression_step.dispatcher
 
-        def run_regression(margin, step, regression_step, binary, regression, joint, args,
-                           scores=None):
-            importance, indptr, indices, values, state, params = args
-            y, margins_out = regression
-            updates, bad = binary_loop(margin_rule, regression_rule, False, y, importance,
-                                       indptr, indices, values, state, params, margins_out)
-            return updates, bad, 0
-        return run_regression
+        @njit(inline="always")
+        def run_regression_task(binary, regression, joint, args):
+            return run_binary(margin, regression_step, False, regression, args)
+        return run_regression_task
 
-    def run_binary(margin, step, regression_step, binary, regression, joint, args, scores=None):
-        importance, indptr, indices, values, state, params = args
-        y, margins_out = binary
-        updates, bad = binary_loop(margin_rule, step_rule, True, y, importance, indptr, indices,
-                                   values, state, params, margins_out)
-        return updates, bad, 0
-    return run_binary
+    @njit(inline="always")
+    def run_binary_task(binary, regression, joint, args):
+        return run_binary(margin, step, True, binary, args)
+    return run_binary_task
+
+
+@overload(run_rules, inline="always")
+def _run_rules_of_task(margin, step, regression_step, binary, regression, joint, args,
+                       scores=None, bank=None):
+    """The implementation of run_rules for the task given (numba calls it with the argument
+    types when it types an entry point): bank.mean_bank_kernel's call, or task_loop's."""
+    if _given(bank):
+        if margin.dispatcher is not mean_margin:
+            raise TypingError("run_rules runs the bank of a family whose margin is mean_margin")
+        run_bank = mean_bank_kernel(step.dispatcher)
+
+        def run_bank_task(margin, step, regression_step, binary, regression, joint, args,
+                          scores=None, bank=None):
+            return run_bank(bank)
+        return run_bank_task
+    run = task_loop(margin.dispatcher, step.dispatcher, _rule(regression_step),
+                    _rule(scores) or mean_scores, binary, regression, joint)
+
+    def run_task(margin, step, regression_step, binary, regression, joint, args, scores=None,
+                 bank=None):
+        return run(binary, regression, joint, args)
+    return run_task
+
+
+@overload(run_planned_rules, inline="always")
+def _run_planned_rules_of_task(plan, regression_plan, variance, kept, rule_of, binary,
+                               regression, joint, args, bank):
+    """The implementation of run_planned_rules for the task given: bank.diag_bank_kernel's
+    call, or task_loop's with the steps of the family's plans (covariance.planned_rule)."""
+    plan_rule, variance_rule, rule_rule = plan.dispatcher, variance.dispatcher, rule_of.dispatcher
+    if _given(bank):
+        run_bank = diag_bank_kernel(plan_rule, rule_rule, variance_rule)
+
+        def run_bank_task(plan, regression_plan, variance, kept, rule_of, binary, regression,
+                          joint, args, bank):
+            return run_bank(kept, bank)
+        return run_bank_task
+    regression_step = _rule(regression_plan)
+    if regression_step is not None:
+        regression_step = planned_rule(regression_step, rule_rule, variance_rule)
+    run = task_loop(diag_margin, planned_rule(plan_rule, rule_rule, variance_rule),
+                    regression_step, mean_scores, binary, regression, joint)
+
+    def run_task(plan, regression_plan, variance, kept, rule_of, binary, regression, joint, args,
+                 bank):
+        return run(binary, regression, joint, args)
+    return run_task
+
+
+@njit(cache=True, inline="always")
+def run_binary(margin, step, signed, labels, args):
+    """The binary (``signed``) or regression loop over one chunk; labels = (y, margins_out).
+    Returns (updates, index of a bad example or -1, 0)."""
+    importance, indptr, indices, values, state, params = args
+    y, margins_out = labels
+    updates, bad = binary_loop(margin, step, signed, y, importance, indptr, indices, values,
+                               state, params, margins_out)
+    return updates, bad, 0
 
 
 @njit(cache=True, inline="always")

@@ -28,15 +28,27 @@ def visible_classes(known, label):
 
 
 @njit(cache=True, inline="always")
-def class_scores(w, D, K, indices, values, start, end, scores):
-    """scores[z] = w . f(x, z) for the first K classes."""
+def class_sums(term, first, second, D, K, indices, values, start, end, scores):
+    """scores[z] = the sum over x's features of term(first[s], second[s], x_j), s = z D + j the
+    slot of feature j in block z, for the first K classes (a state of two per-slot arrays)."""
     for z in range(K):
         scores[z] = 0.0
     for k in range(start, end):
         j = indices[k]
         x = values[k]
         for z in range(K):
-            scores[z] += w[z * D + j] * x
+            scores[z] += term(first[z * D + j], second[z * D + j], x)
+
+
+@njit(cache=True, inline="always")
+def weighted(w_s, unused, x):
+    return w_s * x
+
+
+@njit(cache=True, inline="always")
+def class_scores(w, D, K, indices, values, start, end, scores):
+    """scores[z] = w . f(x, z) for the first K classes."""
+    class_sums(weighted, w, w, D, K, indices, values, start, end, scores)
 
 
 @njit(cache=True, inline="always")
