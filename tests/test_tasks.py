@@ -253,11 +253,37 @@ def test_choose_checks_the_flags():
     (["1", "2", "3"], "multiclass"), (["1", "7"], "multiclass"), (["a", "b"], "multiclass"),
     (["1", "-1", "1", "typo"], "binary"), (["1", "-1", "x", "y"], "multiclass"),
     (["nan", "1"], "binary"),
+    (["0.5", "1.25", "3"], "regression"), (["12.99", "-3.5", "7", "x"], "regression"),
+    ([str(v) for v in range(100, 160)], "regression"),     # whole numbers, each once: values
+    ([str(v) for v in range(-30, 30)], "regression"),      # a negative one among many values
+    ([str(v % 69) for v in range(3000)], "multiclass"),    # 69 whole numbers, repeated
 ])
 def test_detect_chooses_from_the_first_chunk(tmp_path, labels, kind):
     path = tmp_path / "d.svm"
     path.write_text("".join(f"{label} 1:1\n" for label in labels))
     assert tasks.detect(read(path)).kind == kind
+
+
+def test_labels_neither_classes_nor_values_are_one_error_naming_the_flags(tmp_path):
+    path = tmp_path / "d.svm"
+    path.write_text("".join(f"{v % 40} 1:1\n" for v in range(120)))   # 40 numbers, 3 rows each
+    with pytest.raises(StreamherdError, match="d.svm: the labels of the first 120 examples are "
+                                              "40 whole numbers, too many to be classes and too "
+                                              "repeated to be values; pass --loss squared "
+                                              "\\(values\\) or --multiclass joint / --classes"):
+        tasks.detect(read(path))
+
+
+def test_real_labels_train_a_regression_model_and_say_so(run_cli, tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(500, 3))
+    prices = 20 + 3 * x[:, 0] - 2 * x[:, 1] + rng.normal(scale=0.1, size=500)
+    path = tmp_path / "prices.svm"
+    path.write_text("".join(f"{y:.2f} " + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(row))
+                            + "\n" for y, row in zip(prices, x)))
+    proc = run_cli("train", path, "-f", tmp_path / "m.npz")
+    assert proc.returncode == 0, proc.stderr
+    assert "task = regression (squared loss), chosen from the labels" in proc.stderr
 
 
 def test_a_saved_model_gives_its_task():

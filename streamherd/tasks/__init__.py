@@ -90,20 +90,44 @@ def of_model(meta, skip_bad=False):
     return BinaryTask(BinaryLabels.from_meta(meta), skip_bad)
 
 
+# The first chunk's distinct whole-number labels read as classes: up to FEW_CLASSES, or up to
+# MAX_CLASSES with ROWS_PER_CLASS rows each on average; as values when they are mostly distinct
+# (fewer than two rows each) or more than MAX_CLASSES: counts, years, prices.
+MAX_CLASSES = 1000
+FEW_CLASSES = 20
+ROWS_PER_CLASS = 5
+
+
 def detect(chunk, skip_bad=False):
-    """Without --multiclass, --classes or --loss, the first chunk decides. Its numeric labels
-    are a binary labelling when they have at most one value > 0 and one <= 0, or a negative
-    one (a -1 marks a +1/-1 file). The stream is binary when they are, and class names (labels
-    that are not numbers; a damaged number such as nan or 1e400 is no class name, see
-    labels.looks_like_number) are fewer than numeric labels: a handful of typos in a binary
-    file are bad lines (reported, or skipped with --skip-bad), as the same typo later is.
-    Otherwise it is multiclass (0..9, 1..3, 1 and 7, sports/politics), joint. A third label
-    later in a binary stream is an error that suggests --multiclass."""
+    """Without --multiclass, --classes or --loss, the first chunk decides, and the preamble says
+    what it chose. Class names (labels that are not numbers; a damaged number such as nan or
+    1e400 is no class name, see labels.looks_like_number) as many as the numeric labels make a
+    multiclass stream, joint. Otherwise the numeric labels decide (the few class names among
+    them are then bad lines, reported or skipped with --skip-bad, as the same typo later is):
+    - a binary labelling (at most one value > 0 and one <= 0, or a few whole numbers with a
+      negative one: a -1 marks a +1/-1 file): binary;
+    - a number with a fraction, or whole numbers mostly distinct: values, regression (as VW's
+      default squared loss);
+    - a few whole numbers (0..9, 1..3, 1 and 7): classes, multiclass, joint;
+    - more whole numbers than classes usually are but repeated as values seldom are: neither,
+      a one-line error naming the flags that choose."""
     names = int(class_name_rows(chunk).sum())
     labels = np.unique(chunk.labels[~np.isnan(chunk.labels)])
-    binary_labelling = (((labels > 0).sum() <= 1 and (labels <= 0).sum() <= 1)
-                        or (labels.size > 0 and labels.min() < 0))
     numeric_rows = int((~np.isnan(chunk.labels)).sum())
-    if binary_labelling and (names == 0 or names < numeric_rows):
+    if names and names >= numeric_rows:
+        return MulticlassTask(skip_bad=skip_bad)
+    whole = bool(np.all(labels == np.floor(labels)))
+    few = whole and labels.size <= FEW_CLASSES
+    if ((labels > 0).sum() <= 1 and (labels <= 0).sum() <= 1) or \
+            (few and labels.size > 0 and labels.min() < 0):
         return BinaryTask(skip_bad=skip_bad)
-    return MulticlassTask(skip_bad=skip_bad)
+    if few:
+        return MulticlassTask(skip_bad=skip_bad)
+    if not whole or labels.size > MAX_CLASSES or 2 * labels.size > numeric_rows:
+        return RegressionTask(skip_bad)
+    if labels.size <= numeric_rows / ROWS_PER_CLASS:
+        return MulticlassTask(skip_bad=skip_bad)
+    raise StreamherdError(
+        f"{chunk.source}: the labels of the first {numeric_rows:,} examples are {labels.size} "
+        f"whole numbers, too many to be classes and too repeated to be values; pass --loss "
+        f"squared (values) or --multiclass joint / --classes (classes)")
