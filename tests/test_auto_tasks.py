@@ -185,7 +185,7 @@ def test_a_member_whose_update_fails_leaves_the_bank_and_all_failing_is_an_error
 
 
 @pytest.mark.parametrize("flags, classes, expected", [
-    (["--algo", "nherd-p", "-C", "auto", "-b", "20"], 1000,
+    (["--algo", "nherd-p", "-C", "auto", "-b", "20", "--multiclass", "joint"], 1000,
      "-C auto's bank of 11 nherd-p models needs 184,549,376,000 bytes"),
     (["--algo", "nherd-p", "-C", "auto", "-b", "20", "--multiclass", "ova"], 1000,
      "-C auto's bank of 11 nherd-p models needs 184,549,376,000 bytes"),
