@@ -31,10 +31,10 @@ name so that numba inlines them too): each task compiles into a specialisation o
 point holding its loop alone, as a function per task would. In one function with the three
 loops LLVM spilled more registers in each, and the binary kernels of pa2, arow-p and cw were
 slower. The price of the one-line body is compile time when the cache misses: numba types an
-inlined overload twice. A generic loop that
-received its rules from Python, or an entry point made by a factory closing over them, would
-never hit numba's on-disk cache across processes (the functions the overloads make, closed
-over the rules, are compiled into the cached entry point, not cached themselves).
+inlined overload twice. A generic loop that received its rules from Python, or an entry point
+made by a factory closing over them, would never hit numba's on-disk cache across processes
+(the functions the overloads make, closed over the rules, are compiled into the cached entry
+point, not cached themselves).
 
 Reference counts: the entry points compile without numba's reference counting (``_nrt=False``,
 see ``entry_point``): they allocate nothing, and every array they touch is an argument, which
