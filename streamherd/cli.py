@@ -95,12 +95,13 @@ def train(values):
                       values.shuffle, values.random_seed, values.shuffle_memory),
         progress_every=values.progress, predictions=values.predictions,
         examples=values.examples, test_only=values.test_only, audit=values.audit,
-        grid=values.grid, save_bank=values.save_bank, **shared.training_arguments(values))
+        grid=values.grid, save_bank=values.save_bank, max_line_bytes=values.max_line_bytes,
+        **shared.training_arguments(values))
 
 
 TRAIN = Command("train", "Train a model, one online update per line, reporting progressive "
                 "validation loss.", [
-                    ("Input", [shared.DATA, shared.FORMAT, shared.SKIP_BAD,
+                    ("Input", [shared.DATA, shared.FORMAT, shared.SKIP_BAD, shared.MAX_LINE_BYTES,
                                Option(("--examples",), "examples", "Stop after N examples "
                                       "(over all passes).", int, "N")]),
                     ("Learner", [*shared.LEARNER, *shared.hyperparameter_options(), *AUTO,
@@ -118,7 +119,7 @@ def predict(values):
     start_up.imported("streamherd.training").predict(
         values.model, shared.inputs(values), output=values.predictions, raw=values.raw,
         fmt=values.fmt, quiet=values.quiet, skip_bad=values.skip_bad, proba=values.proba,
-        scores=values.scores, audit=values.audit)
+        scores=values.scores, audit=values.audit, max_line_bytes=values.max_line_bytes)
 
 
 PREDICT = Command(
@@ -127,7 +128,7 @@ PREDICT = Command(
         ("Input", [shared.DATA, shared.FORMAT, Option(
             ("--skip-bad",), "skip_bad", "Skip malformed lines instead of stopping at the first "
             "one; each skipped line gets an empty output line, so that output line k is still "
-            "example k.", bool)]),
+            "example k.", bool), shared.MAX_LINE_BYTES]),
         ("Model and output", [
             Option(("-m", "--model"), "model", "The model (.npz).", Path, "MODEL",
                    required=True),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from streamherd.command_line import Option, Positional
 from streamherd.features.options import FEATURE_OPTIONS, space_flags
+from streamherd.io.linecodes import MAX_LINE_BYTES as LINE_LIMIT
 from streamherd.learners import ALIASES, DEFAULT_ALGO, REGISTRY, hyperparameters
 from streamherd.learners.spec import POSITIVE
 
@@ -64,6 +65,9 @@ FORMAT = Option(("--format",), "fmt", "auto, svmlight or vw (auto: the format of
 QUIET = Option(("--quiet",), "quiet", "No progress table or summary on stderr.", bool)
 SKIP_BAD = Option(("--skip-bad",), "skip_bad", "Skip malformed lines (counted in the summary) "
                   "instead of stopping at the first one.", bool)
+MAX_LINE_BYTES = Option(("--max-line-bytes",), "max_line_bytes", "A longer line is an error "
+                        "(it bounds the memory an input without line ends takes); measured where "
+                        "a 1 MiB read block ends inside a line.", int, "N", LINE_LIMIT)
 ALGOS = ", ".join([*REGISTRY, *(f"{alias} (= {name})" for alias, name in ALIASES.items())])
 REGRESSION = learner_list([name for name, variant in REGISTRY.items()
                            if variant.regression is not None])

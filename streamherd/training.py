@@ -19,6 +19,7 @@ import numpy as np
 from streamherd import compilation, tasks
 from streamherd.errors import Interrupted, StreamherdError, notice, notices_silenced, say
 from streamherd.features import normalize as normalization
+from streamherd.io.linecodes import MAX_LINE_BYTES
 from streamherd.io.reader import DEFAULT_BLOCK_SIZE, TRAINING_WORKERS, ChunkReader
 from streamherd.model import ModelFlags, OnlineModel, UpdateFailed, for_predicting, save_model
 from streamherd.outputs import (beside_model, check_inputs, check_stdout_output,
@@ -48,7 +49,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
           normalize=None, multiclass=None, classes=None, loss=None, allow_empty=False,
           passes=Passes(), progress_every=None, namespaces=None, predictions=None,
           examples=None, test_only=False, audit=False, calibration=None, grid=None,
-          save_bank=False):
+          save_bank=False, max_line_bytes=MAX_LINE_BYTES):
     """Stream every example through the learner, once per pass; returns the run summary (a
     dict).
 
@@ -104,6 +105,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
         def new_reader():
             return ChunkReader(inputs, fmt=fmt, features=model.space, skip_bad=skip_bad,
                                block_size=block_size, workers=TRAINING_WORKERS,
+                               max_line_bytes=max_line_bytes,
                                process=None if model.task_from_labels
                                else model.task.check_labels)
         reader = new_reader()
@@ -372,7 +374,8 @@ def _audited(values, scored, reader, weights, task):
 
 
 def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, skip_bad=False,
-            block_size=DEFAULT_BLOCK_SIZE, proba=False, scores=False, audit=False):
+            block_size=DEFAULT_BLOCK_SIZE, proba=False, scores=False, audit=False,
+            max_line_bytes=MAX_LINE_BYTES):
     """Write one prediction per example; returns (mistakes, labeled examples) (for regression:
     (sum of squared errors, labeled examples)). The arguments are predict's options (cli.py);
     ``output`` is written to a temporary file that replaces it at the end of a successful run.
@@ -395,7 +398,8 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
     # the task's targets, scores, predictions and loss of a chunk depend on no chunk before it:
     # the parser threads compute them (the kernels release the GIL)
     reader = ChunkReader(paths, fmt=fmt, features=model.space, skip_bad=skip_bad,
-                         block_size=block_size, process=model.score)
+                         block_size=block_size, process=model.score,
+                         max_line_bytes=max_line_bytes)
     destination = "standard output" if output is None else str(output)
     written = skipped = examples = labeled = loss = 0
     try:

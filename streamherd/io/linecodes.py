@@ -74,3 +74,14 @@ def byte_order_mark_error(where, token, path):
     return (f"{where}: the line begins with a UTF-8 byte-order mark (bytes EF BB BF: files "
             f"joined together?), which is no part of an svmlight or VW line; remove it, e.g. "
             f"sed -i 's/^\\xEF\\xBB\\xBF//' {path}")
+
+
+# A line longer than this is an error (--max-line-bytes raises it): an input without line ends
+# (/dev/zero, a binary file) would otherwise be carried over, block after block, without bound.
+MAX_LINE_BYTES = 64 << 20
+
+
+def line_too_long(where, limit):
+    """The message for a line (at ``where``, file:line) longer than ``limit`` bytes."""
+    return (f"{where}: a line longer than {limit} bytes (no line end in them): is the input a "
+            f"text file? Pass --max-line-bytes N to read longer lines")

@@ -84,7 +84,8 @@ class ChunkReader:
     """Iterates the chunks of every source in order (``"-"`` is stdin)."""
 
     def __init__(self, paths, fmt="auto", *, features, skip_bad=False,
-                 block_size=DEFAULT_BLOCK_SIZE, workers=None, process=None):
+                 block_size=DEFAULT_BLOCK_SIZE, workers=None, process=None,
+                 max_line_bytes=linecodes.MAX_LINE_BYTES):
         """``paths``: file names, or Sources (a shard of a file: distributed/shards.py).
         ``features``: the FeatureSpace (features/space.py) that turns the tokens into rows,
         and scales them, on the parser threads. Labels come as
@@ -92,7 +93,9 @@ class ChunkReader:
         refuse.
         ``process(chunk)``, when given, runs in the parser thread right after parsing and its
         result becomes ``chunk.derived``: work on a chunk that does not depend on the chunks
-        before it (predict's scores) then runs on the parser threads, in parallel."""
+        before it (predict's scores) then runs on the parser threads, in parallel.
+        ``max_line_bytes``: a line longer is an error; measured only when a block ends inside
+        a line, so a line within one block passes whatever the limit."""
         if fmt not in FORMATS:
             raise StreamherdError(f"unknown --format '{fmt}'; use one of {', '.join(FORMATS)}")
         self.sources = [p if isinstance(p, Source) else Source(p) for p in (paths or ["-"])]
@@ -100,6 +103,7 @@ class ChunkReader:
         self.features = features
         self.skip_bad = skip_bad
         self.block_size = block_size
+        self.max_line_bytes = max_line_bytes
         self.bytes_done = 0  # raw bytes of finished sources plus the current position
         self.bad_lines = 0
         self.formats_seen = set()
@@ -269,6 +273,9 @@ class ChunkReader:
                     # (lone CRs become LFs here: a CR-only file has lines too)
                     complete, newlines = complete_lines(buf, n, at_end)
                     if complete == 0:  # one line longer than the block: read on before parsing
+                        if n > self.max_line_bytes:
+                            raise StreamherdError(linecodes.line_too_long(
+                                f"{source.name}:{next_line}", self.max_line_bytes))
                         carry = buf[:n].tobytes()
                         continue
                     if fmt is None:

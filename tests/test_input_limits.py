@@ -1,0 +1,87 @@
+"""Inputs that do not end as files do: a line without an end (/dev/zero), FIFOs read for several
+passes, and the Python loaders against the command line and scikit-learn's loader."""
+import os
+import resource
+import subprocess
+import sys
+
+import pytest
+
+from streamherd.errors import StreamherdError
+from streamherd.features.space import FeatureSpace
+from streamherd.io.reader import ChunkReader
+
+from helpers import REPO, one_line_error, run_cli
+
+# the address space a child may take: the interpreter, numpy, numba and the 64 MiB line limit
+# fit; an input read without bound does not
+MEMORY_LIMIT = 3 << 30
+CHILD_SECONDS = 240
+
+
+def limited(*args):
+    """``args`` run in a child under MEMORY_LIMIT and CHILD_SECONDS (text output)."""
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+    env = dict(os.environ)
+    env.pop("COLUMNS", None)
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=REPO,
+                          env=env, timeout=CHILD_SECONDS, preexec_fn=cap)
+
+
+def read_all(paths, **kwargs):
+    return list(ChunkReader([str(p) for p in paths], features=FeatureSpace(), **kwargs))
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("model")
+    data = folder / "t.svm"
+    data.write_text("1 1:1 2:1\n-1 1:1 3:1\n")
+    path = folder / "m.npz"
+    assert run_cli("train", data, "-f", path, "--quiet").returncode == 0
+    return path
+
+
+def test_train_on_an_input_without_line_ends_stops_with_a_line_naming_it():
+    line = one_line_error(limited("-m", "streamherd", "train", "/dev/zero", "--examples", "5"))
+    assert "/dev/zero:1: a line longer than 67108864 bytes" in line
+    assert "--max-line-bytes" in line
+
+
+def test_predict_on_an_input_without_line_ends_stops_with_a_line_naming_it(model):
+    line = one_line_error(limited("-m", "streamherd", "predict", "-m", model, "/dev/zero"))
+    assert "/dev/zero:1: a line longer than" in line
+
+
+def test_load_svmlight_on_an_input_without_line_ends_raises_naming_it():
+    proc = limited("-c", "import streamherd\nfrom streamherd.errors import StreamherdError\n"
+                         "try:\n"
+                         "    streamherd.load_svmlight('/dev/zero')\n"
+                         "except StreamherdError as e:\n"
+                         "    print(e)\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "/dev/zero:1: a line longer than" in proc.stdout
+
+
+@pytest.mark.parametrize("block_size", [16, 100])
+def test_a_line_longer_than_the_limit_names_its_file_and_line(tmp_path, block_size):
+    path = tmp_path / "long.svm"
+    path.write_bytes(b"1 1:1\n-1 2:1\n\n" + b"1 " + b"3:1 " * 300 + b"\n1 4:1\n")
+    with pytest.raises(StreamherdError) as info:
+        read_all([path], max_line_bytes=1000, block_size=block_size, workers=0)
+    assert str(info.value).startswith(f"{path}:4: a line longer than 1000 bytes")
+    rows = sum(len(chunk.labels) for chunk in
+               read_all([path], max_line_bytes=2000, block_size=block_size))
+    assert rows == 4
+
+
+def test_max_line_bytes_raises_the_limit_of_train(tmp_path):
+    path = tmp_path / "long.svm"
+    features = " ".join(f"{i}:1" for i in range(1, 300_000))
+    path.write_text(f"1 {features}\n-1 1:1\n")   # a line of about 2.6 MB
+    line = one_line_error(run_cli("train", path, "--max-line-bytes", 2_000_000, "--quiet"))
+    assert f"{path}:1: a line longer than 2000000 bytes" in line
+    assert run_cli("train", path, "--quiet").returncode == 0
+
