@@ -250,7 +250,7 @@ def _replace(files):
 # after removing every temporary file still there.
 
 SIGNALS = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
-SIGNAL_GRACE_SECONDS = 1.0
+SIGNAL_GRACE_SECONDS = 1.5
 _temporary = set()             # the temporary files that exist now: outputs', spills
 replaced = []                  # the real paths replaced by an output, in order
 _caught = {"signal": None, "deferred": False, "line": lambda: "streamherd: interrupted"}
