@@ -9,6 +9,7 @@ import gc
 import os
 import sys
 import threading
+import warnings
 from pathlib import Path
 
 from streamherd import __version__, outputs, start_up
@@ -365,6 +366,8 @@ def run(argv=None):
     (temporary outputs removed, existing files left as they were; outputs.catch_signals): exit
     128 + the signal's number (130, 143, 129)."""
     start_up.begin()
+    if not sys.warnoptions:   # a library's warning is no message for the user (-W shows them)
+        warnings.simplefilter("ignore")
     interrupted = "interrupted"   # while the command line is read
     replaced_before = len(outputs.replaced)
     if threading.current_thread() is threading.main_thread():
