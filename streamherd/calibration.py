@@ -93,6 +93,28 @@ def _add_rows(margins, confidences, y, weights, positive, negative, margin_sums,
             confidence_sums[b] += weights[i] * confidences[i]
 
 
+# the maps' arithmetic on margins beyond what a float holds (an importance weight of 1e308, a
+# model continued from huge weights) gives infinities and NaN, which usable refuses: no numpy
+# warning on the way
+def quietly(function):
+    @functools.wraps(function)
+    def without_warnings(*args, **kwargs):
+        with np.errstate(all="ignore"):
+            return function(*args, **kwargs)
+    return without_warnings
+
+
+def usable(meta):
+    """A calibration's meta as it is written, refused in one line when it holds a number that
+    is not finite (the model would be unusable: predict calls it damaged)."""
+    if not meta_ok(meta):
+        raise StreamherdError("the probability map (--calibration) overflowed: the margins or "
+                              "importance weights of the examples go beyond what a float holds; "
+                              "scale the features or the importance weights down, or pass "
+                              "--calibration none; the model is not written")
+    return meta
+
+
 def _sigmoid(z):
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
@@ -216,6 +238,7 @@ class BinaryCalibration:
                   self.positive, self.negative, self.margin_sums, sums)
         self.params = None
 
+    @quietly
     def fit(self):
         used = np.flatnonzero(self.positive + self.negative > 0)
         pos, neg = self.positive[used], self.negative[used]
@@ -240,6 +263,7 @@ class BinaryCalibration:
             self.params = {"a": a, "s2": s2}
         return self.params
 
+    @quietly
     def probabilities(self, margins, confidences=None):
         """P(y = +1 | x) of each margin (and x' Sigma x, probit), on the side of 0.5 of the
         label predict gives (margin > 0: above; DECISION_GAP)."""
@@ -285,7 +309,7 @@ class BinaryCalibration:
                 "params": self.params if self.params is not None else self.fit()}
         if self.confidence_sums is not None:
             meta["confidence_sums"] = self.confidence_sums[used].tolist()
-        return meta
+        return usable(meta)
 
     @classmethod
     def from_meta(cls, meta, method=None):
@@ -441,6 +465,7 @@ class MulticlassCalibration:
         _reservoir_keeps(self._counted(classes, weights), self.seen, len(self.kept), keeps)
         return np.flatnonzero(keeps)
 
+    @quietly
     def fit(self):
         rows = min(self.seen, len(self.kept))
         if rows == 0:
@@ -450,6 +475,7 @@ class MulticlassCalibration:
             self.params = {"beta": beta, "biases": biases.tolist()}
         return self.params
 
+    @quietly
     def probabilities(self, scores):
         params = self.params if self.params is not None else self.fit()
         K = scores.shape[1]
@@ -505,9 +531,9 @@ class MulticlassCalibration:
     def to_meta(self):
         rows = min(self.seen, len(self.kept))
         sample = [[None if np.isnan(x) else float(x) for x in row] for row in self.kept[:rows]]
-        return {"method": self.method, "seen": self.seen, "scores": sample,
-                "classes": self.kept_classes[:rows].tolist(),
-                "params": self.params if self.params is not None else self.fit()}
+        return usable({"method": self.method, "seen": self.seen, "scores": sample,
+                       "classes": self.kept_classes[:rows].tolist(),
+                       "params": self.params if self.params is not None else self.fit()})
 
     @classmethod
     def from_meta(cls, meta):

@@ -7,17 +7,17 @@ importing numpy or numba; each command imports what it needs (start_up.py).
 """
 import gc
 import os
-import signal
 import sys
 import threading
+import warnings
 from pathlib import Path
 
-from streamherd import __version__, start_up
+from streamherd import __version__, outputs, start_up
 from streamherd import option_groups as shared
 from streamherd.command_line import (HELP_FLAGS, Command, HelpAsked, Option, Positional,
                                      UsageError, laid_out)
 from streamherd.distributed import command as dist_train
-from streamherd.errors import Interrupted, StreamherdError, say
+from streamherd.errors import StreamherdError, say
 from streamherd.learners import REGISTRY, hyperparameters
 
 # ---------------------------------------------------------------- train
@@ -350,33 +350,45 @@ def _parsed(argv):
         sys.exit(0)
 
 
-def _terminate(signum, frame):
-    raise Interrupted(128 + signum)
+def _interrupted_line(interrupted, replaced_before):
+    """The one line of an interrupted run: the command's (or the interruption's own) words, or
+    the files it had already written."""
+    written = outputs.replaced[replaced_before:]
+    if written:
+        return f"streamherd: interrupted after writing {', '.join(written)}; nothing else " \
+               f"was written"
+    return f"streamherd: {interrupted}"
 
 
 def run(argv=None):
     """Entry point: every user error is one line on stderr and a non-zero exit, never a traceback.
 
-    Ctrl-C and SIGTERM end the run the same way, through Python's exceptions (temporary outputs
-    removed, existing files left as they were): exit 130 for Ctrl-C, 143 for SIGTERM."""
+    Ctrl-C, SIGTERM and SIGHUP end the run the same way, through Python's exceptions
+    (temporary outputs removed, existing files left as they were; outputs.catch_signals): exit
+    128 + the signal's number (130, 143, 129)."""
     start_up.begin()
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _terminate)
+    if not sys.warnoptions:   # a library's warning is no message for the user (-W shows them)
+        warnings.simplefilter("ignore")
     interrupted = "interrupted"   # while the command line is read
+    replaced_before = len(outputs.replaced)
+    if threading.current_thread() is threading.main_thread():
+        outputs.catch_signals(lambda: _interrupted_line(interrupted, replaced_before))
     try:
         command, values = _parsed(list(sys.argv[1:] if argv is None else argv))
         for note in () if getattr(values, "quiet", False) else values.notes:
             say(f"streamherd: {note}")
         interrupted = command.interrupted
         command.run(values)
+        outputs.raise_if_signalled()   # its exception swallowed on the way (a destructor's)
     except UsageError as e:
         say(e.line())
         sys.exit(e.exit_code)
     except StreamherdError as e:
         say(f"streamherd: {e}")
         sys.exit(e.exit_code)
-    except KeyboardInterrupt as e:   # Ctrl-C, or an Interrupted (SIGTERM too)
-        say(f"streamherd: {getattr(e, 'message', None) or interrupted}")
+    except KeyboardInterrupt as e:   # Ctrl-C, or an Interrupted (SIGTERM, SIGHUP too)
+        if outputs.may_say_interrupted():
+            say(_interrupted_line(getattr(e, "message", None) or interrupted, replaced_before))
         sys.exit(getattr(e, "exit_code", 130))
     except BrokenPipeError:
         # The reader of our stdout went away (e.g. '| head'): stop quietly with the status

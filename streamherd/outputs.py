@@ -10,12 +10,13 @@ place, since there is no file there to keep and nothing to rename over it.
 """
 import contextlib
 import os
+import signal
 import stat
 import sys
 import tempfile
 import threading
 
-from streamherd.errors import StreamherdError
+from streamherd.errors import Interrupted, StreamherdError, say
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -182,15 +183,13 @@ def replaced_together():
     _together.files = files = []
     try:
         yield
+        _replace(files)
     except BaseException:
-        for tmp, _ in files:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        for tmp, _ in files:   # (one already renamed is no longer there)
+            remove_temporary(tmp)
         raise
     finally:
         _together.files = outer
-    for tmp, real_path in files:
-        os.replace(tmp, real_path)
 
 
 @contextlib.contextmanager
@@ -212,7 +211,7 @@ def replaced_on_success(real_path, mode="w", what="output"):
         return
     folder = os.path.dirname(os.path.abspath(real_path))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".streamherd-", suffix=".tmp", dir=folder)
+        fd, tmp = temporary_file(".streamherd-", ".tmp", folder)
     except OSError as e:
         raise StreamherdError(f"cannot write {what} {real_path}: {e.strerror}; check that the "
                               f"folder exists and is writable") from None
@@ -222,13 +221,120 @@ def replaced_on_success(real_path, mode="w", what="output"):
         os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes it 0600: an ordinary file instead
         together = getattr(_together, "files", None)
         if together is None:
-            os.replace(tmp, real_path)
+            _replace([(tmp, real_path)])
         else:
             together.append((tmp, real_path))
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        remove_temporary(tmp)
         raise
+
+
+def _replace(files):
+    """Each (temporary file, real path) renamed over its target, none after a signal, and all
+    of them once begun; ``replaced`` records each."""
+    with signals_deferred():
+        for tmp, real_path in files:
+            os.replace(tmp, real_path)
+            _temporary.discard(tmp)
+            replaced.append(real_path)
+
+
+# ---------------------------------------------------------------- signals
+#
+# SIGINT, SIGTERM and SIGHUP end a command through an Interrupted raised in the main thread, so
+# that every ``finally`` on the way out removes its temporary file. What that cannot cover: an
+# interrupt raised inside a library's destructor is printed and dropped ("Exception ignored"),
+# and one raised between a lock's acquire and its ``with`` leaves the lock held, which the way
+# out then waits for. So the signal is also remembered (no output replaces its file after it),
+# and a watchdog thread ends the process SIGNAL_GRACE_SECONDS later, or at a second signal,
+# after removing every temporary file still there.
+
+SIGNALS = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+SIGNAL_GRACE_SECONDS = 1.5
+_temporary = set()             # the temporary files that exist now: outputs', spills
+replaced = []                  # the real paths replaced by an output, in order
+_caught = {"signal": None, "deferred": False, "line": lambda: "streamherd: interrupted"}
+_ending = threading.Lock()     # held by whichever says the interruption's line
+
+
+def catch_signals(line):
+    """Install the handler of SIGNALS (but of one the parent ignores, as nohup's SIGHUP);
+    ``line()``: the one line said on stderr if the watchdog ends the process."""
+    _caught["line"] = line
+    sys.unraisablehook = _unraisable
+    for signum in SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _on_signal)
+
+
+def _on_signal(signum, frame):
+    if _caught["signal"] is not None:
+        _end_now(128 + _caught["signal"])
+    _caught["signal"] = signum
+    watchdog = threading.Timer(SIGNAL_GRACE_SECONDS, _end_now, (128 + signum,))
+    watchdog.daemon = True
+    watchdog.start()
+    if not _caught["deferred"]:
+        raise Interrupted(128 + signum)
+
+
+def _unraisable(unraisable):
+    """The interrupt a destructor could not raise is remembered (_on_signal): no "Exception
+    ignored" traceback for it."""
+    if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+        sys.__unraisablehook__(unraisable)
+
+
+def _end_now(code):
+    for path in list(_temporary):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    if _ending.acquire(blocking=False):
+        say(_caught["line"]())
+    os._exit(code)
+
+
+def may_say_interrupted():
+    """Whether the interruption's line is still to be said (and by the caller: the watchdog
+    will not say it too)."""
+    return _ending.acquire(blocking=False)
+
+
+def raise_if_signalled():
+    """An Interrupted if a signal came (its exception may have been swallowed on the way)."""
+    if _caught["signal"] is not None:
+        raise Interrupted(128 + _caught["signal"])
+
+
+@contextlib.contextmanager
+def signals_deferred():
+    """A block that a signal does not cut short: it is raised at the block's end (and before
+    the block, a signal already caught is)."""
+    raise_if_signalled()
+    _caught["deferred"] = True
+    try:
+        yield
+    finally:
+        _caught["deferred"] = False
+    raise_if_signalled()
+
+
+def temporary_file(prefix, suffix, folder=None):
+    """tempfile.mkstemp's (fd, path), remembered until remove_temporary (or a rename over its
+    target), so that a signal's watchdog removes it."""
+    with signals_deferred():
+        fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=folder)
+        _temporary.add(path)
+        if _caught["signal"] is not None:   # came while it was made: raised on the way out
+            os.close(fd)
+            remove_temporary(path)
+    return fd, path
+
+
+def remove_temporary(path):
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    _temporary.discard(path)
 
 
 def _umask():

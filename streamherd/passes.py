@@ -40,13 +40,13 @@ import math
 import os
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 
 import numpy as np
 
 from streamherd.errors import StreamherdError
 from streamherd.io.csr import Chunk
+from streamherd.outputs import remove_temporary, temporary_file
 
 DEFAULT_HOLDOUT_PERIOD = 10
 DEFAULT_EARLY_TERMINATE = 3
@@ -262,7 +262,7 @@ class BlockSpill:
     back in any order by the byte offset of each; removed by ``remove``."""
 
     def __init__(self, note, passes):
-        fd, self.path = tempfile.mkstemp(prefix="streamherd-shuffle-", suffix=".spill")
+        fd, self.path = temporary_file("streamherd-shuffle-", ".spill")
         self.file = os.fdopen(fd, "w+b")
         note(f"the input is larger than --shuffle_memory: its parsed blocks are copied to "
              f"{self.path} for the block-wise shuffle of the {passes} passes (removed at the end)")
@@ -296,8 +296,7 @@ class BlockSpill:
 
     def remove(self):
         self.file.close()
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
+        remove_temporary(self.path)
 
 
 @contextlib.contextmanager
@@ -308,7 +307,7 @@ def replayable(paths, passes, note):
     if passes < 2 or "-" not in paths:
         yield paths
         return
-    fd, spill = tempfile.mkstemp(prefix="streamherd-stdin-", suffix=".spill")
+    fd, spill = temporary_file("streamherd-stdin-", ".spill")
     try:
         note(f"standard input is copied to {spill} for the {passes} passes (removed at the end)")
         try:
@@ -319,8 +318,7 @@ def replayable(paths, passes, note):
                                   f"space in {os.path.dirname(spill)} or set TMPDIR") from None
         yield [spill if p == "-" else p for p in paths]
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(spill)
+        remove_temporary(spill)
 
 
 class BestPass:

@@ -1,0 +1,187 @@
+"""Signals end every command promptly, through real signals sent to the CLI at random points (a
+fixed seed): exit 128 + the signal's number, one line on stderr, every existing file as it was
+and no temporary file left, beside the outputs or under TMPDIR (the stdin copy, the shuffle's
+spill)."""
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import REPO, without_compile_notice
+
+CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+PROMPT_SECONDS = 2.0
+
+
+def _write_svm(path, rng, lines, features, slots):
+    labels = np.where(rng.random(lines) < 0.5, "1", "-1")
+    columns = np.sort(rng.integers(1, slots, (lines, features)), axis=1)
+    with open(path, "w") as f:
+        for label, row in zip(labels, columns):
+            f.write(label + " " + " ".join(f"{j}:1" for j in np.unique(row)) + "\n")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """wide.svm: 2^24 slots' worth of distinct features (an arow -b 24 model takes a while to
+    save); long.svm: enough rows that --shuffle_memory 1 spills them."""
+    folder = tmp_path_factory.mktemp("signals")
+    rng = np.random.default_rng(36)
+    _write_svm(folder / "wide.svm", rng, 30_000, 40, 1 << 24)
+    _write_svm(folder / "long.svm", rng, 100_000, 12, 1000)
+    return folder
+
+
+@pytest.fixture
+def work(tmp_path, data):
+    """A folder with links to the data, an old model (old.npz, copied as m.npz) and its own
+    TMPDIR (tmp/)."""
+    for name in ("wide.svm", "long.svm"):
+        (tmp_path / name).symlink_to(data / name)
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "m.npz").write_bytes(b"the old model")
+    return tmp_path
+
+
+def _start(work, *args, stdin=subprocess.DEVNULL):
+    env = dict(os.environ, TMPDIR=str(work / "tmp"))
+    return subprocess.Popen([sys.executable, "-m", "streamherd", *map(str, args)], cwd=work,
+                            env=env, stdin=stdin, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+
+
+def _wait_for(proc, ready, timeout=120):
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, "the run never got there"
+        time.sleep(0.002)
+
+
+def _catches_signals(pid):
+    """The CLI has installed its handlers (the SigCgt mask of /proc/PID/status)."""
+    with open(f"/proc/{pid}/status") as f:
+        caught = int(next(line for line in f if line.startswith("SigCgt:")).split()[1], 16)
+    return all(caught & (1 << (signum - 1)) for signum in CODES)
+
+
+def _signalled(proc, signum):
+    """Send ``signum``; the run must end within PROMPT_SECONDS: returns its one stderr line."""
+    assert proc.poll() is None, "the run ended before the signal"
+    proc.send_signal(signum)
+    sent = time.monotonic()
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    took = time.monotonic() - sent
+    err = without_compile_notice(err.decode())
+    assert proc.returncode == CODES[signum], err
+    assert took <= PROMPT_SECONDS, f"{took:.1f} s after the signal"
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("streamherd: interrupted"), err
+    return lines[0]
+
+
+def _temporary_files(work):
+    return [p.name for p in [*work.iterdir(), *(work / "tmp").iterdir()]
+            if p.name.startswith((".streamherd-", "streamherd-"))]
+
+
+@pytest.mark.parametrize("signum", list(CODES))
+def test_a_signal_while_a_large_model_is_saved_leaves_no_temporary_file(work, signum):
+    proc = _start(work, "train", "--quiet", "--algo", "arow", "-b", "24", "wide.svm",
+                  "-f", "m.npz")
+    _wait_for(proc, lambda: any(p.name.startswith(".streamherd-") for p in work.iterdir()))
+    assert _signalled(proc, signum) == "streamherd: interrupted; no model was written"
+    assert (work / "m.npz").read_bytes() == b"the old model"
+    assert _temporary_files(work) == []
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_signal_during_shuffled_passes_ends_the_run_promptly(work, seed):
+    """Block-wise --shuffle spills the parsed input and reads it back each pass; a SIGTERM
+    at any point of it ends the run within two seconds, the spill removed."""
+    delay = random.Random(seed).uniform(0.0, 3.0)
+    signum = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT][seed - 1]
+    proc = _start(work, "train", "--quiet", "--passes", 1000, "--holdout_off", "--shuffle",
+                  "--shuffle_memory", 1, "long.svm", "-f", "m.npz")
+    _wait_for(proc, lambda: _catches_signals(proc.pid))
+    time.sleep(delay)
+    assert _signalled(proc, signum) == "streamherd: interrupted; no model was written"
+    assert (work / "m.npz").read_bytes() == b"the old model"
+    assert _temporary_files(work) == []
+
+
+def test_sighup_while_stdin_is_replayed_removes_its_copy(work):
+    proc = _start(work, "train", "--quiet", "--passes", 3, "-f", "m.npz", stdin=subprocess.PIPE)
+    proc.stdin.write((work / "long.svm").read_bytes())   # and no end: still copying
+    proc.stdin.flush()
+    _wait_for(proc, lambda: list((work / "tmp").iterdir()))
+    assert _signalled(proc, signal.SIGHUP) == "streamherd: interrupted; no model was written"
+    assert (work / "m.npz").read_bytes() == b"the old model"
+    assert _temporary_files(work) == []
+
+
+def test_an_interrupt_after_save_per_pass_names_the_files_it_wrote(work):
+    (work / "m.pass1.npz").write_bytes(b"an old pass")
+    proc = _start(work, "train", "--quiet", "--passes", 1000, "--holdout_off", "--save_per_pass",
+                  "long.svm", "-f", "m.npz")
+    _wait_for(proc, lambda: (work / "m.pass2.npz").exists())
+    line = _signalled(proc, signal.SIGTERM)
+    written = sorted(Path(p).name for p in line.split("after writing ")[1].split(";")[0]
+                     .split(", "))
+    assert line.endswith("; nothing else was written")
+    assert written == [f"m.pass{k}.npz" for k in range(1, len(written) + 1)]
+    assert len(written) >= 2
+    assert (work / "m.npz").read_bytes() == b"the old model"
+    assert _temporary_files(work) == []
+
+
+SWALLOWED = textwrap.dedent("""
+    import sys, threading, time
+    from streamherd import outputs
+    outputs.catch_signals(lambda: "streamherd: interrupted; LINE")
+
+    class Slow:
+        def __del__(self):   # the signal comes here: its exception cannot leave a destructor
+            print("ready", flush=True)
+            time.sleep(3)
+
+    try:   # as cli.run
+        Slow()
+        with outputs.replaced_on_success(sys.argv[1]) as f:
+            f.write("new")
+            if sys.argv[2] == "hang":
+                threading.Event().wait()
+        print("finished", flush=True)
+    except KeyboardInterrupt as e:
+        sys.exit(e.exit_code)
+""")
+
+
+@pytest.mark.parametrize("then", ["write", "hang"])
+def test_a_signal_swallowed_by_a_destructor_still_ends_the_run(work, then):
+    """An interrupt raised inside a destructor is dropped by Python; the run must still end
+    with the signal's code, replacing no file: at its next output, or after a grace period
+    if it would go on waiting."""
+    (work / "out.txt").write_text("old")
+    proc = subprocess.Popen([sys.executable, "-c", SWALLOWED, "out.txt", then], cwd=work,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}"
+                                     f"{os.environ.get('PYTHONPATH', '')}"))
+    assert proc.stdout.readline() == b"ready\n"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert b"finished" not in out
+    assert b"Exception ignored" not in err and b"Traceback" not in err, err
+    assert (work / "out.txt").read_text() == "old"
+    assert _temporary_files(work) == []
