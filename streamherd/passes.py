@@ -1,7 +1,8 @@
 """Several passes over the inputs (``train --passes N``), with a holdout set as VW's.
 
 Each pass reads the input files again (the parser is faster than a cache file would be);
-standard input, which cannot be read twice, is copied to a temporary file first (``replayable``).
+standard input and FIFOs, which cannot be read twice, are copied to a temporary file first
+(``replayable``).
 
 Holdout (only with N > 1, as VW): the examples of a pass are counted from 1, in input order, over
 every file; an "example" is a line the parser accepts (unlabeled lines count, skipped malformed
@@ -39,6 +40,7 @@ import dataclasses
 import math
 import os
 import shutil
+import stat
 import sys
 from dataclasses import dataclass
 
@@ -299,26 +301,43 @@ class BlockSpill:
         remove_temporary(self.path)
 
 
+def read_once(path):
+    """Whether ``path`` can be read only once: standard input ('-') or a FIFO (a named pipe)."""
+    try:
+        return path == "-" or stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:   # a missing input: check_inputs names it
+        return False
+
+
 @contextlib.contextmanager
 def replayable(paths, passes, note):
-    """``paths`` with standard input ('-') replaced by a temporary copy of it (under the system
-    temporary folder, removed on the way out, also on an error or Ctrl-C) when there are
-    several passes; ``note(text)`` says so."""
-    if passes < 2 or "-" not in paths:
-        yield paths
-        return
-    fd, spill = temporary_file("streamherd-stdin-", ".spill")
+    """``paths`` with each input that can be read only once (read_once) replaced by a
+    temporary copy of it (under the system temporary folder, removed on the way out, also on an
+    error or Ctrl-C) when the Passes ``passes`` read the inputs more than once; ``note(text)``
+    says so. A FIFO under --shuffle is read once as it is: the later passes come from memory or
+    the shuffle's spill."""
+    copies = {}
     try:
-        note(f"standard input is copied to {spill} for the {passes} passes (removed at the end)")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
-        except OSError as e:
-            raise StreamherdError(f"cannot copy standard input to {spill}: {e.strerror}; free "
-                                  f"space in {os.path.dirname(spill)} or set TMPDIR") from None
-        yield [spill if p == "-" else p for p in paths]
+        for path in dict.fromkeys(paths if passes.count > 1 else ()):
+            if not read_once(path) or (path != "-" and passes.shuffle):
+                continue
+            kind, name = ("stdin", "standard input") if path == "-" else ("fifo", path)
+            fd, copies[path] = temporary_file(f"streamherd-{kind}-", ".spill")
+            note(f"{name} is copied to {copies[path]} for the {passes.count} passes (removed at "
+                 f"the end)")
+            with os.fdopen(fd, "wb") as f, \
+                    (open(path, "rb") if path != "-" else contextlib.nullcontext(sys.stdin.buffer)
+                     ) as stream:
+                try:
+                    shutil.copyfileobj(stream, f, 1 << 20)
+                except OSError as e:
+                    raise StreamherdError(
+                        f"cannot copy {name} to {copies[path]}: {e.strerror}; free space in "
+                        f"{os.path.dirname(copies[path])} or set TMPDIR") from None
+        yield [copies.get(p, p) for p in paths]
     finally:
-        remove_temporary(spill)
+        for spill in copies.values():
+            remove_temporary(spill)
 
 
 class BestPass:

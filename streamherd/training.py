@@ -97,7 +97,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(notices_silenced(quiet))
-        inputs = stack.enter_context(replayable(paths, passes.count, note))
+        inputs = stack.enter_context(replayable(paths, passes, note))
         extras = Extras(predictions_path and stack.enter_context(
             replaced_on_success(predictions_path, what="predictions")), examples, test_only,
             _learning_audit(model, fmt, skip_bad) if audit else None)

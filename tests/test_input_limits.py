@@ -4,7 +4,9 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 
+import numpy as np
 import pytest
 
 from streamherd.errors import StreamherdError
@@ -85,3 +87,37 @@ def test_max_line_bytes_raises_the_limit_of_train(tmp_path):
     assert f"{path}:1: a line longer than 2000000 bytes" in line
     assert run_cli("train", path, "--quiet").returncode == 0
 
+
+def fifo_fed(tmp_path, data):
+    """A FIFO in ``tmp_path`` and the thread that writes ``data`` to it, once, then closes it."""
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+
+    def write():
+        with open(fifo, "wb") as f:
+            f.write(data)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    return fifo, writer
+
+
+def same_model(a, b):
+    with np.load(a) as first, np.load(b) as second:
+        return sorted(first.files) == sorted(second.files) and all(
+            np.array_equal(first[k], second[k]) for k in first.files)
+
+
+def test_train_reads_a_fifo_once_for_several_passes(tmp_path):
+    data = "".join(f"{1 if i % 3 else -1} {i % 7 + 1}:1 {i % 5 + 8}:0.5\n"
+                   for i in range(200)).encode()
+    plain = tmp_path / "plain.svm"
+    plain.write_bytes(data)
+    assert run_cli("train", "--passes", 3, plain, "-f", tmp_path / "plain.npz",
+                   "--quiet").returncode == 0
+    fifo, writer = fifo_fed(tmp_path, data)
+    proc = run_cli("train", "--passes", 3, fifo, "-f", tmp_path / "fifo.npz", timeout=120)
+    writer.join(5)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{fifo} is copied to" in proc.stderr
+    assert same_model(tmp_path / "plain.npz", tmp_path / "fifo.npz")
