@@ -6,7 +6,8 @@ standard input) and its feature space, so a file means the same here as to ``str
 Columns. Column j is slot j + 1 of the model (modulo 2^bits), for both formats:
 
 - svmlight, ``bits=None``: column j is feature index j + 1 (LIBSVM's indices start at 1), X has
-  as many columns as the largest index, nothing is hashed. An index 0 is an error (it would be
+  as many columns as the largest index, explicit zeros (``index:0``) included as scikit-learn's
+  ``load_svmlight_file`` counts them, nothing is hashed. An index 0 is an error (it would be
   column -1); indices must stay below 2^30 (MAX_BITS).
 - svmlight with ``bits``: index i is slot i mod 2^bits, as ``streamherd train -b bits`` reads
   it; X has 2^bits columns and slot 0 (index 0, or a multiple of 2^bits) is the last column.
@@ -74,21 +75,27 @@ def _load(path_or_paths, fmt, bits, n_features=None):
     from scipy.sparse import csr_matrix
 
     from streamherd.io.reader import ChunkReader
+    from streamherd.io.svmlight import largest_zero_index
     from streamherd.outputs import check_inputs
 
     paths = _paths(path_or_paths)
     check_inputs(paths)
     space = FeatureSpace(MAX_BITS if bits is None else bits, bias=False)
     parts = _Parts()
+    largest = 0   # the largest index, explicit zeros included (bits None)
     for chunk in ChunkReader(paths, fmt=fmt, features=space):
         if bits is None:
             _check_indices(chunk, n_features)
+            nnz = chunk.indptr[-1]
+            largest = max(largest, int(chunk.indices[:nnz].max(initial=0)))
+            # a colon per feature kept: none was an explicit zero (the usual block), no scan
+            if np.count_nonzero(chunk.block == ord(":")) > nnz:
+                largest = max(largest, largest_zero_index(chunk.block, len(chunk.block)))
         parts.add(chunk)
     indptr, slots, values = parts.rows()
     if bits is None:
         columns = slots - 1   # index 0 was refused above
-        n_columns = n_features if n_features is not None else \
-            int(slots.max()) if len(slots) else 0
+        n_columns = n_features if n_features is not None else largest
     else:
         columns = (slots - 1) & np.int32(space.mask)
         n_columns = space.dim

@@ -8,10 +8,12 @@ import threading
 
 import numpy as np
 import pytest
+from sklearn.datasets import load_svmlight_file
 
 from streamherd.errors import StreamherdError
 from streamherd.features.space import FeatureSpace
 from streamherd.io.reader import ChunkReader
+from streamherd.loading import load_svmlight
 
 from helpers import REPO, one_line_error, run_cli
 
@@ -121,3 +123,25 @@ def test_train_reads_a_fifo_once_for_several_passes(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert f"{fifo} is copied to" in proc.stderr
     assert same_model(tmp_path / "plain.npz", tmp_path / "fifo.npz")
+
+
+# ---------------------------------------------------------------- columns as scikit-learn's
+
+def test_load_svmlight_counts_explicit_zeros_in_its_columns_as_sklearn(tmp_path):
+    path = tmp_path / "zeros.svm"
+    path.write_text("1 1:1 7:0\n# 9:0 a comment\n-1 qid:3 2:1 5:0.0e5\n")
+    X, _ = load_svmlight(path)
+    X_ref, _ = load_svmlight_file(str(path), zero_based=False)
+    assert X.shape == X_ref.shape == (2, 7)
+    assert (X != X_ref).nnz == 0
+
+
+def test_load_svmlight_columns_equal_sklearn_on_a9a_test_set(data_dir):
+    path = data_dir / "a9a.t.svm.gz"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    X, y = load_svmlight(path)
+    X_ref, y_ref = load_svmlight_file(str(path), zero_based=False)
+    assert X.shape == X_ref.shape
+    assert (X != X_ref).nnz == 0
+    np.testing.assert_array_equal(y, y_ref)

@@ -244,3 +244,32 @@ def add_feature_run(buf, p, n, space, ns, indices, values, row, end, number, val
         if not ok:
             return p, row
         p += 1   # the feature's start (its name's, for the stage)
+
+
+@njit(cache=True, nogil=True)
+def largest_zero_index(buf, n):
+    """The largest index of an explicit zero (``index:0``, which the parsers drop) in the
+    svmlight lines of ``buf[:n]``, parsed already; 0 when there is none. scikit-learn's loader
+    counts its columns to the largest index written, explicit zeros included."""
+    largest = 0
+    p = 0
+    while p < n:
+        eol = find_byte(buf, p, n, LF)
+        q = p
+        label = True
+        while True:
+            q = skip_blanks(buf, q, eol)
+            if q >= eol or buf[q] == HASH:
+                break
+            te = token_end(buf, q, eol)
+            colon = find_byte(buf, q, te, COLON)
+            if not label and colon < te and not _is_qid(buf, q, colon):
+                value, ok = parse_float(buf, colon + 1, te)
+                if ok and value == 0.0:
+                    index, ok = parse_index(buf, q, colon)
+                    if ok and index > largest:
+                        largest = index
+            label = False
+            q = te
+        p = eol + 1
+    return largest
