@@ -168,6 +168,7 @@ class _Parts:
         distinct, first = np.unique(keys[labeled], return_index=True)
         for key, row in zip(distinct.tolist(), labeled[first].tolist()):
             if key not in self.texts:
+                _check_class_name(chunk, row)
                 self.texts[key] = chunk.label_token(row)
 
     def rows(self):
@@ -189,6 +190,22 @@ class _Parts:
         distinct, inverse = np.unique(keys, return_inverse=True)
         texts = np.array([self.texts.get(key) for key in distinct.tolist()], dtype=object)
         return texts[inverse.ravel()]
+
+
+def _check_class_name(chunk, row):
+    """The command line's error for the label of ``row``, not a number, when it is no class
+    name either: a number behind a byte-order mark or bytes that are not UTF-8 (train's bad
+    label), or a damaged number such as nan or 1e400."""
+    from streamherd.io.linecodes import BYTE_ORDER_MARK
+    from streamherd.labels import ClassLabels, looks_like_number, numbers_only
+
+    raw = chunk.block[chunk.label_start[row]:chunk.label_end[row]].tobytes()
+    readable = raw.removeprefix(BYTE_ORDER_MARK).decode("utf-8", "ignore")
+    if looks_like_number(readable):
+        one = chunk.take(np.array([row]))
+        if readable != raw.decode("utf-8", "replace"):
+            numbers_only(one, skip_bad=False)
+        ClassLabels().observe(one)
 
 
 def _number_keys(labels):

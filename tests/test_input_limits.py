@@ -1,5 +1,6 @@
 """Inputs that do not end as files do: a line without an end (/dev/zero), FIFOs read for several
 passes, and the Python loaders against the command line and scikit-learn's loader."""
+import bz2
 import os
 import resource
 import subprocess
@@ -123,6 +124,54 @@ def test_train_reads_a_fifo_once_for_several_passes(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert f"{fifo} is copied to" in proc.stderr
     assert same_model(tmp_path / "plain.npz", tmp_path / "fifo.npz")
+
+
+# ---------------------------------------------------------------- the loaders as the CLI
+
+@pytest.mark.parametrize("mark", [b"\xef\xbb\xbf", b"\xff\xfe"])
+def test_load_svmlight_refuses_a_marked_label_among_numbers_as_train_does(tmp_path, mark):
+    path = tmp_path / "marked.svm"
+    path.write_bytes(b"1 1:1\n-1 2:1\n" + mark + b"1 3:1\n-1 1:1\n")
+    line = one_line_error(run_cli("train", path))
+    with pytest.raises(StreamherdError) as info:
+        load_svmlight(path)
+    assert line == f"streamherd: {info.value}"
+    assert f"{path}:3: " in line
+
+
+def test_load_svmlight_keeps_class_names_as_train_does(tmp_path):
+    path = tmp_path / "names.svm"
+    path.write_text("cat 1:1\ndog 2:1\n1 3:1\ncat 1:1\n")
+    X, y = load_svmlight(path)
+    assert list(y) == ["cat", "dog", "1", "cat"]
+    assert X.shape == (4, 3)
+
+
+def test_load_svmlight_refuses_a_damaged_number_among_class_names_as_train_does(tmp_path):
+    path = tmp_path / "names.svm"
+    path.write_text("cat 1:1\ndog 2:1\nnan 3:1\ncat 1:1\n")
+    line = one_line_error(run_cli("train", path))
+    with pytest.raises(StreamherdError) as info:
+        load_svmlight(path)
+    assert line == f"streamherd: {info.value}"
+
+
+@pytest.mark.parametrize("kept", [4, 6, 9])
+def test_a_bzip2_file_cut_inside_its_header_is_truncated_bzip2(tmp_path, kept):
+    whole = bz2.compress(b"".join(b"%d 1:1 2:0.5\n" % (i % 2 * 2 - 1) for i in range(100)))
+    path = tmp_path / "cut.svm.bz2"
+    path.write_bytes(whole[:kept])
+    line = one_line_error(run_cli("train", path))
+    assert "corrupt bzip2 data (it ends early" in line
+    with pytest.raises(StreamherdError) as info:
+        load_svmlight(path)
+    assert line == f"streamherd: {info.value}"
+
+
+def test_text_that_begins_like_bzip2_is_still_text(tmp_path):
+    path = tmp_path / "text.svm"
+    path.write_text("BZh 1:1\n")
+    assert load_svmlight(path)[1].tolist() == ["BZh"]
 
 
 # ---------------------------------------------------------------- columns as scikit-learn's
