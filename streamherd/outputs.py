@@ -15,6 +15,7 @@ import stat
 import sys
 import tempfile
 import threading
+import time
 
 from streamherd.errors import Interrupted, StreamherdError, say
 
@@ -247,10 +248,12 @@ def _replace(files):
 # and one raised between a lock's acquire and its ``with`` leaves the lock held, which the way
 # out then waits for. So the signal is also remembered (no output replaces its file after it),
 # and a watchdog thread ends the process SIGNAL_GRACE_SECONDS later, or at a second signal,
-# after removing every temporary file still there.
+# after removing every temporary file still there. While the process has child processes (a
+# pool's, a local cluster's), stopping them is the way out: it is given CHILDREN_GRACE_SECONDS.
 
 SIGNALS = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 SIGNAL_GRACE_SECONDS = 1.5
+CHILDREN_GRACE_SECONDS = 60.0
 _temporary = set()             # the temporary files that exist now: outputs', spills
 replaced = []                  # the real paths replaced by an output, in order
 _caught = {"signal": None, "deferred": False, "line": lambda: "streamherd: interrupted"}
@@ -271,9 +274,7 @@ def _on_signal(signum, frame):
     if _caught["signal"] is not None:
         _end_now(128 + _caught["signal"])
     _caught["signal"] = signum
-    watchdog = threading.Timer(SIGNAL_GRACE_SECONDS, _end_now, (128 + signum,))
-    watchdog.daemon = True
-    watchdog.start()
+    threading.Thread(target=_watch, args=(128 + signum,), daemon=True).start()
     if not _caught["deferred"]:
         raise Interrupted(128 + signum)
 
@@ -283,6 +284,15 @@ def _unraisable(unraisable):
     ignored" traceback for it."""
     if not isinstance(unraisable.exc_value, KeyboardInterrupt):
         sys.__unraisablehook__(unraisable)
+
+
+def _watch(code):
+    time.sleep(SIGNAL_GRACE_SECONDS)
+    children = sys.modules.get("multiprocessing")
+    deadline = time.monotonic() + CHILDREN_GRACE_SECONDS
+    while children is not None and children.active_children() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    _end_now(code)
 
 
 def _end_now(code):
