@@ -383,8 +383,10 @@ def run(argv=None):
     except UsageError as e:
         say(e.line())
         sys.exit(e.exit_code)
-    except StreamherdError as e:
-        say(f"streamherd: {e}")
+    except StreamherdError as e:   # (the files written before it named: --save_per_pass's)
+        written = outputs.replaced[replaced_before:]
+        say(f"streamherd: {e}{' (written before the error: ' if written else ''}"
+            f"{', '.join(written)}{')' if written else ''}")
         sys.exit(e.exit_code)
     except KeyboardInterrupt as e:   # Ctrl-C, or an Interrupted (SIGTERM, SIGHUP too)
         if outputs.may_say_interrupted():

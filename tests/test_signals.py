@@ -1,7 +1,7 @@
 """Signals end every command promptly, through real signals sent to the CLI at random points (a
 fixed seed): exit 128 + the signal's number, one line on stderr, every existing file as it was
 and no temporary file left, beside the outputs or under TMPDIR (the stdin copy, the shuffle's
-spill)."""
+spill). A run ended early names the files it had already written (--save_per_pass)."""
 import os
 import random
 import signal
@@ -143,6 +143,20 @@ def test_an_interrupt_after_save_per_pass_names_the_files_it_wrote(work):
     assert len(written) >= 2
     assert (work / "m.npz").read_bytes() == b"the old model"
     assert _temporary_files(work) == []
+
+
+def test_an_error_after_save_per_pass_names_the_files_it_wrote(work):
+    """--skip-bad's "most lines were bad" comes after the passes, each of which wrote its
+    model."""
+    (work / "bad.svm").write_text("1 1:1 2:1\nnot a line\nnor this\n" * 30)
+    proc = _start(work, "train", "--quiet", "--skip-bad", "--passes", 2, "--holdout_off",
+                  "--save_per_pass", "bad.svm", "-f", "m.npz")
+    _, err = proc.communicate(timeout=120)
+    line = without_compile_notice(err.decode()).strip()
+    assert proc.returncode == 2 and "\n" not in line, line
+    assert line.endswith(f"(written before the error: {work / 'm.pass1.npz'}, "
+                         f"{work / 'm.pass2.npz'})")
+    assert (work / "m.npz").read_bytes() == b"the old model"
 
 
 SWALLOWED = textwrap.dedent("""
