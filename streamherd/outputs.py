@@ -256,7 +256,8 @@ SIGNAL_GRACE_SECONDS = 1.5
 CHILDREN_GRACE_SECONDS = 60.0
 _temporary = set()             # the temporary files that exist now: outputs', spills
 replaced = []                  # the real paths replaced by an output, in order
-_caught = {"signal": None, "deferred": False, "line": lambda: "streamherd: interrupted"}
+_caught = {"signal": None, "line": lambda: "streamherd: interrupted"}
+_deferring = threading.local()   # .on: the main thread is in signals_deferred (another's: no)
 _ending = threading.Lock()     # held by whichever says the interruption's line
 
 
@@ -275,7 +276,7 @@ def _on_signal(signum, frame):
         _end_now(128 + _caught["signal"])
     _caught["signal"] = signum
     threading.Thread(target=_watch, args=(128 + signum,), daemon=True).start()
-    if not _caught["deferred"]:
+    if not getattr(_deferring, "on", False):
         raise Interrupted(128 + signum)
 
 
@@ -321,11 +322,11 @@ def signals_deferred():
     """A block that a signal does not cut short: it is raised at the block's end (and before
     the block, a signal already caught is)."""
     raise_if_signalled()
-    _caught["deferred"] = True
+    _deferring.on = True
     try:
         yield
     finally:
-        _caught["deferred"] = False
+        _deferring.on = False
     raise_if_signalled()
 
 

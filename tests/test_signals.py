@@ -199,3 +199,40 @@ def test_a_signal_swallowed_by_a_destructor_still_ends_the_run(work, then):
     assert b"Exception ignored" not in err and b"Traceback" not in err, err
     assert (work / "out.txt").read_text() == "old"
     assert _temporary_files(work) == []
+
+
+RENAMES = textwrap.dedent("""
+    import os, signal, sys
+    from streamherd import outputs
+    outputs.catch_signals(lambda: "streamherd: interrupted")
+    rename = os.replace
+
+    def rename_then_signal(source, target):
+        rename(source, target)
+        if target.endswith("a.txt"):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    os.replace = rename_then_signal
+    try:   # as cli.run
+        with outputs.replaced_together():
+            for name in ("a.txt", "b.txt"):
+                with outputs.replaced_on_success(name) as f:
+                    f.write("new")
+        print("finished", flush=True)
+    except KeyboardInterrupt as e:
+        sys.exit(e.exit_code)
+""")
+
+
+def test_a_signal_during_the_renames_lets_every_one_finish(work):
+    """Files replaced together are all replaced or none: a signal after the first rename is
+    raised once the last is done."""
+    for name in ("a.txt", "b.txt"):
+        (work / name).write_text("old")
+    proc = subprocess.run([sys.executable, "-c", RENAMES], cwd=work, capture_output=True,
+                          timeout=60, env=dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}"
+                                               f"{os.environ.get('PYTHONPATH', '')}"))
+    assert proc.returncode == 143, proc.stderr
+    assert proc.stdout == b"" and proc.stderr == b""
+    assert [(work / name).read_text() for name in ("a.txt", "b.txt")] == ["new", "new"]
+    assert _temporary_files(work) == []
