@@ -244,14 +244,14 @@ def _replace(files):
 #
 # SIGINT, SIGTERM and SIGHUP end a command through an Interrupted raised in the main thread, so
 # that every ``finally`` on the way out removes its temporary file. What that cannot cover: an
-# interrupt raised inside a library's destructor is printed and dropped ("Exception ignored"),
-# and one raised between a lock's acquire and its ``with`` leaves the lock held, which the way
-# out then waits for. So the signal is also remembered (no output replaces its file after it),
+# interrupt raised inside a library's destructor is dropped ("Exception ignored"), and the way
+# out may wait on a thread, a lock or a queue that never comes free (a run seen to hang after
+# SIGTERM). So the signal is also remembered (no output replaces its file after it),
 # and a watchdog thread ends the process SIGNAL_GRACE_SECONDS later, or at a second signal,
 # after removing every temporary file still there. While the process has child processes (a
 # pool's, a local cluster's), stopping them is the way out: it is given CHILDREN_GRACE_SECONDS.
 
-SIGNALS = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SIGNAL_GRACE_SECONDS = 1.5
 CHILDREN_GRACE_SECONDS = 60.0
 _temporary = set()             # the temporary files that exist now: outputs', spills
