@@ -371,8 +371,8 @@ def run(argv=None):
         warnings.simplefilter("ignore")
     interrupted = "interrupted"   # while the command line is read
     replaced_before = len(outputs.replaced)
-    if threading.current_thread() is threading.main_thread():
-        outputs.catch_signals(lambda: _interrupted_line(interrupted, replaced_before))
+    previous = outputs.catch_signals(lambda: _interrupted_line(interrupted, replaced_before)) \
+        if threading.current_thread() is threading.main_thread() else {}
     try:
         command, values = _parsed(list(sys.argv[1:] if argv is None else argv))
         for note in () if getattr(values, "quiet", False) else values.notes:
@@ -399,6 +399,8 @@ def run(argv=None):
         os._exit(141)
     finally:
         gc.enable()  # for a caller that runs the CLI in its own process and catches the exit
+        if argv is not None:   # such a caller's own signal handlers back (main: until its end)
+            outputs.restore_signals(previous)
     sys.exit(0)
 
 

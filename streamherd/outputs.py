@@ -263,12 +263,23 @@ _ending = threading.Lock()     # held by whichever says the interruption's line
 
 def catch_signals(line):
     """Install the handler of SIGNALS (but of one the parent ignores, as nohup's SIGHUP);
-    ``line()``: the one line said on stderr if the watchdog ends the process."""
+    ``line()``: the one line said on stderr if the watchdog ends the process. Returns what
+    restore_signals puts back."""
     _caught["line"] = line
+    previous = {"hook": sys.unraisablehook}
     sys.unraisablehook = _unraisable
     for signum in SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
-            signal.signal(signum, _on_signal)
+            previous[signum] = signal.signal(signum, _on_signal)
+    return previous
+
+
+def restore_signals(previous):
+    for signum, handler in previous.items():
+        if signum == "hook":
+            sys.unraisablehook = handler
+        else:
+            signal.signal(signum, handler)
 
 
 def _on_signal(signum, frame):

@@ -236,3 +236,17 @@ def test_a_signal_during_the_renames_lets_every_one_finish(work):
     assert proc.stdout == b"" and proc.stderr == b""
     assert [(work / name).read_text() for name in ("a.txt", "b.txt")] == ["new", "new"]
     assert _temporary_files(work) == []
+
+
+def test_a_run_in_the_callers_process_gives_back_its_signal_handlers():
+    """cli.run([...]) in a caller's process (a test, a script) catches the signals while it
+    runs, and leaves the caller's handlers as they were (no watchdog ending the caller)."""
+    from streamherd.cli import run
+
+    def handlers():
+        return [signal.getsignal(signum) for signum in CODES] + [sys.unraisablehook]
+
+    before = handlers()
+    with pytest.raises(SystemExit):
+        run(["inspect", "no-such-model.npz"])
+    assert handlers() == before
