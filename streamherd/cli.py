@@ -367,6 +367,7 @@ def run(argv=None):
     (temporary outputs removed, existing files left as they were; outputs.catch_signals): exit
     128 + the signal's number (130, 143, 129)."""
     start_up.begin()
+    warning_filters = warnings.filters[:]
     if not sys.warnoptions:   # a library's warning is no message for the user (-W shows them)
         warnings.simplefilter("ignore")
     interrupted = "interrupted"   # while the command line is read
@@ -399,8 +400,9 @@ def run(argv=None):
         os._exit(141)
     finally:
         gc.enable()  # for a caller that runs the CLI in its own process and catches the exit
-        if argv is not None:   # such a caller's own signal handlers back (main: until its end)
+        if argv is not None:   # such a caller's own handlers back (main: its own to the end)
             outputs.restore_signals(previous)
+            warnings.filters[:] = warning_filters
     sys.exit(0)
 
 

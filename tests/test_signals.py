@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -240,11 +241,12 @@ def test_a_signal_during_the_renames_lets_every_one_finish(work):
 
 def test_a_run_in_the_callers_process_gives_back_its_signal_handlers():
     """cli.run([...]) in a caller's process (a test, a script) catches the signals while it
-    runs, and leaves the caller's handlers as they were (no watchdog ending the caller)."""
+    runs, and leaves the caller's handlers (and warning filters) as they were."""
     from streamherd.cli import run
 
     def handlers():
-        return [signal.getsignal(signum) for signum in CODES] + [sys.unraisablehook]
+        return [signal.getsignal(signum) for signum in CODES] + [sys.unraisablehook,
+                                                                 warnings.filters[:]]
 
     before = handlers()
     with pytest.raises(SystemExit):
