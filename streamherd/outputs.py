@@ -4,7 +4,9 @@ and written to a temporary file that replaces the target only when the run succe
 An output is never an input (the same file under another name, a hard link, or the file behind
 a redirected stdin/stdout included), never anything but a regular file (``-f /dev/null`` as root
 would replace the device), and a symbolic link is written through (the file it points to is
-replaced, the link stays). The one exception is a text stream: predictions may go to a pipe, a
+replaced, the link stays), but not one another user may have planted in a shared folder. A
+replaced file keeps its mode (a private model stays private) and, where the process may, its
+owner. The one exception is a text stream: predictions may go to a pipe, a
 terminal or a device (VW's habits ``-p /dev/stdout``, ``-p /dev/null``, a named pipe), written in
 place, since there is no file there to keep and nothing to rename over it.
 """
@@ -90,6 +92,7 @@ def resolve_output(path, inputs, what):
     device for a text stream, STREAMS: a StreamTarget), a missing or read-only folder, and an
     output that is one of ``inputs``."""
     path = os.fspath(path)
+    _refuse_a_planted_link(path, what)
     real = os.path.realpath(path)
     try:
         # the path itself, not realpath's: /dev/stdout on a pipe resolves to a name
@@ -115,6 +118,24 @@ def resolve_output(path, inputs, what):
     if info is not None:
         _refuse_an_input(path, info, inputs, what)
     return real
+
+
+def _refuse_a_planted_link(path, what):
+    """Refuse to write through a symbolic link that another user may have planted: one in a
+    sticky world-writable folder (the system temp folder) owned by neither this process's user
+    nor the folder's owner. That is the rule of the kernel's fs.protected_symlinks, applied
+    whatever that setting is: as root, following such a link would replace a file the link's
+    owner could not write."""
+    try:
+        link = os.lstat(path)
+        folder = os.stat(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return
+    sticky_shared = folder.st_mode & stat.S_ISVTX and folder.st_mode & stat.S_IWOTH
+    if stat.S_ISLNK(link.st_mode) and sticky_shared and \
+            link.st_uid not in (os.geteuid(), folder.st_uid):
+        raise StreamherdError(f"cannot write {what} {path}: it is a symbolic link owned by "
+                              f"another user in a shared folder; write to a path of your own")
 
 
 def refuse_shared_outputs(outputs):
@@ -219,7 +240,7 @@ def replaced_on_success(real_path, mode="w", what="output"):
     try:
         with os.fdopen(fd, mode, encoding="utf-8" if "b" not in mode else None) as f:
             yield f
-        os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes it 0600: an ordinary file instead
+        _take_mode(tmp, real_path)
         together = getattr(_together, "files", None)
         if together is None:
             _replace([(tmp, real_path)])
@@ -357,6 +378,19 @@ def remove_temporary(path):
     with contextlib.suppress(OSError):
         os.unlink(path)
     _temporary.discard(path)
+
+
+def _take_mode(tmp, real_path):
+    """The mode (and, where the process may, the owner) of the file ``tmp`` replaces, so that a
+    private file stays private; a new file an ordinary one's (mkstemp makes it 0600)."""
+    try:
+        replaced_file = os.stat(real_path)
+    except OSError:
+        os.chmod(tmp, 0o666 & ~_umask())
+        return
+    os.chmod(tmp, stat.S_IMODE(replaced_file.st_mode))
+    with contextlib.suppress(OSError):   # only root (or the owner, to its own groups) may
+        os.chown(tmp, replaced_file.st_uid, replaced_file.st_gid)
 
 
 def _umask():
