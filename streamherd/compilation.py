@@ -16,9 +16,10 @@ import time
 
 from numba.core import event
 
-# What the first run of `streamherd train samples/sample.svm` compiles when nothing is cached
-# (benchmarks/first_run.py); the notice quotes it.
-TYPICAL_FIRST_RUN_SECONDS = 10
+# What the first run of `streamherd train` compiles when nothing is cached, on an idle machine
+# (benchmarks/first_run.py, throughput.py's cold-cache row); the notice quotes it, and says that
+# load lengthens it (a loaded two-core machine took several times as long).
+TYPICAL_FIRST_RUN_SECONDS = 15
 
 
 class CompileWatch(event.Listener):
@@ -42,9 +43,9 @@ class CompileWatch(event.Listener):
             stream, self.notice_stream = self.notice_stream, None
         if stream is not None:   # stderr closed or its reader gone: training goes on
             with contextlib.suppress(OSError, ValueError):
-                print(f"streamherd: compiling kernels, once per install "
-                      f"(~{TYPICAL_FIRST_RUN_SECONDS} s); later runs start at once", file=stream,
-                      flush=True)
+                print(f"streamherd: compiling kernels, once per install (about "
+                      f"{TYPICAL_FIRST_RUN_SECONDS} s on an idle machine, longer under load); "
+                      f"later runs start at once", file=stream, flush=True)
 
     def on_end(self, compile_event):
         thread = threading.get_ident()
