@@ -252,3 +252,16 @@ def test_a_run_in_the_callers_process_gives_back_its_signal_handlers():
     with pytest.raises(SystemExit):
         run(["inspect", "no-such-model.npz"])
     assert handlers() == before
+
+
+def test_an_interruption_names_each_file_it_wrote_once(monkeypatch):
+    """dist-train writes its model after every round: the line names it once; before any round,
+    dist-train's own words say that no model was written."""
+    from streamherd import cli, outputs
+    from streamherd.distributed import command
+
+    monkeypatch.setattr(outputs, "replaced", ["/m/old.npz", "/m/m.npz", "/m/m.npz", "/m/m.npz"])
+    assert cli._interrupted_line(command.COMMAND.interrupted, 1) == \
+        "streamherd: interrupted after writing /m/m.npz; nothing else was written"
+    assert cli._interrupted_line(command.COMMAND.interrupted, 4) == \
+        "streamherd: interrupted before its first round was written; no model was written"

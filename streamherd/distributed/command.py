@@ -67,4 +67,4 @@ COMMAND = Command(
         ("Model and output", [shared.FINAL_MODEL, shared.INITIAL_MODEL, shared.QUIET,
                               *shared.VW_ACCEPTED]),
     ], run, positional=shared.FILES, hint=shared.vw_hint, clash=shared.vw_clash,
-    interrupted="interrupted; the model holds the last finished round (-i goes on from it)")
+    interrupted="interrupted before its first round was written; no model was written")
