@@ -353,7 +353,7 @@ def _parsed(argv):
 def _interrupted_line(interrupted, replaced_before):
     """The one line of an interrupted run: the command's (or the interruption's own) words, or
     the files it had already written."""
-    written = list(dict.fromkeys(outputs.replaced[replaced_before:]))   # dist-train: each round
+    written = outputs.replaced_since(replaced_before)
     if written:
         return f"streamherd: interrupted after writing {', '.join(written)}; nothing else " \
                f"was written"
@@ -385,7 +385,7 @@ def run(argv=None):
         say(e.line())
         sys.exit(e.exit_code)
     except StreamherdError as e:   # (the files written before it named: --save_per_pass's)
-        written = list(dict.fromkeys(outputs.replaced[replaced_before:]))   # dist-train: each round
+        written = outputs.replaced_since(replaced_before)
         say(f"streamherd: {e}{' (written before the error: ' if written else ''}"
             f"{', '.join(written)}{')' if written else ''}")
         sys.exit(e.exit_code)

@@ -330,11 +330,16 @@ def _watch(code):
 
 def _end_now(code):
     for path in list(_temporary):
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+        remove_temporary(path)
     if _ending.acquire(blocking=False):
         say(_caught["line"]())
     os._exit(code)
+
+
+def replaced_since(count):
+    """The real paths replaced since ``replaced`` held ``count`` of them, each once (dist-train
+    replaces its model every round)."""
+    return list(dict.fromkeys(replaced[count:]))
 
 
 def may_say_interrupted():
