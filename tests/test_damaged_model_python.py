@@ -3,12 +3,10 @@ so each single-bit flip of a good model either loads (a flip the format does not
 a compressed member's padding, or one that leaves a valid model) or is the one "damaged" error,
 never an exception from inside zipfile or numpy."""
 import random
-import subprocess
-import sys
 
 import pytest
 
-from helpers import REPO
+from helpers import run_cli
 from streamherd.errors import StreamherdError
 from streamherd.sklearn import load_model as load_estimator
 
@@ -18,9 +16,9 @@ FLIPS = 200
 @pytest.fixture(scope="module")
 def good_model(tmp_path_factory):
     path = tmp_path_factory.mktemp("model") / "good.npz"
-    subprocess.run([sys.executable, "-m", "streamherd", "train", "--algo", "arow-p", "-b", "10",
-                    "--quiet", str(REPO / "samples" / "sample.svm"), "-f", str(path)],
-                   check=True, cwd=REPO)
+    proc = run_cli("train", "--algo", "arow-p", "-b", "10", "--quiet", "samples/sample.svm",
+                   "-f", path)
+    assert proc.returncode == 0, proc.stderr
     return path.read_bytes()
 
 
