@@ -69,8 +69,8 @@ QUICK_DATASETS = ("agaricus", "spambase", "dna", "synthetic linear")
 # r regression); each runs as written and with --normalize. A learner with a hyperparameter
 # runs with it auto (its default grid); the registry (streamherd/learners) names them.
 LEARNERS = (
-    ("", "bmr"),                                # today's default: pa2, C = 1
-    ("--multiclass ova", "m"),                  # the default learner, one binary one per class
+    ("--algo pa2 -C 1", "bmr"),                 # the default of earlier versions
+    ("--algo pa2 -C 1 --multiclass ova", "m"),  # ... one binary learner per class
     ("--algo pa1 -C auto", "bmr"),
     ("--algo pa2 -C auto", "bmr"),
     ("--algo nherd-e -C auto", "bmr"),
@@ -88,7 +88,7 @@ LEARNERS = (
     ("--algo avg-perceptron", "bm"),            # no hyperparameter
     ("--algo auto", "b"),                       # binary tasks only today
 )
-QUICK_LEARNERS = ("", "--multiclass ova", "--algo pa2 -C auto", "--algo nherd-p -C auto",
+QUICK_LEARNERS = ("", "--race 0", "--algo pa2 -C 1", "--algo pa2 -C auto", "--algo nherd-p -C auto",
                   "--algo arow-p -r auto", "--algo scw1 -C auto", "--algo auto")
 DEFAULT_LABEL = "(no flags)"
 VW_UNTUNED, VW_TUNED = "VW", "VW tuned (optimistic)"
@@ -113,7 +113,9 @@ class Candidate:
 
 
 def candidates():
-    found = []
+    # the default (no flags: learners.DEFAULTS, raced), and its bank unraced beside it
+    found = [Candidate(DEFAULT_LABEL, "bmr"),
+             Candidate(f"{DEFAULT_LABEL} --race 0", "bmr", ("--race", "0"))]
     for flags, tasks in LEARNERS:
         for normalize in ((), ("--normalize",)):
             words = (*flags.split(), *normalize)
@@ -489,7 +491,10 @@ def task_table(cache, datasets, chosen, task, noise, seeds):
 
 def report(cache, datasets, chosen, noises, seeds, stamp):
     lines = [START, "## Defaults: the no-flag question (issue 34)", "", stamp, "",
-             "`(no flags)`: today's default, pa2 with C = 1 (`--normalize`: the same, normalized)."
+             "`(no flags)`: the default (streamherd/learners' DEFAULTS: binary `--algo arow-p -r "
+             "auto`, multiclass `--algo scw1 -C auto --normalize`, regression `--algo arow-p -r "
+             "auto --normalize`; the bank raced, `--race 0`: every member to the end); `--algo "
+             "pa2 -C 1`: the default of earlier versions (its runs made with no flags then)."
              " One pass; training labels corrupted with the given probability (seeded), test "
              "labels clean. Error: `predict`'s test error rate; log-loss and Brier: of `predict "
              "--proba` (binary: the probability of +1; multiclass: of every class, Brier summed "
@@ -500,7 +505,7 @@ def report(cache, datasets, chosen, noises, seeds, stamp):
              "squared loss), its defaults otherwise; VW tuned: its learning rate chosen on the "
              "test set among 2^-5..2^3, every other power (optimistic). Multiclass runs add "
              "`--multiclass joint` to every flagged candidate (joint is what no flags gives); "
-             "regression runs add `--loss squared` (no flags would read the values as classes). "
+             "regression runs add `--loss squared` (as real-valued labels choose by default). "
              "train s: the mean wall time of the `train` command (VW tuned: its five runs). Each "
              "mean is over the data sets the row has results for (its sets column)."]
     for task in "bmr":

@@ -394,6 +394,12 @@ def build_cases(args, svm, vw, svm_gz, vw_gz, examples, algos, log):
         warm = cmd + ["-f", str(model_svm)] if algo == model_algo else None
         cases.append(Case(f"train {algo} ({main_fmt})", cmd, examples, size(main_svm), "train",
                           "VW train", warm, budget_mb=budget_mb(algo, args.bits)))
+    # the default (no flags: a raced -r auto bank of arow-p), and its bank of 11 unraced
+    cases.append(Case(f"train, no flags ({main_fmt})", sh + ["train", "-b", bits, str(main_svm)],
+                      examples, size(main_svm), "train", "VW train"))
+    cases.append(Case(f"train arow-p -r auto --race 0 ({main_fmt})",
+                      sh + ["train", "--algo", "arow-p", "-r", "auto", "--race", "0", "-b", bits,
+                            str(main_svm)], examples, size(main_svm), "train", "VW train"))
     cases.append(Case(f"predict {model_algo} ({main_fmt})",
                       sh + ["predict", "-m", str(model_svm), str(main_svm)],
                       examples, size(main_svm), "predict", "VW predict -t",

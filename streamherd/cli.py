@@ -58,6 +58,11 @@ AUTO = [
            "highest AUC of the progressive margins (with --passes and a holdout set: the "
            "lowest holdout loss); ties go to the value nearest the default, then the smaller.",
            metavar="VALUES"),
+    Option(("--race",), "race", "With auto, successive halving: after N examples of the first "
+           "pass, then 2N, 4N, ..., the worse half of the values still learning stop (ranked "
+           "as the final choice ranks them), so that a long stream costs about one learner's "
+           "time; the last one left learns on alone. 0: every value learns to the end (as "
+           "--save-bank does).", int, "N", None),
     Option(("--save-bank",), "save_bank", "With auto: also write every value's model as the run "
            "left it, STEM.bankK.npz beside -f STEM.npz (K: its rank in the grid, ascending; "
            "--algo auto: in the order of its learners). With --passes and a holdout set, -f's "
@@ -95,7 +100,8 @@ def train(values):
                       values.shuffle, values.random_seed, values.shuffle_memory),
         progress_every=values.progress, predictions=values.predictions,
         examples=values.examples, test_only=values.test_only, audit=values.audit,
-        grid=values.grid, save_bank=values.save_bank, max_line_bytes=values.max_line_bytes,
+        grid=values.grid, race=values.race, save_bank=values.save_bank,
+        max_line_bytes=values.max_line_bytes,
         **shared.training_arguments(values))
 
 

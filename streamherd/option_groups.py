@@ -10,7 +10,7 @@ from pathlib import Path
 from streamherd.command_line import Option, Positional
 from streamherd.features.options import FEATURE_OPTIONS, space_flags
 from streamherd.io.linecodes import MAX_LINE_BYTES as LINE_LIMIT
-from streamherd.learners import ALIASES, DEFAULT_ALGO, REGISTRY, hyperparameters
+from streamherd.learners import ALIASES, DEFAULTS, REGISTRY, hyperparameters
 from streamherd.learners.spec import POSITIVE
 
 
@@ -68,13 +68,16 @@ SKIP_BAD = Option(("--skip-bad",), "skip_bad", "Skip malformed lines (counted in
 MAX_LINE_BYTES = Option(("--max-line-bytes",), "max_line_bytes", "A longer line is an error "
                         "(it bounds the memory an input without line ends takes); measured where "
                         "a 1 MiB read block ends inside a line.", int, "N", LINE_LIMIT)
+DEFAULT_LEARNERS = "; ".join(f"{kind}: {default.describe()}" for kind, default in DEFAULTS.items())
 ALGOS = ", ".join([*REGISTRY, *(f"{alias} (= {name})" for alias, name in ALIASES.items())])
 REGRESSION = learner_list([name for name, variant in REGISTRY.items()
                            if variant.regression is not None])
 LEARNER = [
-    Option(("--algo",), "algo", f"Learner (default {DEFAULT_ALGO}): {ALGOS}; auto (binary "
+    Option(("--algo",), "algo", f"Learner: {ALGOS}; auto (binary "
            f"tasks): a bank of several learners, each over its default grid, the best kept "
-           f"(see --grid; the preamble names them).", metavar="NAME"),
+           f"(see --grid; the preamble names them). Default: per task, "
+           f"{DEFAULT_LEARNERS} (with no --algo, no hyperparameter may be given).",
+           metavar="NAME"),
     Option(("--multiclass",), "multiclass",
            "joint (one weight block per class, the default for data with more than two "
            "classes; an update on the best wrong class), ova (one binary learner per class) or "

@@ -38,7 +38,7 @@ from streamherd.features import normalize as normalization
 from streamherd.features.space import MAX_BITS, FeatureSpace
 from streamherd.features.matrix import MatrixRows, fitting_bits
 from streamherd.labels import BinaryLabels, ClassLabels, label_text
-from streamherd.model import OnlineModel, UpdateFailed
+from streamherd.model import ModelFlags, OnlineModel, UpdateFailed
 from streamherd.parameters import EstimatorInit
 from streamherd.tasks.base import Scored
 
@@ -48,7 +48,8 @@ __all__ = ["OnlineClassifier", "OnlineRegressor", "PerceptronClassifier", "PACla
            "load_model", "InvalidParameter"]
 
 # the parameters of every estimator after algo and the hyperparameters (parameters.py)
-REGRESSOR_SETTINGS = dict(max_iter=5, shuffle=True, random_state=None, bits=None, normalize=False,
+# the command line's: one pass, in order (``streamherd train`` with no flags)
+REGRESSOR_SETTINGS = dict(max_iter=1, shuffle=False, random_state=None, bits=None, normalize=None,
                           fit_intercept=True)
 CLASSIFIER_SETTINGS = dict(multiclass="joint", calibration="isotonic", **REGRESSOR_SETTINGS)
 
@@ -78,8 +79,11 @@ class _OnlineEstimator(BaseEstimator):
 
     # ------------------------------------------------------------ parameters
 
-    def _algo(self):
-        """The canonical algo name, checked (InvalidParameter)."""
+    def _algo(self, kind="binary"):
+        """The canonical algo name, checked (InvalidParameter); None: the default learner of
+        the task ``kind`` (learners.DEFAULTS)."""
+        if self.algo is None:
+            return learners.DEFAULTS[kind].algo
         try:
             name = learners.canonical_name(self.algo)
         except StreamherdError as e:
@@ -111,25 +115,41 @@ class _OnlineEstimator(BaseEstimator):
             raise InvalidParameter(f"bits must be None or a whole number from 1 to {MAX_BITS} "
                                    f"(2^bits weight slots), got {self.bits!r}")
 
+    def _bits(self, n_features):
+        return int(fitting_bits(n_features, self.fit_intercept) if self.bits is None
+                   else self.bits)
+
     def _new_space(self, n_features):
-        bits = fitting_bits(n_features, self.fit_intercept) if self.bits is None else self.bits
-        return FeatureSpace(int(bits), bool(self.fit_intercept),
+        return FeatureSpace(self._bits(n_features), bool(self.fit_intercept),
                             normalization.L2 if self.normalize else normalization.NONE)
 
     def _start(self, X, task, calibration="none"):
         """A fresh model of ``task`` over X's columns, learning the ``calibration`` method's
-        map (none while it fails: partial_fit then starts anew)."""
+        map (none while it fails: partial_fit then starts anew). ``algo`` None: the command
+        line's default (OnlineModel.new with no --algo: the task's learner, its hyperparameter
+        chosen by a bank, which ``_pass`` settles on its choice after the first pass)."""
         self._model = None
         self._check_common()
-        algo = self._algo()
-        space = self._new_space(X.shape[1])
         try:
-            self._model = OnlineModel(algo, self._options(algo, task.kind), space, task,
-                                      calibration_method=calibration)
+            if self.algo is None:
+                self._model = OnlineModel.new(ModelFlags(
+                    options=self._given_hyperparameters(), bits=self._bits(X.shape[1]),
+                    bias=bool(self.fit_intercept), normalize=self.normalize,
+                    calibration=calibration)).with_task(task)
+            else:
+                algo = self._algo()
+                self._model = OnlineModel(algo, self._options(algo, task.kind),
+                                          self._new_space(X.shape[1]), task,
+                                          calibration_method=calibration)
         except StreamherdError as e:   # a full matrix that does not fit, mira's family
             raise InvalidParameter.of(e) from None
-        self._rows = MatrixRows(space)
+        self._rows = MatrixRows(self._model.space)
         self.examples_ = 0
+
+    def _given_hyperparameters(self):
+        """The hyperparameters set (not None), as the command line's options."""
+        return {name: value for name in type(self).__init__.hyperparameters()
+                if (value := getattr(self, name, None)) is not None}
 
     # ------------------------------------------------------------ data
 
@@ -193,6 +213,7 @@ class _OnlineEstimator(BaseEstimator):
             except StreamherdError as e:   # new class blocks that do not fit (bits)
                 raise InvalidParameter.of(e) from None
             self.examples_ += chunk.n_examples
+        model.keep_chosen()   # (a bank, algo None: its choice, after its first pass)
 
     def _buffers(self):
         if getattr(self, "_rows", None) is None:   # after unpickling
@@ -324,7 +345,10 @@ def has_probabilities(algo):
 
 class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
     """A linear classifier learned online by any streamherd learner (``algo``: the registry's
-    names, as ``streamherd train --algo``).
+    names, as ``streamherd train --algo``; None, the default: ``streamherd train``'s with no
+    flags, the task's learner of learners.DEFAULTS with its hyperparameter chosen by a bank on
+    the first pass, ``normalize`` None then the default's; with it no hyperparameter may be
+    set).
 
     Two classes: a binary learner, classes_[1] the positive class (+1; as the command line's
     labels > 0 with 1/0 or +1/-1). More: ``multiclass`` "joint" (one weight block per class,
@@ -337,13 +361,14 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
     train``), "platt", "probit" (Gaussian learners: the margin over its own spread), or "none"
     (Gaussian learners only: their own P(w.x > 0) under the weights' Gaussian).
 
-    ``max_iter`` passes over X in ``fit`` (each in a new random order when ``shuffle``, from
-    ``random_state``); ``partial_fit`` makes one pass in order. ``sample_weight`` is each row's
+    ``max_iter`` passes over X in ``fit`` (1 by default, in order, as ``streamherd train``; each
+    in a new random order when ``shuffle``, from ``random_state``); ``partial_fit`` makes one
+    pass in order. ``sample_weight`` is each row's
     importance weight (VW's: it scales the step, 0 skips the row). ``normalize``: each row to
     unit L2 norm, the bias kept at 1 (``--normalize``). ``fit_intercept``: VW's constant feature.
     """
 
-    __init__ = EstimatorInit("arow-p", CLASSIFIER_SETTINGS)
+    __init__ = EstimatorInit(None, CLASSIFIER_SETTINGS)
 
     # ------------------------------------------------------------ learning
 
@@ -396,8 +421,8 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
     def _calibration_method(self, kind):
         """The ``calibration`` parameter, checked for a model of task ``kind``."""
         try:
-            calibrations.check_method(self.calibration, self._algo(), kind,
-                                      has_probabilities(self.algo))
+            algo = self._algo(kind)
+            calibrations.check_method(self.calibration, algo, kind, has_probabilities(algo))
         except StreamherdError as e:
             raise InvalidParameter.of(e) from None
         return self.calibration
@@ -473,7 +498,8 @@ class OnlineClassifier(ClassifierMixin, _OnlineEstimator):
         learners' own probabilities, which mira's joint update has not."""
         if self.calibration != "none":
             return True
-        return has_probabilities(self.algo) and self.multiclass != "mira"
+        algo = self._model.algo if getattr(self, "_model", None) is not None else self.algo
+        return has_probabilities(algo) and self.multiclass != "mira"
 
     @available_if(_has_probabilities)
     def predict_proba(self, X):
@@ -534,7 +560,7 @@ class OnlineRegressor(RegressorMixin, _OnlineEstimator):
     (``streamherd train --loss squared``: pa, pa1, pa2, nherd, arow); see OnlineClassifier for
     the other parameters."""
 
-    __init__ = EstimatorInit("arow-p", REGRESSOR_SETTINGS, task="regression")
+    __init__ = EstimatorInit(None, REGRESSOR_SETTINGS, task="regression")
 
     def fit(self, X, y, sample_weight=None):
         """``max_iter`` online passes over (X, y) from a fresh model."""
@@ -557,7 +583,7 @@ class OnlineRegressor(RegressorMixin, _OnlineEstimator):
         return self
 
     def _begin(self, X):
-        algo = self._algo()
+        algo = self._algo("regression")
         if learners.spec(algo).regression is None:
             takers = ", ".join(n for n, s in learners.REGISTRY.items() if s.regression is not None)
             raise InvalidParameter(f"{algo} has no squared-loss form; OnlineRegressor takes "

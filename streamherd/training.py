@@ -49,7 +49,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
           normalize=None, multiclass=None, classes=None, loss=None, allow_empty=False,
           passes=Passes(), progress_every=None, namespaces=None, predictions=None,
           examples=None, test_only=False, audit=False, calibration=None, grid=None,
-          save_bank=False, max_line_bytes=MAX_LINE_BYTES):
+          race=None, save_bank=False, max_line_bytes=MAX_LINE_BYTES):
     """Stream every example through the learner, once per pass; returns the run summary (a
     dict).
 
@@ -61,7 +61,9 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     ``predictions``, ``examples``, ``test_only`` and ``audit``: the run's Extras;
     ``calibration``: the map predict --proba reads (calibration.py; None: the default, or an
     initial model's own). A hyperparameter "auto" in ``options``: a bank over ``grid`` chooses
-    it (streamherd.selection); ``save_bank``: also write every member beside the model. A run
+    it (streamherd.selection), racing its members from ``race`` examples on (None: the
+    default; 0 and ``save_bank``: none stop); ``save_bank``: also write every member beside the
+    model. A run
     that learns from no labeled example fails (exit 2) and writes no model, unless
     ``allow_empty``. Inputs and outputs are checked before any work; the model is written to a
     temporary file that replaces ``final_model`` only at the end of a successful run.
@@ -81,8 +83,13 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
                   for k in range(1, passes.count + 1)] if passes.save_per_pass else None
     predictions_path = resolve_output(predictions, [*paths, *filter(None, [initial_model])],
                                       "predictions") if predictions is not None else None
+    if race is not None and race < 0:
+        raise StreamherdError(f"--race {race}: give the examples after which auto's first "
+                              f"half stops (0: none stops)")
+    # -t and --audit learn or show one model: no --algo is the default at its default value
     flags = ModelFlags(algo, options or {}, bits, bias, normalize, namespaces or {}, choice,
-                       calibration, grid)
+                       calibration, grid, 0 if save_bank else race,
+                       tune=not (test_only or audit))
     model = OnlineModel.continued(initial_model, flags, skip_bad, learning=not test_only) \
         if initial_model is not None else OnlineModel.new(flags, skip_bad, learning=not test_only)
     bank_paths = _bank_paths(model, save_bank, final_model, paths, test_only, audit)
@@ -103,7 +110,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
             _learning_audit(model, fmt, skip_bad) if audit else None)
 
         def new_reader():
-            return ChunkReader(inputs, fmt=fmt, features=model.space, skip_bad=skip_bad,
+            return ChunkReader(inputs, fmt=fmt, features=model.read_space, skip_bad=skip_bad,
                                block_size=block_size, workers=TRAINING_WORKERS,
                                max_line_bytes=max_line_bytes,
                                process=None if model.task_from_labels

@@ -51,6 +51,11 @@ def examples(text):
     return out
 
 
+# one learner and value, as --audit shows (with no --algo, train's default would tune its
+# value on the head models, which --audit's run at the default value does not)
+ONE_LEARNER = ["--algo", "pa2"]
+
+
 def head_model(run_cli, path, n, tmp_path, flags):
     """The arrays of a model trained on the first n lines of ``path`` (None for n = 0)."""
     if n == 0:
@@ -67,8 +72,8 @@ def head_model(run_cli, path, n, tmp_path, flags):
 def test_train_audit_is_vws_features_with_the_weights_before_each_update(
         run_cli, namespaced_sms, tmp_path, flags):
     predictions = tmp_path / "p.txt"
-    proc = run_cli("train", "--quiet", "--audit", "-b", BITS, *flags, namespaced_sms,
-                   "-p", predictions)
+    proc = run_cli("train", "--quiet", "--audit", *ONE_LEARNER, "-b", BITS, *flags,
+                   namespaced_sms, "-p", predictions)
     assert proc.returncode == 0, proc.stderr
     ours = examples(proc.stdout)
     assert [line for line, _ in ours] == predictions.read_text().splitlines()
@@ -78,7 +83,8 @@ def test_train_audit_is_vws_features_with_the_weights_before_each_update(
         assert_same_features([(n, s, v) for n, s, v, _ in items(line)],
                              [(n, s, v) for n, s, v, _ in items(theirs)])
     for n in CHECKED:
-        weights = head_model(run_cli, namespaced_sms, n, tmp_path, ["-b", BITS, *flags])
+        weights = head_model(run_cli, namespaced_sms, n, tmp_path,
+                             [*ONE_LEARNER, "-b", BITS, *flags])
         for _, slot, _, weight in items(ours[n][1][0]):
             assert weight == (0.0 if weights is None else weights[0, slot])
 
@@ -98,7 +104,7 @@ def test_multiclass_train_audit_has_a_line_per_class(run_cli, r8, tmp_path, mode
     and names of VW's --oaa 8 --audit line of that class, VW's slot ours x 8 + class (masked),
     the weights and score those of the class's block in a model of the lines before (a class
     first seen in the example: 0)."""
-    flags = ["-b", BITS, "--multiclass", mode]
+    flags = [*ONE_LEARNER, "-b", BITS, "--multiclass", mode]
     proc = run_cli("train", "--quiet", "--audit", *flags, r8)
     assert proc.returncode == 0, proc.stderr
     ours = examples(proc.stdout)

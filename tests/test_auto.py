@@ -408,9 +408,10 @@ def test_auto_with_passes_chooses_on_the_holdout_loss(run_cli, data_dir, tmp_pat
     (["--algo", "nherd-p", "--grid", "1,2"], "--grid lists the values 'auto' tries"),
     (["--algo", "nherd-p", "-C", "1", "--save-bank"], "--save-bank writes every model"),
     (["--algo", "nherd-p", "-C", "auto", "--audit"], "--audit shows one model's weights"),
-    (["-C", "auto", "--grid", "2^2000,1"], "--grid '2^2000,1' is not a list of values"),
-    (["-C", "auto", "--grid", "2^1..2^100000000"], "gives more than 1000 values"),
-    (["-C", "auto", "--grid", "2^-100000000..2^0"], "gives more than 1000 values"),
+    (["--algo", "pa2", "-C", "auto", "--grid", "2^2000,1"],
+     "--grid '2^2000,1' is not a list of values"),
+    (["--algo", "pa2", "-C", "auto", "--grid", "2^1..2^100000000"], "gives more than 1000 values"),
+    (["--algo", "pa2", "-C", "auto", "--grid", "2^-100000000..2^0"], "gives more than 1000 values"),
     (["--algo", "voted-perceptron", "--max-support", "auto"],
      "--max-support auto has no default grid; give the values to try with --grid"),
     (["--algo", "auto", "-b", "30"], "--algo auto's banks of 44 models need "),
@@ -431,9 +432,10 @@ def test_bad_auto_is_a_one_line_error(run_cli, tmp_path, flags, expected):
 def test_auto_with_test_only_and_a_value_not_a_number(run_cli, tmp_path):
     data = tmp_path / "d.svm"
     data.write_text("1 1:1\n-1 2:1\n")
-    line = one_line_error(run_cli("train", "-C", "auto", "-t", data))
+    line = one_line_error(run_cli("train", "--algo", "pa2", "-C", "auto", "-t", data))
     assert "-t learns nothing" in line, line
-    proc = run_cli("train", "-C", "autoo", data)   # as every bad option value (test_cli.py)
+    # as every bad option value (test_cli.py)
+    proc = run_cli("train", "--algo", "pa2", "-C", "autoo", data)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "'-C': Input should be a valid number or auto" in proc.stderr
 

@@ -192,13 +192,14 @@ def test_a_multiclass_sample_holds_the_scores_before_each_piece(run_cli, tmp_pat
     model, lines = tmp_path / "m.npz", (data_dir / "dna.scale.svm").read_text().splitlines()
     data = tmp_path / "dna.svm"
     data.write_text("\n".join(lines[:700]) + "\n")
-    assert run_cli("train", data, "-f", model, "--quiet").returncode == 0
+    # (one learner and value: the default would tune its value on each head)
+    assert run_cli("train", "--algo", "pa2", data, "-f", model, "--quiet").returncode == 0
     meta, _ = load_model(model)
     sample = meta["calibration"]["scores"]
     for t in (300, 600):
         before = tmp_path / f"before-{t}.npz"
-        assert run_cli("train", data, "--examples", str(t // 256 * 256), "-f", before,
-                       "--quiet").returncode == 0
+        assert run_cli("train", "--algo", "pa2", data, "--examples", str(t // 256 * 256),
+                       "-f", before, "--quiet").returncode == 0
         row = tmp_path / "row.svm"
         row.write_text(lines[t] + "\n")
         proc = run_cli("predict", row, "-m", before, "--scores", "--quiet")

@@ -175,8 +175,10 @@ def test_continuing_a_model_without_its_flags_keeps_them(run_cli, namespaced_sms
     first.write_text("".join(lines[:half]))
     second.write_text("".join(lines[half:]))
     whole, part, continued = tmp_path / "whole.npz", tmp_path / "part.npz", tmp_path / "c.npz"
-    assert run_cli("train", first, second, *flags, "-f", whole, "--quiet").returncode == 0
-    assert run_cli("train", first, *flags, "-f", part, "--quiet").returncode == 0
+    # (one learner and value: the default would tune its value on each part)
+    assert run_cli("train", "--algo", "pa2", first, second, *flags, "-f", whole,
+                   "--quiet").returncode == 0
+    assert run_cli("train", "--algo", "pa2", first, *flags, "-f", part, "--quiet").returncode == 0
     done = run_cli("train", second, "-i", part, "-f", continued, "--quiet")
     assert done.returncode == 0, done.stderr
     np.testing.assert_array_equal(load_model(continued)[1]["mean"], load_model(whole)[1]["mean"])

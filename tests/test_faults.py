@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from streamherd.learners import DEFAULTS
 from streamherd.model import load_model
 
 from helpers import REPO, one_line_error, without_compile_notice
@@ -149,7 +150,7 @@ def test_model_output_through_a_symlink_replaces_its_target(work, run_cli):
     (work / "link.npz").symlink_to(work / "models" / "m.npz")
     assert run_cli("train", "--quiet", "x.svm", "-f", "link.npz", cwd=work).returncode == 0
     assert (work / "link.npz").is_symlink()
-    assert load_model(work / "models" / "m.npz")[0]["algo"] == "pa2"
+    assert load_model(work / "models" / "m.npz")[0]["algo"] == DEFAULTS["binary"].algo
     # a dangling link: its target is created
     (work / "dangling.npz").symlink_to(work / "models" / "new.npz")
     assert run_cli("train", "--quiet", "x.svm", "-f", "dangling.npz", cwd=work).returncode == 0
@@ -171,7 +172,7 @@ def test_an_output_that_is_an_input_is_refused(work, run_cli, args, what):
     line = one_line_error(run_cli(*args, cwd=work))
     assert f"cannot write {what}" in line and "also an input" in line
     assert (work / "x.svm").read_bytes() == data
-    assert load_model(work / "good.npz")[0]["algo"] == "pa2"
+    assert load_model(work / "good.npz")[0]["algo"] == DEFAULTS["binary"].algo
 
 
 @pytest.mark.parametrize("args, what, other", [
@@ -180,7 +181,8 @@ def test_an_output_that_is_an_input_is_refused(work, run_cli, args, what):
     (["-f", "good.npz", "-p", "link.npz"], "predictions", "model"),
     (["-f", "m.npz", "--passes", "2", "--save_per_pass", "-p", "m.pass1.npz"], "predictions",
      "--save_per_pass model"),
-    (["-f", "m.npz", "-C", "auto", "--grid", "1,2", "--save-bank", "-p", "m.bank2.npz"],
+    (["-f", "m.npz", "--algo", "pa2", "-C", "auto", "--grid", "1,2", "--save-bank", "-p",
+      "m.bank2.npz"],
      "predictions", "--save-bank model"),
 ])
 def test_two_outputs_on_one_file_are_refused(work, run_cli, args, what, other):

@@ -40,7 +40,7 @@ def _run(env, *args):
     ["train", "--algo", "nherd-p", "samples/sample.svm"],
     ["train", "--algo", "arow", "-b", "20", "--no-bias", "--skip-bad", "samples/sample.svm"],
     ["train", "--algo", "nherd-p", "-C", "auto", "samples/sample.svm"],   # the README's auto
-    ["train", "-C", "auto", "samples/sample.vw"],                          # train's default's
+    ["train", "--algo", "pa2", "-C", "auto", "samples/sample.vw"],
 ], ids=["readme-train", "vw", "nherd-p", "arow-options", "nherd-p-auto", "pa2-auto"])
 def test_the_usual_commands_compile_nothing_after_it(precompiled, tmp_path, command):
     env = precompiled[0]

@@ -183,7 +183,7 @@ def test_dense_and_sparse_inputs_learn_alike(files):
 
 def test_shuffle_is_the_random_state_permutation_per_epoch(files):
     X, y = load_svmlight(files["binary"])
-    shuffled = OnlineClassifier("pa2", max_iter=2, random_state=7).fit(X, y)
+    shuffled = OnlineClassifier("pa2", max_iter=2, shuffle=True, random_state=7).fit(X, y)
     rng = np.random.RandomState(7)
     by_hand = OnlineClassifier("pa2")
     for _ in range(2):
@@ -495,3 +495,36 @@ def test_the_plain_input_fast_path_validates_as_validate_data():
             for y in ys:
                 _same_outcome(_outcome(partial(estimator._validated_pair, X, y, reset=False)),
                               _outcome(partial(sklearn_validated_pair, estimator, X, y, numeric)))
+
+
+def test_the_default_estimators_are_train_with_no_flags(files, tmp_path, run_cli):
+    """OnlineClassifier() and OnlineRegressor() learn what ``streamherd train`` with no flags
+    learns: the task's default learner, its hyperparameter chosen by the same bank in one pass
+    in order (so the same number twice), and save that model (the chosen member's)."""
+    from streamherd.learners import DEFAULTS
+
+    for kind, estimator in (("binary", OnlineClassifier), ("multiclass", OnlineClassifier),
+                            ("regression", OnlineRegressor)):
+        X, y = load_svmlight(files[kind])
+        first, second = estimator().fit(X, y), estimator().fit(X, y)
+        np.testing.assert_array_equal(first.coef_, second.coef_)
+        assert first._model.algo == DEFAULTS[kind].algo
+        ours = tmp_path / f"{kind}.npz"
+        first.save_model(ours)
+        theirs = tmp_path / f"{kind}-cli.npz"
+        flags = ["--loss", "squared"] if kind == "regression" else []
+        proc = run_cli("train", "--quiet", *flags, "-b", load_cli_model(ours)[0]["bits"],
+                       files[kind], "-f", theirs)
+        assert proc.returncode == 0, proc.stderr
+        cli_meta, cli_arrays = load_cli_model(theirs)
+        meta, arrays = load_cli_model(ours)
+        assert meta["hyperparameters"] == cli_meta["hyperparameters"]
+        assert meta["normalize"] == cli_meta["normalize"]
+        for key, value in cli_arrays.items():
+            np.testing.assert_allclose(arrays[key], value, rtol=0, atol=1e-12, err_msg=key)
+
+
+def test_a_hyperparameter_without_algo_is_refused_as_on_the_command_line(files):
+    X, y = load_svmlight(files["binary"])
+    with pytest.raises(ValueError, match="name it with --algo"):
+        OnlineClassifier(C=0.5).fit(X, y)

@@ -82,12 +82,14 @@ def test_examples_stops_after_n_over_all_passes(run_cli, tmp_path):
                    "-f", head).returncode == 0
     np.testing.assert_array_equal(load_model(limited)[1]["mean"], load_model(head)[1]["mean"])
     twice = tmp_path / "twice.npz"
-    proc = run_cli("train", data, "--passes", 2, "--holdout_off", "--examples", 55, "-f", twice)
+    # (one learner and value: the default, a bank, chooses its value on the first pass)
+    proc = run_cli("train", "--algo", "pa2", data, "--passes", 2, "--holdout_off", "--examples",
+                   55, "-f", twice)
     assert proc.returncode == 0, proc.stderr
     assert "number of examples = 55\n" in proc.stderr
     concatenated = tmp_path / "concatenated.npz"
-    assert run_cli("train", "--quiet", write(tmp_path / "c.svm", (lines + lines)[:55]), "-f",
-                   concatenated).returncode == 0
+    assert run_cli("train", "--quiet", "--algo", "pa2", write(tmp_path / "c.svm",
+                   (lines + lines)[:55]), "-f", concatenated).returncode == 0
     np.testing.assert_array_equal(load_model(twice)[1]["mean"],
                                   load_model(concatenated)[1]["mean"])
 

@@ -111,7 +111,8 @@ def dist_train(paths, final_model, rounds=1, cluster=Cluster(), mix=Mix(), setti
     _check_mix(mix)
     _refuse_auto(flags.get("algo"), flags.get("options") or {})
     task_flags = {k: flags.pop(k, None) for k in ("loss", "multiclass", "classes")}
-    flags = ModelFlags(choice=tasks.choose(**task_flags),
+    # no bank across shards: no --algo is the default learner at its default value
+    flags = ModelFlags(choice=tasks.choose(**task_flags), tune=False,
                        **{k: v for k, v in flags.items() if v is not None})
     online = OnlineModel.continued(initial_model, flags, settings.skip_bad) \
         if initial_model is not None else OnlineModel.new(flags, settings.skip_bad)

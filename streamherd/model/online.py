@@ -5,7 +5,7 @@ object.
 each hold an OnlineModel and talk to nothing below it. A ``-C auto`` bank stands where the
 learner does, so that no face asks which it holds.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -54,7 +54,10 @@ class ModelFlags:
     """The flags a model is made from: ``algo`` (None: the default; "auto": banks of several
     learners), hyperparameter ``options`` (a value "auto": chosen by a bank over ``grid``), the
     feature space's (``bits``, ``bias``, ``normalize``, ``namespaces``: -q, --ignore, --hash
-    ...), the task's ``choice`` (tasks.choose) and ``calibration`` (--calibration's method).
+    ...), the task's ``choice`` (tasks.choose) and ``calibration`` (--calibration's method);
+    ``race``: the examples after which a bank's members start to stop (Bank.race; 0: none);
+    ``tune``: with no --algo, whether auto chooses the default's hyperparameter (False: its
+    default value, for -t, --audit and dist-train, which learn or show one model).
     None means "not given": a new model takes the default, a continued one keeps its own."""
 
     algo: "str | None" = None
@@ -66,6 +69,8 @@ class ModelFlags:
     choice: tasks.Choice = tasks.Choice()
     calibration: "str | None" = None
     grid: "str | None" = None
+    race: "int | None" = None
+    tune: bool = True
 
     def given_options(self):
         return {k: v for k, v in (self.options or {}).items() if v is not None}
@@ -77,22 +82,32 @@ class ModelFlags:
 class OnlineModel:
     """A feature space, a task, its learner (or a bank choosing one) and its calibration.
 
-    ``undecided``: no flag chose the task, so the first chunk's labels do (``settle``).
+    ``undecided``: no flag chose the task, so the first chunk's labels do (``settle``);
+    ``by_default``: no --algo chose the learner, so the task's default does (learners.DEFAULTS),
+    and ``normalize_given`` whether a flag set --normalize (else the default's does).
     ``learning``: False predicts every chunk without updating (train -t). ``calibrating``: the
     progressive predictions feed the calibration (a model's first pass over its data only:
     later passes predict rows already learned from)."""
 
     def __init__(self, algo, options, space, task, *, calibration_method="none",
                  calibration_meta=None, state=None, learner_meta=None, examples=0,
-                 undecided=False, auto=None, learning=True):
+                 undecided=False, auto=None, race=None, learning=True, by_default=False,
+                 normalize_given=True, tune=True):
         self.algo = algo
         self.space = space
+        # the space the readers of this model's input parse with: the model's own, unless the
+        # labels chose a default that scales rows after reading began (learn scales them then)
+        self.read_space = space
         self.task = task
+        self.by_default = by_default
+        self.normalize_given = normalize_given
+        self.tune = tune
         self.calibration_method = calibration_method
         self.examples = examples     # the examples the model had learned from when made
         self.undecided = undecided
         self.task_from_labels = undecided   # the preamble says so
         self.auto = auto             # -C auto ...: the hyperparameter a bank chooses
+        self.race = race             # its members' race (ModelFlags.race)
         self.learning = learning
         self.calibrating = learning
         self.learner = self._new_learner(options, state, learner_meta)
@@ -103,13 +118,17 @@ class OnlineModel:
 
     @classmethod
     def new(cls, flags=ModelFlags(), skip_bad=False, learning=True):
-        """A fresh model of ``flags`` (ModelFlags), every flag checked."""
+        """A fresh model of ``flags`` (ModelFlags), every flag checked; no --algo: the task's
+        default (learners.DEFAULTS; the binary one until the labels choose the task)."""
+        by_default, normalize_given = flags.algo is None, flags.normalize is not None
+        if by_default:
+            flags = default_flags(flags)
         options = flags.given_options()
         if flags.algo == selection.AUTO:   # banks of several learners; one stands in for checks
             auto = selection.search_learners(options, flags.grid, flags.choice.kind)
             algo = auto.stand_in
         else:
-            algo = learners.canonical_name(flags.algo or learners.DEFAULT_ALGO)
+            algo = learners.canonical_name(flags.algo)
             auto = selection.search_hyperparameter(algo, options, flags.grid, flags.choice.kind)
         space = FeatureSpace(DEFAULT_BITS if flags.bits is None else flags.bits,
                              True if flags.bias is None else flags.bias,
@@ -129,7 +148,8 @@ class OnlineModel:
                                   f"--calibration isotonic or platt with auto")
         return cls(algo, options, space, flags.choice.new_task(skip_bad),
                    calibration_method=method, undecided=kind is None, auto=auto,
-                   learning=learning)
+                   race=flags.race, learning=learning, by_default=by_default,
+                   normalize_given=normalize_given, tune=flags.tune)
 
     @classmethod
     def from_meta(cls, meta, arrays, skip_bad=False, *, options=None, calibration=None,
@@ -188,16 +208,27 @@ class OnlineModel:
     def with_task(self, task):
         """A fresh model as this one but of ``task`` (dist-train fixes the task before its
         first round: every shard must learn the same one)."""
-        return OnlineModel(self.algo, self._options, self.space, task,
-                           calibration_method=self.calibration_method, examples=self.examples,
-                           auto=self.auto, learning=self.learning)
+        model = OnlineModel(self.algo, self._options, self.space, task,
+                            calibration_method=self.calibration_method, examples=self.examples,
+                            auto=self.auto, race=self.race, learning=self.learning,
+                            by_default=self.by_default, normalize_given=self.normalize_given,
+                            tune=self.tune)
+        if self.by_default:   # (before any input is read: its readers take the new space)
+            model._take_default(task.kind)
+            model.read_space = model.space
+            model.learner = model._new_learner(model._options)
+            model.calibration = model._new_calibration()
+        return model
 
     # ------------------------------------------------------------ parts
 
     def _new_learner(self, options, state=None, learner_meta=None):
         """The learner; with auto, a bank of them, once the labels chose the task."""
         if self.auto is not None and not self.undecided:
-            return selection.new_bank(self.task, self.auto, self.space.dim, options)
+            bank = selection.new_bank(self.task, self.auto, self.space.dim, options)
+            if self.race is not None:
+                bank.race_after(self.race)
+            return bank
         return self.task.new_learner(self.algo, self.space.dim, options, state, learner_meta)
 
     def _new_calibration(self, saved=None):
@@ -213,6 +244,21 @@ class OnlineModel:
         self.task.calibration = calibration   # predict --proba's map
         return calibration
 
+    def keep_chosen(self):
+        """A bank's model becomes the ordinary model of the member it chose, the member's
+        calibration its own: the model train -f writes (the scikit-learn estimators keep it
+        after their first pass, and learn on with it alone)."""
+        if not isinstance(self.learner, selection.Bank):
+            return
+        bank = self.learner
+        k = bank.chosen()
+        member = bank.learners[k]
+        self.algo, self._options, self.auto = bank.members[k].algo, member.options, None
+        self.learner = self.task.new_learner(self.algo, self.space.dim, member.options,
+                                             {key: np.array(value) for key, value in
+                                              member.state().items()}, member.meta())
+        self.calibration = self.task.calibration = bank.member_calibration(k)
+
     def calibration_now(self):
         """The calibration of the model as it is: the chosen member's with auto."""
         if isinstance(self.learner, selection.Bank):
@@ -226,9 +272,11 @@ class OnlineModel:
 
     def describe_learner(self):
         """(the learner's name, its settings) as the preamble says them (a bank's: its members)."""
+        default = f"; the default for {self.task.kind} data" if self.by_default else ""
         if self.auto is not None:
-            return self.learner.preamble_name, self.learner.settings()
-        return self.algo, ", ".join(f"{k} = {v:g}" for k, v in self.learner.options.items())
+            return self.learner.preamble_name, self.learner.settings() + default
+        return self.algo, ", ".join(f"{k} = {v:g}" for k, v in self.learner.options.items()) \
+            + default
 
     def check_learns_one(self, what):
         """Refuse, in one line, ``what`` (-t, --audit) of a model that trains a bank."""
@@ -257,10 +305,25 @@ class OnlineModel:
         """The task the labels chose; the multiclass learner of an undecided stream holds no
         class block yet, so a binary one replaces it (auto: now its bank)."""
         self.undecided = False
+        if self.by_default:
+            self._take_default(task.kind)
         if task.kind != self.task.kind or self.auto is not None:
             self.task = task
             self.learner = self._new_learner(self._options)
             self.calibration = self._new_calibration()
+
+    def _take_default(self, kind):
+        """The default learner of the task ``kind`` (learners.DEFAULTS), its normalization
+        the model's own unless a flag set it."""
+        default = learners.DEFAULTS[kind]
+        self.algo = default.algo
+        self.auto = selection.search_hyperparameter(
+            default.algo, {default.hyperparameter: selection.AUTO}, None, kind) \
+            if self.tune else None
+        self._options = checked_options(default.algo, {}, kind)
+        rule = normalization.L2 if default.normalize else normalization.NONE
+        if not self.normalize_given and rule != self.space.normalize:
+            self.space = replace(self.space, normalize=rule)
 
     # ------------------------------------------------------------ learning
 
@@ -268,6 +331,8 @@ class OnlineModel:
         """One chunk of parsed lines: its Step. A row of negative importance
         (passes.mark_held_out) is predicted, not learned from."""
         self.settle(chunk)
+        if self.space is not self.read_space:   # (a default scaling rows: _take_default)
+            self.space.transform(chunk)
         chunk, targets = self.task.targets(chunk, learning=self.learning)
         if self.learning:
             updates, predictions = self.learn_targets(targets, chunk)
@@ -352,7 +417,12 @@ class OnlineModel:
         """The summary lines only a bank adds (what it chose, and how the others did)."""
         if self.auto is None:
             return {}
-        return self.learner.summary(loss_name, record)
+        lines = self.learner.summary(loss_name, record)
+        if self.by_default:   # what to pass to train it again without the bank
+            chosen = (record or self.learner.model_meta()["auto"])["chosen"]
+            lines = {"learner chosen": f"--algo {self.learner.name} {self.auto.flag} "
+                                       f"{chosen:g}", **lines}
+        return lines
 
     def member_models(self, meta):
         """--save-bank: (k, meta, arrays) of each member of a bank that did not fail."""
@@ -362,7 +432,7 @@ class OnlineModel:
         """The positions of a bank's members that failed."""
         if self.auto is None:
             return []
-        return np.flatnonzero(~np.asarray(self.learner.alive)).tolist()
+        return np.flatnonzero(np.asarray(self.learner.failed_at) >= 0).tolist()
 
     # ------------------------------------------------------------ pickling
 
@@ -383,6 +453,25 @@ class OnlineModel:
         vars(self).update(state)
         self._options = options
         self.learner = self._new_learner(options, arrays, learner_meta)
+
+
+def default_flags(flags):
+    """``flags`` without --algo as the default of their task (the binary one while the labels
+    have not chosen it) spells them: --algo, its hyperparameter auto, --normalize unless given.
+    A hyperparameter or --grid given without --algo is refused in one line: the defaults of the
+    tasks differ in their hyperparameters, and each chooses its own."""
+    given = [learners.flag_of(name) for name in flags.given_options()]
+    if given or flags.grid is not None:
+        defaults = "; ".join(f"{kind}: {default.describe()}"
+                             for kind, default in learners.DEFAULTS.items())
+        raise StreamherdError(
+            f"{' '.join(given) or '--grid'} sets a hyperparameter of one learner: name it with "
+            f"--algo (as --algo pa2 -C 1, the default of earlier versions); with no --algo, "
+            f"the default learner of each task chooses its own ({defaults})")
+    default = learners.DEFAULTS[flags.choice.kind or "binary"]
+    return replace(flags, algo=default.algo,
+                   options={default.hyperparameter: selection.AUTO} if flags.tune else {},
+                   normalize=default.normalize if flags.normalize is None else flags.normalize)
 
 
 def checked_options(algo, options, kind):

@@ -10,6 +10,13 @@ import numpy as np
 from streamherd.learners.base import UnstableUpdate, check_memory
 from streamherd.selection.scores import RECENT, RecentRows, Scores
 
+# successive halving (Bank.race): the first-pass examples after which the worse half of the
+# members still learning stop, again after twice as many, and so on. A choice on the later
+# half of 2^14 rows tells apart 0/1 losses about 1.5 points apart at 30% error, and with 11
+# members the bank is down to one, learning at one learner's speed, after 2^17 rows
+# (benchmarks/README.md measures the choices against the whole bank's)
+RACE_FROM = 1 << 14
+
 
 class Bank(ABC):
     """The members of ``search`` (a Search), each a learner of ``task`` (``learners``, in the
@@ -41,6 +48,11 @@ class Bank(ABC):
         self.defaults = tuple(m.hyperparameter.default for m in self.members)
         self.labels = search.labels()
         self._scored = (None, None)   # (the state of the bank, its Scores)
+        self.race_from = RACE_FROM            # 0: every member learns to the end
+        self.next_race = RACE_FROM
+        self.rows_learned = 0                 # learned rows of the first pass
+        self.dropped_at = np.full(count, -1, np.int64)   # the race's: rows learned then
+        self.dropped_loss = np.full(count, np.nan)       # its loss on the choice's rows then
 
     @property
     def name(self):
@@ -70,9 +82,36 @@ class Bank(ABC):
                 self.recent.add(y, learned, window)
             else:
                 self.recent.add(y[rows], learned[rows], window[rows])
+            self.rows_learned += int(rows.sum())
+            self.race()
         if held.any():
             self.holdout += held @ losses
             self.holdout_weight += held.sum()
+
+    def race_after(self, rows):
+        """Start the race after ``rows`` learned rows (0: no member stops)."""
+        self.race_from = self.next_race = rows
+
+    def race(self):
+        """Successive halving on the first pass: once ``rows_learned`` reaches the next
+        checkpoint (``race_from`` rows, then twice as many, ...), the worse half of the members
+        still learning stop (the choice's own rule on the later half of the rows so far:
+        window_scores' ranking), so that the bank costs about one learner's time on a long
+        stream. Those kept learn on exactly as before; a member stopped keeps its place (its
+        loss then, and when, in the summary), is never chosen and is not --save-bank'd."""
+        if not self.race_from or self.rows_learned < self.next_race:
+            return
+        while self.next_race <= self.rows_learned:
+            self.next_race *= 2
+        live = int(self.alive.sum())
+        if live < 2:
+            return
+        scores = self.window_scores(*self.recent.later_half(), self.alive)
+        kept = -(-live // 2)
+        for k in self.ranking_of(scores)[kept:live]:
+            self.alive[k] = False
+            self.dropped_at[k] = self.rows_learned
+            self.dropped_loss[k] = scores.losses[k]
 
     def _every_member_failed(self, alive_before, what):
         """The UnstableUpdate of a chunk that made the last live members fail (those alive
@@ -142,15 +181,19 @@ class Bank(ABC):
             else np.zeros(len(self.members))
         return Scores(np.where(self.alive, losses, np.inf), np.full(len(self.members), math.nan))
 
+    def ranking_of(self, scores):
+        """Member indices, best first, by ``scores`` (those of members not learning last)."""
+        return scores.ranking(self.values, self.defaults)
+
     def ranking(self):
-        return self.scores().ranking(self.values, self.defaults)
+        return self.ranking_of(self.scores())
 
     def chosen(self):
         return int(self.ranking()[0])
 
     def leader(self):
         """The member whose predictions the bank gives while learning."""
-        return int(self.leading_scores().ranking(self.values, self.defaults)[0])
+        return int(self.ranking_of(self.leading_scores())[0])
 
     # ------------------------------------------------------------ what a face asks
 
@@ -186,8 +229,12 @@ class Bank(ABC):
 
         def number(x):
             return float(x) if math.isfinite(x) else None
+        stopped = self.dropped_at >= 0
+        losses = np.where(stopped, self.dropped_loss, scores.losses)
         return {"algo": self.members[ranking[0]].algo, "auto": {
-            **self.search.to_meta(), "losses": [number(x) for x in scores.losses],
+            **self.search.to_meta(), "losses": [number(x) for x in losses],
+            **({"race_from": self.race_from, "stopped_at": [
+                int(n) if n >= 0 else None for n in self.dropped_at]} if stopped.any() else {}),
             "aucs": [number(x) for x in scores.aucs], "spread": scores.spread,
             "chosen_on": scores.on, "chosen": self.values[ranking[0]],
             "chosen_label": self.labels[ranking[0]],
@@ -204,22 +251,34 @@ class Bank(ABC):
         what = f"{record['chosen_on']} {loss_name}"
         if record["chosen_on"] == "progressive":
             what = f"recent {what}"   # the later half of the first pass (streamherd.selection)
+        stopped_at = record.get("stopped_at") or [None] * len(self.labels)
         scores = {label: (loss, auc) for label, loss, auc in
                   zip(self.labels, record["losses"], record["aucs"])}
+        stopped = dict(zip(self.labels, stopped_at))
 
         def score(label):
             loss, auc = scores[label]
             if loss is None:
                 return "failed"
             return f"{what} {loss:.6f}" + (f", AUC {auc:.6f}" if auc is not None else "")
+
+        def loss_of(label):
+            loss = scores[label][0]
+            if loss is None:
+                return "failed"
+            return f"{loss:.6f}" + (f" (stopped at {stopped[label]})"
+                                    if stopped[label] is not None else "")
         lines = {f"auto {flag} chosen": f"{record['chosen_label']} "
                                         f"({score(record['chosen_label'])})"}
         if "runner_up_label" in record:
             lines[f"auto {flag} runner-up"] = f"{record['runner_up_label']} " \
                                               f"({score(record['runner_up_label'])})"
         lines[f"auto {what} per {flag}"] = ", ".join(
-            f"{label}: " + ("failed" if scores[label][0] is None else f"{scores[label][0]:.6f}")
-            for label in self.labels)
+            f"{label}: {loss_of(label)}" for label in self.labels)
+        if any(n is not None for n in stopped_at):
+            lines["auto race"] = (f"the worse half of the {flag} values still learning stopped "
+                                  f"after {record['race_from']} examples, then after twice as "
+                                  f"many, ... (--race 0: all learn to the end)")
         if record["chosen_on"] == "progressive" and any(a is not None for a in record["aucs"]):
             lines[f"auto recent AUC per {flag}"] = ", ".join(
                 f"{label}: " + ("-" if scores[label][1] is None else f"{scores[label][1]:.6f}")

@@ -140,6 +140,9 @@ class PackedBank(Bank):
                 lo += size
             self.groups.append(groups)
         self.pool = ThreadPool(max(map(len, self.groups)) - 1)
+        # each member's packed state arrays (its learner's attributes)
+        self.packed_attrs = [attrs for _, attrs, sizes in layouts for _ in range(sum(sizes))]
+        self.alone = None   # the one member the race left (learning alone, unpacked)
 
     def _layout(self, grid, options, threads):
         """(the bank kernel of ``grid``'s learner, its state arrays, its group sizes)."""
@@ -162,11 +165,39 @@ class PackedBank(Bank):
         """A binary learner's learn: every live member over one chunk; ``margins_out``: the
         leader's margins (the one leading on the chunks before). Returns the leader's
         updates."""
+        if self.alone is not None:
+            return self._learn_alone(y, importance, indptr, indices, values, margins_out)
         leader = self.leader()
         before = self.updates[leader]
         margins = self.learn_members(y, importance, indptr, indices, values)
         margins_out[:] = margins[:, leader]
+        if self.alive.sum() == 1:
+            self._unpack(int(np.flatnonzero(self.alive)[0]))
         return int(self.updates[leader] - before)
+
+    def _unpack(self, k):
+        """The race left member ``k`` alone: its state becomes arrays of its own, and it learns
+        with its learner's own kernel from now on (the bank's kernel computes as it does,
+        bit for bit: tests/test_auto.py), at one learner's speed. The packed arrays are freed:
+        the members stopped keep no state (they are never chosen nor written)."""
+        for j, learner in enumerate(self.learners):
+            for attr in self.packed_attrs[j]:
+                setattr(learner, attr, np.ascontiguousarray(getattr(learner, attr)) if j == k
+                        else np.zeros(0))
+        self.groups = []
+        self.alone = k
+
+    def _learn_alone(self, y, importance, indptr, indices, values, margins_out):
+        """learn, once the race left one member: its own learn, calibration and accounting."""
+        k = self.alone
+        updates = self.learners[k].learn(y, importance, indptr, indices, values, margins_out)
+        self.updates[k] += updates
+        if self.passes_done == 0 and self.calibrations is not None:
+            self.calibrations[k].observe(margins_out, y, np.maximum(importance, 0.0))
+        margins = np.zeros((len(y), len(self.members)))   # (the others' columns never read)
+        margins[:, k] = margins_out
+        self._account_margins(y, importance, margins)
+        return updates
 
     def learn_members(self, y, importance, indptr, indices, values):
         """Every live member over one chunk, each group of a grid on a thread of its own;
