@@ -72,9 +72,10 @@ ALGOS = ", ".join([*REGISTRY, *(f"{alias} (= {name})" for alias, name in ALIASES
 REGRESSION = learner_list([name for name, variant in REGISTRY.items()
                            if variant.regression is not None])
 LEARNER = [
-    Option(("--algo",), "algo", f"Learner (default {DEFAULT_ALGO}): {ALGOS}; auto (binary "
-           f"tasks): a bank of several learners, each over its default grid, the best kept "
-           f"(see --grid; the preamble names them).", metavar="NAME"),
+    Option(("--algo",), "algo", f"Learner (default {DEFAULT_ALGO}): {ALGOS}; auto: a bank of "
+           f"several learners, each over its default grid, the best kept (see --grid; the "
+           f"preamble names them), of those with a form for the task (--loss squared: a "
+           f"squared-loss one; --multiclass mira: the pa family).", metavar="NAME"),
     Option(("--multiclass",), "multiclass",
            "joint (one weight block per class, the default for data with more than two "
            "classes; an update on the best wrong class), ova (one binary learner per class) or "
