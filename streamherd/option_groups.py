@@ -73,11 +73,11 @@ ALGOS = ", ".join([*REGISTRY, *(f"{alias} (= {name})" for alias, name in ALIASES
 REGRESSION = learner_list([name for name, variant in REGISTRY.items()
                            if variant.regression is not None])
 LEARNER = [
-    Option(("--algo",), "algo", f"Learner: {ALGOS}; auto (binary "
-           f"tasks): a bank of several learners, each over its default grid, the best kept "
-           f"(see --grid; the preamble names them). Default: per task, "
-           f"{DEFAULT_LEARNERS} (with no --algo, no hyperparameter may be given).",
-           metavar="NAME"),
+    Option(("--algo",), "algo", f"Learner: {ALGOS}; auto: a bank of several learners, each "
+           f"over its default grid, the best kept (see --grid; the preamble names them), of "
+           f"those with a form for the task (--loss squared: a squared-loss one; --multiclass "
+           f"mira: the pa family). Default: per task, {DEFAULT_LEARNERS} (with no --algo, no "
+           f"hyperparameter may be given).", metavar="NAME"),
     Option(("--multiclass",), "multiclass",
            "joint (one weight block per class, the default for data with more than two "
            "classes; an update on the best wrong class), ova (one binary learner per class) or "

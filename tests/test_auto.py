@@ -497,7 +497,6 @@ def test_algo_auto_keeps_a_plain_model_of_the_chosen_learner(run_cli, data_dir, 
 @pytest.mark.parametrize("flags, expected", [
     (["--algo", "auto", "-C", "1"], "--algo auto chooses each learner's hyperparameter"),
     (["--algo", "auto", "--grid", "1,2"], "with --algo auto each learner tries its default"),
-    (["--algo", "auto", "--multiclass", "joint"], "--algo auto works for binary tasks only"),
     (["--algo", "auto", "-t"], "--algo auto trains a bank of models"),
 ])
 def test_bad_algo_auto_is_a_one_line_error(run_cli, tmp_path, flags, expected):

@@ -207,13 +207,6 @@ def test_a_bank_of_members_too_large_together_is_a_one_line_error(run_cli, tmp_p
     assert model.read_bytes() == b"kept"
 
 
-def test_algo_auto_is_still_binary_only(run_cli, tmp_path):
-    data = tmp_path / "d.svm"
-    data.write_text("1 1:1\n2 2:1\n3 3:1\n")
-    line = one_line_error(run_cli("train", "--algo", "auto", data))
-    assert "--algo auto works for binary tasks only, and the labels are multiclass" in line
-
-
 def test_multiclass_auto_with_passes_chooses_on_the_holdout_loss(run_cli, data_dir, tmp_path):
     """--passes 2 with the default holdout: each member's loss is the holdout 0/1 loss that
     `train -C v --passes 2` reports for pass 2, and the model is the lowest's."""

@@ -125,7 +125,8 @@ class OnlineModel:
             flags = default_flags(flags)
         options = flags.given_options()
         if flags.algo == selection.AUTO:   # banks of several learners; one stands in for checks
-            auto = selection.search_learners(options, flags.grid, flags.choice.kind)
+            auto = selection.search_learners(options, flags.grid, flags.choice.kind,
+                                             flags.choice.multiclass)
             algo = auto.stand_in
         else:
             algo = learners.canonical_name(flags.algo)

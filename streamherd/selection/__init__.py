@@ -5,13 +5,16 @@ The words, each for one thing:
 
 - a **Grid** is one learner's hyperparameter and the values tried (``--grid``, or its default);
 - a **Search** is what auto chooses among: one Grid (``-C auto``), or one per learner
-  (``--algo auto``: LEARNER_GRIDS);
+  (``--algo auto``: each learner of LEARNER_GRIDS that has a form for the task: binary and
+  multiclass take every one, ``--multiclass mira`` the Passive-Aggressive family's, ``--loss
+  squared`` those with a squared-loss form);
 - a **Member** is one value of one Grid, learned by an ordinary learner of that value;
 - a **Bank** is a Search's members learning together from every example, and the choice
   among them. A PackedBank (packed.py) runs binary learners whose family has a bank kernel in
   one loop for all members of a grid (its MemberGroups, one per thread); a TaskBank
-  (task_bank.py) runs any other learner or task by learning each member in turn over each
-  chunk, through the task, and chooses on the task's loss alone.
+  (task_bank.py) runs any other learner or task (--algo auto's learners of a multiclass or
+  regression task too) by learning each member in turn over each chunk, through the task, and
+  chooses on the task's loss alone.
 
 Every member predicts each example before it learns from it, so each member's progressive loss
 (its mistakes on examples it had not yet learned from) is an unbiased estimate of its error.
@@ -38,7 +41,6 @@ calibration (--proba's map) is each member's own, from its own progressive margi
 (Bank.calibrate_members), so that the model written, and each --save-bank file, is the model
 ``train`` with that value alone writes, its map included.
 """
-from streamherd.errors import StreamherdError
 from streamherd.selection.bank import Bank
 from streamherd.selection.packed import PackedBank, bank_entry_point
 from streamherd.selection.search import (
@@ -48,6 +50,7 @@ from streamherd.selection.search import (
     Member,
     Search,
     default_grid,
+    has_form,
     parse_grid,
     search_hyperparameter,
     search_learners,
@@ -55,21 +58,18 @@ from streamherd.selection.search import (
 from streamherd.selection.task_bank import TaskBank
 
 __all__ = ["AUTO", "LEARNER_GRIDS", "Bank", "Grid", "Member", "PackedBank", "Search",
-           "TaskBank", "bank_entry_point", "default_grid", "new_bank", "parse_grid",
+           "TaskBank", "bank_entry_point", "default_grid", "has_form", "new_bank", "parse_grid",
            "search_hyperparameter", "search_learners"]
 
 
 def new_bank(task, search, dim, options):
     """The Bank a Search trains on ``task`` over ``dim`` slots, its members sharing ``options``
-    (but the hyperparameter each grid varies): a PackedBank of a binary learner with a bank
-    kernel, or of the learners of --algo auto (binary tasks only: a one-line error for
-    others), else a TaskBank."""
+    (but the hyperparameter each grid varies): a PackedBank of binary learners with a bank
+    kernel, else a TaskBank. A search of learners (--algo auto) keeps those that have a form
+    for the task (Search.for_task), each at its defaults."""
     if search.of_learners:
-        if task.kind != "binary":
-            raise StreamherdError(f"--algo auto works for binary tasks only, and the labels "
-                                  f"are {task.kind}; name one --algo (its hyperparameter can "
-                                  f"be auto)")
-        return PackedBank(task, search, dim, {})   # (each learner at its defaults)
-    if task.kind == "binary" and bank_entry_point(search.stand_in) is not None:
+        search, options = search.for_task(task.kind, getattr(task, "mode", None)), {}
+    if task.kind == "binary" and all(bank_entry_point(grid.algo) is not None
+                                     for grid in search.grids):
         return PackedBank(task, search, dim, options)
     return TaskBank(task, search, dim, options)

@@ -1,12 +1,14 @@
 """What auto chooses among: a Search of one Grid (``-C auto``: one learner's hyperparameter
-over its values) or of several (``--algo auto``: each learner of LEARNER_GRIDS over its
-hyperparameter's default grid), and the Member each value of each Grid makes."""
+over its values) or of several (``--algo auto``: each learner of LEARNER_GRIDS that has a form
+for the task over its hyperparameter's default grid), and the Member each value of each Grid
+makes."""
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from streamherd import learners
 from streamherd.errors import StreamherdError
+from streamherd.learners.reductions.mira import FAMILY as MIRA_FAMILY
 from streamherd.learners.spec import POSITIVE, Hyperparameter, flag_of, log_grid
 
 AUTO = "auto"
@@ -14,7 +16,8 @@ AUTO = "auto"
 DEFAULT_EXPONENTS = (-10, 10, 2)
 # the most values a --grid may give (each a model learning from every example)
 MAX_GRID = 1000
-# --algo auto: each of these learners over the default grid of its hyperparameter
+# --algo auto: each of these learners that has a form for the task over the default grid of its
+# hyperparameter
 LEARNER_GRIDS = (("nherd-p", "C"), ("arow-p", "r"), ("scw1", "C"), ("pa2", "C"))
 ALGO_FLAG = "--algo"
 
@@ -99,6 +102,31 @@ class Search:
         grid = self.grids[0]
         return {"hyperparameter": grid.name, "grid": list(grid.values)}
 
+    def for_task(self, kind, mode=None):
+        """The Search a bank of a task of ``kind`` (and multiclass ``mode``) learns: a search of
+        learners keeps the learners that have a form for it (has_form); a one-line error when
+        none has."""
+        if not self.of_learners:
+            return self
+        grids = tuple(g for g in self.grids if has_form(g.algo, kind, mode))
+        if not grids:
+            tried = ", ".join(g.algo for g in self.grids)
+            raise StreamherdError(f"--algo auto: none of its learners ({tried}) learns a "
+                                  f"{kind}{' ' + mode if mode else ''} task; name one --algo")
+        return self if grids == self.grids else Search(grids, self.flag)
+
+
+def has_form(algo, kind, mode=None):
+    """Whether ``algo`` learns a task of ``kind`` (and multiclass ``mode``): regression takes
+    the learners with a squared-loss form (their LearnerSpec's ``regression``), --multiclass
+    mira the Passive-Aggressive family (MIRA's update); binary, joint and one-versus-all take
+    every learner."""
+    if kind == "regression":
+        return learners.spec(algo).regression is not None
+    if kind == "multiclass" and mode == "mira":
+        return learners.canonical_name(algo) in MIRA_FAMILY
+    return True
+
 
 def search_hyperparameter(algo, options, grid_text, kind):
     """The Search of the one hyperparameter of ``options`` whose value is "auto" (None: none
@@ -130,10 +158,12 @@ def search_hyperparameter(algo, options, grid_text, kind):
     return Search((Grid(variant.name, hyperparameter, values),), hyperparameter.flag)
 
 
-def search_learners(options, grid_text, kind):
-    """The Search of --algo auto (LEARNER_GRIDS); a one-line error for a hyperparameter given a
-    value (each learner's is chosen over its own grid), --grid, or a task other than
-    binary."""
+def search_learners(options, grid_text, kind, mode=None):
+    """The Search of --algo auto: each learner of LEARNER_GRIDS that has a form for the task
+    ``kind`` (and multiclass ``mode``; None: not known yet, every learner, and the bank keeps
+    those of the task the labels choose: Search.for_task); a one-line error for a
+    hyperparameter given a value (each learner's is chosen over its own grid), --grid, or a task
+    none of them learns."""
     given = [flag_of(name) for name, value in options.items() if value is not None]
     if given:
         raise StreamherdError(f"--algo auto chooses each learner's hyperparameter over its own "
@@ -142,14 +172,14 @@ def search_learners(options, grid_text, kind):
     if grid_text is not None:
         raise StreamherdError("--grid lists the values of one learner's hyperparameter; with "
                               "--algo auto each learner tries its default grid: drop --grid")
-    if kind is not None:
-        raise StreamherdError("--algo auto works for binary tasks only; name one --algo")
     grids = []
     for algo, name in LEARNER_GRIDS:
-        hyperparameter = next(h for h in learners.spec(algo).accepted("binary")
-                              if h.name == name)
+        hyperparameter = next(h for h in learners.spec(algo).hyperparameters if h.name == name)
         grids.append(Grid(algo, hyperparameter, default_grid(hyperparameter)))
-    return Search(tuple(grids), ALGO_FLAG)
+    search = Search(tuple(grids), ALGO_FLAG)
+    if kind is None:
+        return search
+    return search.for_task(kind, mode)
 
 
 def default_grid(hyperparameter):

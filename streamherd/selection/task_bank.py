@@ -1,6 +1,6 @@
-"""TaskBank: a bank of any learner of any task (multiclass, ``--loss squared``, a binary learner
-without a bank kernel: a -full one), each member learning each chunk through the task as a run
-of its value alone would."""
+"""TaskBank: a bank of any learners of any task (multiclass, ``--loss squared``, a binary learner
+without a bank kernel: a -full one; the learners of --algo auto on such a task), each member
+learning each chunk through the task as a run of its learner and value alone would."""
 import copy
 
 import numpy as np
@@ -24,23 +24,24 @@ def member_bytes(member, dim, blocks):
 
 
 class TaskBank(Bank):
-    """The members of a one-grid Search, each learning each chunk through the task
-    (``learn_chunk``), as many at once as there are cores, so it takes K times one learner's
-    work and memory. The choice is PackedBank's on the task's own loss (0/1, squared),
-    without the AUC (loss_scores)."""
+    """The members of a Search (of one grid, or of several learners' grids), each learning
+    each chunk through the task (``learn_chunk``), as many at once as there are cores, so it
+    takes the work and memory of its members' learners together. The choice is PackedBank's
+    on the task's own loss (0/1, squared), without the AUC (loss_scores)."""
 
     def __init__(self, task, search, dim, options, threads=None):
-        """``options``: the hyperparameters every member shares (but the one the grid
-        varies); ``threads``: at most this many members learn at once (default: every
-        core)."""
+        """``options``: the hyperparameters every member shares (but the one its grid
+        varies; a search of learners: none, each member at its learner's defaults);
+        ``threads``: at most this many members learn at once (default: every core)."""
         super().__init__(task, search)
-        grid, = search.grids
-        self.probe = task.new_learner(grid.algo, 1, self.members[0].options(options))
+        # one learner of each grid over one slot: its state per slot, for the memory check
+        self.probes = [task.new_learner(grid.algo, 1, grid.members[0].options(options))
+                       for grid in search.grids]
         self.dim = dim
         self.blocks = 0           # the class blocks the members' memory was checked for,
         self.learned_blocks = 0   # and learned from
         self._check_memory()
-        self.learners = [task.new_learner(grid.algo, dim, member.options(options))
+        self.learners = [task.new_learner(member.algo, dim, member.options(options))
                          for member in self.members]
         self.pool = ThreadPool(min(usable_cores() if threads is None else threads,
                                    len(self.learners)) - 1)
@@ -50,12 +51,16 @@ class TaskBank(Bank):
         would not fit in memory together (each member checks only its own)."""
         blocks = max(1, len(self.task.labels)) if self.task.kind == "multiclass" else 1
         if blocks > self.blocks:
-            members = len(self.members)
             # (the blocks learned from are held; a block not learned from yet may be zero
             # pages that hold no memory)
-            self._fits(members * member_bytes(self.probe, self.dim, blocks),
-                       members * member_bytes(self.probe, self.dim, self.learned_blocks))
+            self._fits(self.members_bytes(blocks), self.members_bytes(self.learned_blocks))
         self.blocks = blocks
+
+    def members_bytes(self, blocks):
+        """Bytes of every member's state over ``blocks`` class blocks: each grid's values
+        times its learner's (member_bytes)."""
+        return sum(len(grid.values) * member_bytes(probe, self.dim, blocks)
+                   for grid, probe in zip(self.search.grids, self.probes))
 
     def learn_chunk(self, targets, chunk, learn_member):
         """Bank.learn_chunk: each live member on a thread of its own (ThreadPool), through its
