@@ -84,8 +84,7 @@ COMMAND = Command(
             Option(("--idle-seconds",), "idle_seconds", "Close a client that sends nothing "
                    "for this long.", float, "S", 60.0),
             Option(("--max-line-bytes",), "max_line_bytes", "A longer line gets an error line "
-                   "and is not read (measured where a 64 KiB read ends inside a line).", int,
-                   "N", 1 << 20),
+                   "and is not read.", int, "N", 1 << 20),
             Option(("--drain-seconds",), "drain_seconds", "On SIGTERM or SIGINT, wait this long "
                    "at most for the clients to read their last answers.", float, "S", 10.0),
             Option(("--daemon",), "vw_daemon", "", bool, vw=("--daemon",),

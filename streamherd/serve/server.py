@@ -37,6 +37,7 @@ LOGGED_ERRORS = 10
 # an answer buffer above this waits for the client to read (a slow client waits alone)
 WRITE_BUFFER_BYTES = 1 << 18
 SAVE_LINES = (b"save|", b"'save|")
+SAVE, TOO_LONG = "save", "too long"
 
 
 @dataclass(frozen=True)
@@ -288,12 +289,16 @@ class Server:
         return ending
 
     async def _answer(self, client, lines):
-        """Answer whole ``lines`` of ``client``: the save requests among them in their turn."""
-        if b"save|" in lines:
-            for part, is_save in _save_requests(lines):
-                if is_save:
+        """Answer whole ``lines`` of ``client``: the save requests and the lines over
+        --max-line-bytes among them in their turn."""
+        limit = self.settings.max_line_bytes
+        if b"save|" in lines or len(lines) > limit:
+            for part, kind in _special_lines(lines, limit):
+                if kind == SAVE:
                     client.stream.next_line += 1
                     self._send(client, [await self._save_line(client)])
+                elif kind == TOO_LONG:
+                    await self._answer_line_too_long(client, limit)
                 else:
                     self._answer_block(client, part)
         else:
@@ -504,24 +509,26 @@ def _learning_said(answerer, settings):
     return f"learning, snapshots to {settings.final_model}"
 
 
-def _save_requests(lines):
-    """(part, is a save request) of ``lines`` (whole lines) in order: runs of lines, and each
-    line that is VW's ``save|`` (a tag "save" and no features)."""
+def _special_lines(lines, limit):
+    """(part, kind) of ``lines`` (whole lines) in order: runs of ordinary lines (kind None),
+    each line that is VW's ``save|`` (a tag "save" and no features: SAVE) and each line longer
+    than ``limit`` bytes (TOO_LONG)."""
     part = []
     pieces = lines.split(b"\n")
     for k, line in enumerate(pieces):
         if k == len(pieces) - 1 and not line:   # (after the last line end)
             break
         line += b"\n"
-        if line.strip() in SAVE_LINES:
-            if part:
-                yield b"".join(part), False
-                part = []
-            yield line, True
-        else:
+        kind = SAVE if line.strip() in SAVE_LINES else TOO_LONG if len(line) > limit else None
+        if kind is None:
             part.append(line)
+            continue
+        if part:
+            yield b"".join(part), None
+            part = []
+        yield line, kind
     if part:
-        yield b"".join(part), False
+        yield b"".join(part), None
 
 
 def serve(model_path, settings, learning=True, shown="label", fmt="auto"):
