@@ -26,18 +26,39 @@ class MalformedLine(NamedTuple):
     end: int
 
 
-def parse_text(block, fmt, features, first_line, source, merge_table, strict_format=False):
+class Outputs:
+    """The parse kernel's output arrays, kept from one block to the next and grown when a
+    block needs more (a server parses many small blocks: allocating a dozen arrays for each
+    would cost more than parsing its line)."""
+
+    def __init__(self):
+        self.arrays = None
+        self.room = (-1, -1, -1)
+
+    def for_block(self, block, features):
+        n = len(block)
+        newlines = int(np.count_nonzero(block == 10))
+        crossed = features.max_crossed_features(block)
+        if n > self.room[0] or newlines > self.room[1] or crossed > self.room[2]:
+            self.room = (max(n, self.room[0]), max(newlines, self.room[1]),
+                         max(crossed, self.room[2]))
+            self.arrays = allocate_outputs(*self.room[:2], features, self.room[2])
+        return self.arrays
+
+
+def parse_text(block, fmt, features, first_line, source, merge_table, strict_format=False,
+               outputs=None):
     """(chunk, MalformedLine or None) for ``block`` (a uint8 array of whole lines, each ending
     with a line feed but perhaps the last), read as ``fmt`` ("svmlight" or "vw") with the
     FeatureSpace ``features`` and its ``merge_table`` (new_merge_table; one per thread that
     parses). The chunk holds the rows before the first malformed line, if any, numbered from
-    ``first_line``; its arrays are its own. ``strict_format``: a line of the other format is
-    malformed (the format was guessed), as the ChunkReader's."""
+    ``first_line``. ``strict_format``: a line of the other format is malformed (the format was
+    guessed), as the ChunkReader's. ``outputs``: an Outputs whose arrays the chunk's are (valid
+    until its next block); None: arrays of the chunk's own."""
     from streamherd.io.block import parse_block
 
     n = len(block)
-    newlines = int(np.count_nonzero(block == 10))
-    outputs = allocate_outputs(n, newlines, features, features.max_crossed_features(block))
+    outputs = (outputs or Outputs()).for_block(block, features)
     fmt_code = FORMAT_NAMES.index(fmt)
     rows, nnz, lines, bad, code, error_line, error_start, error_end = parse_block(
         block, n, fmt_code, features.kernel_params(), False, first_line, outputs, merge_table,

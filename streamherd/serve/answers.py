@@ -15,7 +15,7 @@ import numpy as np
 from streamherd import tasks
 from streamherd.errors import StreamherdError
 from streamherd.io.reader import detect_format, line_format
-from streamherd.io.text_block import parse_text
+from streamherd.io.text_block import Outputs, parse_text
 from streamherd.model import OnlineModel, UpdateFailed, for_predicting
 from streamherd.passes import copied
 from streamherd.progress import ProgressiveValidation
@@ -76,6 +76,7 @@ class Answerer:
             self.model = for_predicting(model_path)
         self.model.check_output(shown, model_path)
         self.merge_table = self.model.space.new_merge_table()
+        self.outputs = Outputs()   # the parsed rows of the block being answered
         self.progress = ProgressiveValidation(quiet=True)
         self.predicted_mistakes = 0.0   # --no-learn: the loss of the labeled examples
         self.predicted_labeled = 0
@@ -97,7 +98,8 @@ class Answerer:
         start = 0
         while start < len(block):
             chunk, malformed = parse_text(block[start:], fmt, self.model.space, stream.next_line,
-                                          stream.source, self.merge_table, stream.guessed)
+                                          stream.source, self.merge_table, stream.guessed,
+                                          self.outputs)
             stream.next_line += chunk.n_lines
             if chunk.n_examples:
                 self._answer_rows(chunk, answers, tally)
