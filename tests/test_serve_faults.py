@@ -209,6 +209,21 @@ def test_a_save_line_writes_the_model_of_the_lines_before_it(data, tmp_path):
     assert_same_model(out, reference)
 
 
+def test_sighup_writes_a_snapshot_and_serving_goes_on(data, tmp_path):
+    model, _ = data["svm"]
+    out = tmp_path / "served.npz"
+    first, second = good_lines(data, 40), good_lines(data, 40, 40)
+    with Served(tmp_path, "-m", model, "-f", out) as served:
+        assert len(served.ask(first)) == 40
+        served.proc.send_signal(signal.SIGHUP)
+        served.wait_for_log("snapshot written")
+        reference, _ = trained_on(tmp_path, model, first, "first")
+        assert_same_model(out, reference)
+        assert len(served.ask(second)) == 40
+        assert served.stop() == 0
+    assert "SIGHUP: writing a snapshot" in served.log()
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_second_signal_ends_at_once_and_leaves_the_model_whole(data, tmp_path, signum):
     model, stream = data["svm"]

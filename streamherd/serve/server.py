@@ -373,6 +373,10 @@ class Server:
             self.save_wanted.set()
 
     def _save_asked(self, why):
+        if not self.answerer.learning or self.settings.final_model is None:
+            log(f"{why}: no snapshot to write "
+                f"({'--no-learn' if not self.answerer.learning else 'no -f MODEL was given'})")
+            return
         log(f"{why}: writing a snapshot")
         self.save_wanted.set()
 
