@@ -340,3 +340,19 @@ def test_vw_daemon_flags_are_accepted_or_hinted(data):
         assert served.ask(b"1 3:1\n") in (["1"], ["-1"])
         assert served.stop() == 0
     assert "--daemon (Vowpal Wabbit's) does nothing here" in served.log()
+
+
+def test_a_herding_model_is_served_without_learning_as_predict_answers(data, tmp_path):
+    _, stream = data["svm"]
+    train = tmp_path / "herd.train"
+    train.write_bytes(b"".join(stream.read_bytes().splitlines(keepends=True)[:300]))
+    model = tmp_path / "herd.npz"
+    proc = run_cli("herd", train, "-f", model, "--hidden", "10", "--max-epochs", "20",
+                   "--burn-in", "10", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    line = one_line_error(run_cli("serve", "-m", model))
+    assert "conditional herding model" in line and "--no-learn" in line
+    expected = run_cli("predict", "-m", model, stream, "--quiet").stdout.splitlines()
+    with Served(tmp_path, "-m", model, "--no-learn") as served:
+        assert served.ask(stream.read_bytes()) == expected
+        assert served.stop() == 0

@@ -16,7 +16,8 @@ from streamherd import tasks
 from streamherd.errors import StreamherdError
 from streamherd.io.reader import detect_format, line_format
 from streamherd.io.text_block import Outputs, parse_text
-from streamherd.model import OnlineModel, UpdateFailed, for_predicting
+from streamherd.model import (HERDING_KIND, OnlineModel, UpdateFailed, for_predicting,
+                              model_meta)
 from streamherd.passes import copied
 from streamherd.progress import ProgressiveValidation
 from streamherd.tasks.base import Scored
@@ -62,6 +63,10 @@ class Answerer:
         self.shown = shown
         self.fmt = fmt
         if learning:
+            if model_meta(model_path).get("kind") == HERDING_KIND:
+                raise StreamherdError(f"{model_path} is a conditional herding model, which "
+                                      f"learns in 'streamherd herd' only: serve it with "
+                                      f"--no-learn")
             self.model = OnlineModel.from_file(model_path)
             if not (shown == tasks.LABEL or shown == tasks.RAW
                     and self.model.task.kind != "multiclass"):

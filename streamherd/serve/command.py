@@ -82,7 +82,7 @@ COMMAND = Command(
             Option(("--max-clients",), "max_clients", "Clients at once; one more gets an "
                    "error line and is closed.", int, "N", 256),
             Option(("--idle-seconds",), "idle_seconds", "Close a client that sends nothing "
-                   "for this long.", float, "S", 60.0),
+                   "for this long (0: never).", float, "S", 60.0),
             Option(("--max-line-bytes",), "max_line_bytes", "A longer line gets an error line "
                    "and is not read.", int, "N", 1 << 20),
             Option(("--drain-seconds",), "drain_seconds", "On SIGTERM or SIGINT, wait this long "

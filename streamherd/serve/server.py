@@ -352,6 +352,8 @@ class Server:
         """Close the clients that sent nothing for --idle-seconds (one that connects and sends
         nothing, or stops in the middle of a line)."""
         idle = self.settings.idle_seconds
+        if idle == 0:   # never
+            return
         while True:
             await asyncio.sleep(max(0.05, min(idle / 4, 1.0)))
             now = time.monotonic()
