@@ -112,6 +112,28 @@ def test_connections_past_the_limit_get_an_error_line_and_the_others_go_on(data,
         assert served.stop() == 0
 
 
+def test_a_client_that_does_not_read_its_answers_holds_no_other_up(data, tmp_path):
+    model, stream = data["svm"]
+    expected = run_cli("predict", "-m", model, stream, "--raw", "--quiet").stdout.splitlines()
+    with Served(tmp_path, "-m", model, "--no-learn", "--raw") as served:
+        slow = socket.socket()
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+        slow.connect(("127.0.0.1", served.port))
+
+        def flood():
+            with contextlib.suppress(OSError):
+                slow.sendall(stream.read_bytes() * 100)
+
+        threading.Thread(target=flood, daemon=True).start()
+        time.sleep(1.0)   # its answers fill the buffers: the server waits for it to read
+        started = time.monotonic()
+        for k in range(5):
+            assert served.ask(good_lines(data, 50, 50 * k)) == expected[50 * k:50 * k + 50]
+        assert time.monotonic() - started < 10
+        slow.close()
+        assert served.stop() == 0
+
+
 def test_sigterm_mid_stream_leaves_the_model_of_the_lines_answered(data, tmp_path):
     model, stream = data["svm"]
     lines = stream.read_bytes().splitlines(keepends=True) * 5
