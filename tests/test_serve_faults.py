@@ -52,6 +52,25 @@ def test_malformed_lines_get_an_error_line_each_and_the_stream_goes_on(data, tmp
     assert "4 malformed line(s)" in served.log()
 
 
+def test_an_update_that_fails_sends_the_model_back_to_its_last_snapshot(data, tmp_path):
+    """A line whose update makes the model non-finite (train stops there): its answer is the
+    error, the model goes back to its last snapshot (here: as loaded, so the 100 lines of the
+    first connection are dropped, as the error says), and the lines after it are learned."""
+    model, _ = data["svm"]
+    out = tmp_path / "served.npz"
+    first, before, after = good_lines(data, 100), good_lines(data, 5, 100), good_lines(data, 5,
+                                                                                         105)
+    with Served(tmp_path, "-m", model, "-f", out) as served:
+        assert len(served.ask(first)) == 100
+        answers = served.ask(before + b"1 3:1e200 4:1e200\n" + after)
+        assert served.stop() == 0
+    assert answers[5].startswith("error: client2:6: the arow-p update failed")
+    assert "went back to its last snapshot (the 100 example(s) learned since then" in answers[5]
+    reference, predictions = trained_on(tmp_path, model, before + after, "good")
+    assert answers[:5] + answers[6:] == predictions
+    assert_same_model(out, reference)
+
+
 def test_a_line_over_the_limit_gets_an_error_line(data, tmp_path):
     model, _ = data["svm"]
     long_line = b"1 " + b" ".join(b"%d:1" % k for k in range(1, 3000)) + b"\n"

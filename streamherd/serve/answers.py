@@ -9,6 +9,7 @@ updates the model as ``train -i`` does, chunk after chunk.
 """
 import copy
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,6 +27,15 @@ ERROR_PREFIX = "error: "
 # the advice of train's and predict's messages about a malformed line; a server answers such
 # a line and goes on, so the advice is dropped from its answer
 _SKIP_BAD_ADVICE = ". Fix the line, or pass --skip-bad to skip such lines"
+
+
+class Snapshot(NamedTuple):
+    """The model at one moment: its file's meta and arrays, and the progressive validation
+    then (``progress``: what a model that goes back to it counts from)."""
+
+    meta: dict
+    arrays: dict
+    progress: ProgressiveValidation
 
 
 @dataclass
@@ -86,7 +96,7 @@ class Answerer:
         self.predicted_mistakes = 0.0   # --no-learn: the loss of the labeled examples
         self.predicted_labeled = 0
         self.last_good = None
-        self.remember_state()
+        self.remember()
 
     # ------------------------------------------------------------ answering
 
@@ -125,34 +135,48 @@ class Answerer:
 
     def _answer_rows(self, chunk, answers, tally):
         """The answers of a chunk's rows; a row the task refuses (a label it never takes) is
-        answered with its error, the others as if it were not there."""
+        answered with its error, the others as if it were not there; a row whose update fails
+        (UpdateFailed) too, the model gone back to its last snapshot (_recover)."""
         try:
             answers.extend(self._rows(chunk, tally))
-        except UpdateFailed:
-            raise
+        except UpdateFailed as e:
+            self._recover(chunk, e, answers, tally)
         except StreamherdError:   # one of the rows: answered one by one, so that it is found
             for row in range(chunk.n_examples):
                 try:
                     answers.extend(self._rows(chunk.take([row]), tally))
-                except UpdateFailed:
-                    raise
+                except UpdateFailed as e:
+                    self._recover(chunk.take([row]), e, answers, tally)
                 except StreamherdError as e:
                     answers.append(ERROR_PREFIX + str(e).replace(_SKIP_BAD_ADVICE, ""))
                     tally.errors += 1
 
+    def _recover(self, chunk, failed, answers, tally):
+        """An update of ``chunk`` made the learner's state non-finite (``failed``): the model
+        goes back to its last snapshot, learns the rows before the failed one again, answers
+        that one with the error, and goes on with the rest."""
+        row = int(np.searchsorted(chunk.line_numbers, failed.line))
+        dropped = self.progress.labeled - self.last_good.progress.labeled
+        self._restore()
+        if row:
+            self._answer_rows(chunk.take(np.arange(row)), answers, tally)
+        gentler = "".join(f" or {hint}" for hint in failed.gentler)
+        answers.append(f"{ERROR_PREFIX}{chunk.source}:{failed.line}: {failed.what}; the model "
+                       f"went back to its last snapshot (the {dropped} example(s) learned "
+                       f"since then are no longer in it); scale the features (--normalize when "
+                       f"training the model){gentler}")
+        tally.errors += 1
+        self.remember()
+        if row + 1 < chunk.n_examples:
+            self._answer_rows(chunk.take(np.arange(row + 1, chunk.n_examples)), answers, tally)
+
     def _rows(self, chunk, tally):
         """The answer lines of rows none of which is refused (else a StreamherdError, the
-        model as it was)."""
+        model as it was) and whose updates do not fail (else an UpdateFailed, the model half
+        updated: _recover)."""
         model = self.model
         if self.learning:
-            try:
-                step = model.learn(chunk)
-            except UpdateFailed as e:
-                self._restore()
-                gentler = "".join(f" or {hint}" for hint in e.gentler)
-                raise StreamherdError(f"{chunk.source}:{e.line}: {e.what}; the model went back "
-                                      f"to its last snapshot; serve a model trained with "
-                                      f"--normalize{gentler}") from None
+            step = model.learn(chunk)
             self.progress.add_chunk(step.chunk.importance, step.loss, step.chunk.indptr,
                                     step.describe, updates=step.updates)
             rows = step.chunk
@@ -186,15 +210,16 @@ class Answerer:
                 else float("nan"))
 
     def snapshot(self):
-        """(meta, arrays) of the model as it is now, as train writes it: arrays of their own,
-        which later learning leaves as they are."""
+        """A Snapshot of the model as it is now: (meta, arrays) as train writes them, arrays
+        of their own, which later learning leaves as they are."""
         meta = self.model.meta(self.progress.labeled, self.progress.average_loss)
-        return meta, copied(self.model.arrays())
+        return Snapshot(meta, copied(self.model.arrays()), copy.copy(self.progress))
 
-    def remember_state(self):
-        """Keep the model as it is (a snapshot's), for an update that fails to go back to."""
+    def remember(self, snapshot=None):
+        """Keep ``snapshot`` (None: the model as it is now), for an update that fails to go
+        back to."""
         if self.learning:
-            self.last_good = (*self.snapshot(), copy.copy(self.progress))
+            self.last_good = snapshot or self.snapshot()
 
     def _restore(self):
         meta, arrays, progress = self.last_good

@@ -408,7 +408,8 @@ class Server:
         path = self.settings.final_model
         answerer = self.answerer
         examples = answerer.examples_learned
-        meta, arrays = answerer.snapshot()
+        snapshot = answerer.snapshot()
+        meta, arrays = snapshot.meta, snapshot.arrays
         started = time.perf_counter()
         self.save_generation += 1
         self.saving = asyncio.get_running_loop().run_in_executor(
@@ -423,7 +424,7 @@ class Server:
         else:
             self.last_save_error = None
             self.saved_examples = examples
-            answerer.remember_state()
+            answerer.remember(snapshot)
             self.metrics.saved()
             log(f"snapshot written to {path}: {meta['examples']} examples "
                 f"({examples} learned here), {time.perf_counter() - started:.3f} s")
@@ -461,8 +462,8 @@ class Server:
         if self.answerer.examples_learned == self.saved_examples and self.last_save_error is None \
                 and self.save_generation:
             return
-        meta, arrays = self.answerer.snapshot()
-        save_model(path, meta, arrays)
+        snapshot = self.answerer.snapshot()
+        save_model(path, snapshot.meta, snapshot.arrays)
 
     # ------------------------------------------------------------ HTTP
 
