@@ -334,12 +334,15 @@ def test_a_port_in_use_is_one_line(data):
     assert f"cannot listen on 127.0.0.1:{port}" in line
 
 
-def test_vw_daemon_flags_are_accepted_or_hinted(data):
+def test_vw_daemon_flags_are_accepted_or_hinted(data, tmp_path):
     model, _ = data["svm"]
-    with Served(data["folder"], "-i", model, "--daemon", "-t") as served:
+    with Served(data["folder"], "-i", model, "--num_children", "4", "-t") as served:
         assert served.ask(b"1 3:1\n") in (["1"], ["-1"])
         assert served.stop() == 0
-    assert "--daemon (Vowpal Wabbit's) does nothing here" in served.log()
+    assert "--num_children (Vowpal Wabbit's) does nothing here" in served.log()
+    proc = run_cli("serve", "-m", model, "--daemon", cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "--daemon (Vowpal Wabbit's): streamherd serve is a daemon already" in proc.stderr
 
 
 def test_a_herding_model_is_served_without_learning_as_predict_answers(data, tmp_path):

@@ -32,6 +32,16 @@ def run(values):
                  fmt=values.fmt)
 
 
+def serve_hint(flag):
+    """The message for an unknown ``flag``: VW's --daemon is what serve is (the hint every
+    other command gives for it points elsewhere), else option_groups.vw_hint's."""
+    if flag == "--daemon":
+        return ("no such option --daemon (Vowpal Wabbit's): streamherd serve is a daemon "
+                "already, and stays in the foreground as systemd and container runtimes expect "
+                "(docs/serving.md); drop the flag")
+    return shared.vw_hint(flag)
+
+
 def _text(path):
     return None if path is None else str(path)
 
@@ -87,11 +97,8 @@ COMMAND = Command(
                    "and is not read.", int, "N", 1 << 20),
             Option(("--drain-seconds",), "drain_seconds", "On SIGTERM or SIGINT, wait this long "
                    "at most for the clients to read their last answers.", float, "S", 10.0),
-            Option(("--daemon",), "vw_daemon", "", bool, vw=("--daemon",),
-                   note="serve stays in the foreground, as systemd and container runtimes "
-                        "expect (docs/serving.md has a unit file)"),
             Option(("--num_children",), "vw_num_children", "", int, "N", vw=("--num_children",),
                    note="one process serves every client"),
         ]),
-    ], run, hint=shared.vw_hint, clash=shared.vw_clash,
+    ], run, hint=lambda flag: serve_hint(flag), clash=shared.vw_clash,
     interrupted="interrupted; the last snapshot written is whole")
