@@ -228,6 +228,20 @@ def test_a_snapshot_that_cannot_be_written_is_logged_and_tried_again(data, tmp_p
     assert "tried again, serving goes on" in failed
 
 
+def test_a_model_that_cannot_be_written_at_the_end_is_one_error_line(data, tmp_path):
+    model, _ = data["svm"]
+    folder = tmp_path / "models"
+    folder.mkdir()
+    with Served(tmp_path, "-m", model, "-f", folder / "served.npz") as served:
+        assert len(served.ask(good_lines(data, 20))) == 20
+        folder.rename(tmp_path / "away")
+        assert served.stop() == 2
+    assert sum("trying again in a second" in line for line in served.lines) == 2
+    assert served.lines[-1].startswith("streamherd: cannot write")
+    assert "not written after 3 attempts (the last snapshot written: none)" in served.lines[-1]
+    assert "Traceback" not in served.log()
+
+
 def test_a_save_line_writes_the_model_of_the_lines_before_it(data, tmp_path):
     model, _ = data["svm"]
     out = tmp_path / "served.npz"

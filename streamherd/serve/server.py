@@ -38,6 +38,8 @@ LOGGED_ERRORS = 10
 WRITE_BUFFER_BYTES = 1 << 18
 SAVE_LINES = (b"save|", b"'save|")
 SAVE, TOO_LONG = "save", "too long"
+# the model written at the end: tried this many times, a second apart
+FINAL_SAVE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -463,7 +465,19 @@ class Server:
                 and self.save_generation:
             return
         snapshot = self.answerer.snapshot()
-        save_model(path, snapshot.meta, snapshot.arrays)
+        for attempt in range(1, FINAL_SAVE_ATTEMPTS + 1):
+            try:
+                save_model(path, snapshot.meta, snapshot.arrays)
+                return
+            except StreamherdError as e:
+                if attempt == FINAL_SAVE_ATTEMPTS:
+                    last = f"{self.saved_examples} examples learned here" \
+                        if self.save_generation and self.saved_examples else "none"
+                    raise StreamherdError(f"{e}; the model learned was not written after "
+                                          f"{attempt} attempts (the last snapshot written: "
+                                          f"{last})") from None
+                log(f"{e}; trying again in a second")
+                time.sleep(1.0)
 
     # ------------------------------------------------------------ HTTP
 
