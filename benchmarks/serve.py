@@ -101,7 +101,8 @@ async def _load(port, clients, mode, lines_file, seconds):
     else:
         payloads = [b"".join(lines[i:i + BATCH]) for i in range(0, len(lines) - BATCH, BATCH)]
         expected = BATCH
-    results = {"latencies": [], "requests": 0, "answered": 0, "clients answered": 0}
+    results = {"latencies": [], "requests": 0, "answered": 0, "clients answered": 0,
+               "clients failed": 0}
     started = time.perf_counter()
     deadline = started + seconds
     tasks = [asyncio.create_task(_client(port, payloads[k % len(payloads):] + payloads,
@@ -111,7 +112,8 @@ async def _load(port, clients, mode, lines_file, seconds):
     for task in pending:
         task.cancel()
     for task in done:
-        task.result()
+        if task.exception() is not None:   # the server closed or reset the connection
+            results["clients failed"] += 1
     results["seconds"] = time.perf_counter() - started
     return results
 
@@ -137,7 +139,8 @@ def measure(port, clients, mode, lines_file, seconds):
     return {"requests/s": answered / elapsed, "p50 ms": 1000 * statistics.median(latencies),
             "p99 ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
             "requests": answered,
-            "clients answered": sum(r["clients answered"] for r in results)}
+            "clients answered": sum(r["clients answered"] for r in results),
+            "clients failed": sum(r["clients failed"] for r in results)}
 
 
 # ---------------------------------------------------------------- the servers
@@ -253,8 +256,10 @@ def table(rows, loads, has_vw, seconds, count, features):
              "| server | writes | clients (answered) | requests/s | p50 ms | p99 ms |",
              "|---|---|---|---|---|---|"]
     for name, mode, clients, figures in rows:
+        failed = figures["clients failed"]
         lines.append(f"| {name} | {'one line' if mode == 'line' else f'{BATCH} lines'} | "
-                     f"{clients} ({figures['clients answered']}) | "
+                     f"{clients} ({figures['clients answered']}"
+                     f"{f', {failed} failed' if failed else ''}) | "
                      f"{figures['requests/s']:,.0f} | {figures['p50 ms']:.3f} | "
                      f"{figures['p99 ms']:.3f} |")
     if not has_vw:

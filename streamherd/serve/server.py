@@ -313,7 +313,7 @@ class Server:
         answers, tally = self.answerer.answer(client.stream, lines)
         self.metrics.answered(tally, time.perf_counter() - started)
         if tally.errors:
-            self._log_errors(client, answers, tally.errors)
+            self._log_errors(client, answers)
         self._send(client, answers)
         if tally.learned:
             self._learned(tally.learned)
@@ -330,7 +330,7 @@ class Server:
             with contextlib.suppress(ConnectionError):
                 await writer.drain()
 
-    def _log_errors(self, client, answers, errors):
+    def _log_errors(self, client, answers):
         for line in answers:
             if line.startswith(ERROR_PREFIX):
                 client.errors += 1
