@@ -336,8 +336,11 @@ def test_a_port_in_use_is_one_line(data):
 
 def test_vw_daemon_flags_are_accepted_or_hinted(data, tmp_path):
     model, _ = data["svm"]
-    with Served(data["folder"], "-i", model, "--num_children", "4", "-t") as served:
+    pid_file = tmp_path / "serve.pid"
+    with Served(data["folder"], "-i", model, "--num_children", "4", "-t", "--pid_file",
+                pid_file) as served:
         assert served.ask(b"1 3:1\n") in (["1"], ["-1"])
+        assert pid_file.read_text() == f"{served.proc.pid}\n"
         assert served.stop() == 0
     assert "--num_children (Vowpal Wabbit's) does nothing here" in served.log()
     proc = run_cli("serve", "-m", model, "--daemon", cwd=tmp_path)
