@@ -19,6 +19,7 @@ from streamherd.command_line import (HELP_FLAGS, Command, HelpAsked, Option, Pos
 from streamherd.distributed import command as dist_train
 from streamherd.errors import StreamherdError, say
 from streamherd.learners import REGISTRY, hyperparameters
+from streamherd.serve import command as serve
 
 # ---------------------------------------------------------------- train
 
@@ -322,7 +323,7 @@ EXPERIMENT = Command(
 # ---------------------------------------------------------------- the entry point
 
 COMMANDS = {command.name: command for command in (TRAIN, dist_train.COMMAND, PREDICT, INSPECT,
-                                                  HERD, EXPERIMENT)}
+                                                  serve.COMMAND, HERD, EXPERIMENT)}
 HELP = "Online linear classifiers (CW, AROW, NHERD, PA, perceptrons) over streamed svmlight or " \
        "VW-format lines."
 
