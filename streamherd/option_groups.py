@@ -159,8 +159,8 @@ VW_SPELLINGS = {
     "--readable_model": "streamherd inspect MODEL (every non-zero weight, no retraining)",
     "--invert_hash": "streamherd inspect MODEL --names DATA (every non-zero weight, named, "
                      "no retraining)",
-    "--daemon": "no daemon: pipe examples to streamherd predict, which answers each line as it "
-                "arrives",
+    "--daemon": "the daemon is its own command: streamherd serve -m MODEL [--port 26542] answers "
+                "each line on its socket and learns from labeled ones (docs/serving.md)",
     "--save_resume": "every streamherd model holds what continuing needs: train -i MODEL "
                      "continues it exactly",
     "--probabilities": "streamherd predict --proba (every class's probability, calibrated "
