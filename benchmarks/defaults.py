@@ -63,7 +63,7 @@ NOISES = auto.NOISES
 TASK_NAMES = {"b": "binary", "m": "multiclass", "r": "regression"}
 BINARY = {**auto.TASKS, "agaricus": ("agaricus.train.svm", "agaricus.test.svm")}
 MULTICLASS = auto.MULTICLASS_TASKS
-REGRESSION = ("synthetic linear", "spambase capitals")
+REGRESSION = ("synthetic linear", "spambase capitals", "synthetic prices")
 QUICK_DATASETS = ("agaricus", "spambase", "dna", "synthetic linear")
 # the learners, one line each: (train's flags, the tasks it runs on: b binary, m multiclass,
 # r regression); each runs as written and with --normalize. A learner with a hyperparameter
@@ -78,6 +78,10 @@ LEARNERS = (
     ("--algo nherd-d -C auto", "bmr"),
     ("--algo arow-p -r auto", "bmr"),
     ("--algo arow-d -r auto", "bmr"),
+    ("--algo arow-p -r auto --center", "r"),    # the constant starting at the mean label
+    ("--algo arow-d -r auto --center", "r"),
+    ("--algo nherd-p -C auto --center", "r"),
+    ("--algo pa2 -C auto --center", "r"),
     ("--algo narow-p --narow-b auto", "bm"),
     ("--algo narow-d --narow-b auto", "bm"),
     ("--algo cw --eta auto", "bm"),
@@ -86,12 +90,13 @@ LEARNERS = (
     ("--algo sop -a auto", "bm"),
     ("--algo perceptron", "bm"),                # no hyperparameter
     ("--algo avg-perceptron", "bm"),            # no hyperparameter
-    ("--algo auto", "b"),                       # binary tasks only today
+    ("--algo auto", "bmr"),                     # the learners with a form for the task
 )
 QUICK_LEARNERS = ("", "--race 0", "--algo pa2 -C 1", "--algo pa2 -C auto", "--algo nherd-p -C auto",
                   "--algo arow-p -r auto", "--algo scw1 -C auto", "--algo auto")
 DEFAULT_LABEL = "(no flags)"
 VW_UNTUNED, VW_TUNED = "VW", "VW tuned (optimistic)"
+LEAST_SQUARES = "least squares (offline)"
 
 
 @dataclass(frozen=True)
@@ -121,7 +126,8 @@ def candidates():
             words = (*flags.split(), *normalize)
             found.append(Candidate(" ".join(words) or DEFAULT_LABEL, tasks, words))
     return found + [Candidate(VW_UNTUNED, "bmr", vw="untuned"),
-                    Candidate(VW_TUNED, "bmr", vw="tuned")]
+                    Candidate(VW_TUNED, "bmr", vw="tuned"),
+                    Candidate(LEAST_SQUARES, "r", vw=LEAST_SQUARES)]
 
 
 # ---------------------------------------------------------------- data
@@ -154,6 +160,15 @@ def task_of(name):
 
 def regression_lines(name, data):
     """(train lines, test lines) of a regression set: generated, or derived from spambase."""
+    if name == "synthetic prices":   # dense, unscaled, positive features and a large offset
+        rng = np.random.default_rng(20261129)
+        scales, weights = rng.uniform(1.0, 50.0, 8), rng.normal(0.0, 2.0, 8)
+        lines = []
+        for _ in range(4000):
+            values = np.abs(rng.normal(0.0, 1.0, 8)) * scales
+            y = 300.0 + values @ weights + rng.normal(0.0, 2.0)
+            lines.append(f"{y:.2f} " + " ".join(f"{i + 1}:{v:.3f}" for i, v in enumerate(values)))
+        return lines[:3000], lines[3000:]
     if name == "synthetic linear":
         rng = np.random.default_rng(20261128)
         weights = rng.normal(0.0, 2.0, 200)
@@ -308,9 +323,25 @@ def run_vw(kind, prep, folder):
             "train_seconds": sum(result["train_seconds"] for result, _ in tried)}
 
 
+def least_squares(prep):
+    """The test MSE of ordinary least squares (with an intercept) fitted offline on the
+    training file: the regression sets' floor for a linear model."""
+    from sklearn.datasets import load_svmlight_file
+    from sklearn.linear_model import LinearRegression
+
+    started = time.perf_counter()
+    X, y = load_svmlight_file(str(prep.train))
+    X_test, _ = load_svmlight_file(str(prep.test), n_features=X.shape[1])
+    fitted = LinearRegression().fit(X, y)
+    return {"train_seconds": time.perf_counter() - started,
+            "mse": float(np.mean((fitted.predict(X_test) - prep.truth) ** 2))}
+
+
 def run_job(candidate, prep, command):
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
+        if candidate.vw == LEAST_SQUARES:
+            return least_squares(prep)
         if candidate.vw:
             return run_vw(candidate.vw, prep, folder)
         return run_streamherd(command, prep, folder)

@@ -8,6 +8,7 @@ Imports neither numpy nor numba (``--help`` answers without them).
 from pathlib import Path
 
 from streamherd.command_line import Option, Positional
+from streamherd.errors import StreamherdError
 from streamherd.features.options import FEATURE_OPTIONS, space_flags
 from streamherd.io.linecodes import MAX_LINE_BYTES as LINE_LIMIT
 from streamherd.learners import ALIASES, DEFAULTS, REGISTRY, hyperparameters
@@ -87,6 +88,11 @@ LEARNER = [
            "outside it is a bad line).", metavar="LIST"),
     Option(("--loss",), "loss", f"hinge (classification, default) or squared (regression: "
            f"{REGRESSION}).", metavar="LOSS"),
+    Option(("--center",), "center", "Regression: start the constant feature's weight at the "
+           "mean label of the first block, as if the labels were centered (the default "
+           "learner does).", bool),
+    Option(("--no-center",), "no_center", "Regression: start the constant feature's weight "
+           "at 0 (as a named learner does).", bool),
 ]
 CALIBRATION = Option(
     ("--calibration",), "calibration",
@@ -111,13 +117,20 @@ def inputs(values):
     return [*(values.files or []), *(values.data or [])] or ["-"]
 
 
+def center(values):
+    """--center / --no-center: True, False, or None (neither: the learner's default)."""
+    if values.center and values.no_center:
+        raise StreamherdError("--center and --no-center contradict each other; give one")
+    return True if values.center else False if values.no_center else None
+
+
 def training_arguments(values):
     """The arguments of training.train (and of dist-train's driver) for the values of the
     LEARNER, CALIBRATION, hyperparameter and feature options."""
     space = space_flags({o.key: getattr(values, o.key) for o in FEATURE_OPTIONS})
     bits, bias, normalize = space.pop("bits"), space.pop("bias"), space.pop("normalize")
     return dict(algo=values.algo, multiclass=values.multiclass, classes=values.classes,
-                loss=values.loss, calibration=values.calibration,
+                loss=values.loss, calibration=values.calibration, center=center(values),
                 options={h.name: getattr(values, h.name) for h, _ in hyperparameters()},
                 # train takes --normalize as a switch (None: an initial model's own)
                 bits=bits, bias=bias, normalize=True if normalize else None, namespaces=space)

@@ -49,7 +49,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
           normalize=None, multiclass=None, classes=None, loss=None, allow_empty=False,
           passes=Passes(), progress_every=None, namespaces=None, predictions=None,
           examples=None, test_only=False, audit=False, calibration=None, grid=None,
-          race=None, save_bank=False, max_line_bytes=MAX_LINE_BYTES):
+          race=None, save_bank=False, max_line_bytes=MAX_LINE_BYTES, center=None):
     """Stream every example through the learner, once per pass; returns the run summary (a
     dict).
 
@@ -63,8 +63,8 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     initial model's own). A hyperparameter "auto" in ``options``: a bank over ``grid`` chooses
     it (streamherd.selection), racing its members from ``race`` examples on (None: the
     default; 0 and ``save_bank``: none stop); ``save_bank``: also write every member beside the
-    model. A run
-    that learns from no labeled example fails (exit 2) and writes no model, unless
+    model; ``center``: --center (True) or --no-center (False; None: the learner's default). A
+    run that learns from no labeled example fails (exit 2) and writes no model, unless
     ``allow_empty``. Inputs and outputs are checked before any work; the model is written to a
     temporary file that replaces ``final_model`` only at the end of a successful run.
     """
@@ -89,7 +89,7 @@ def train(paths, algo=None, options=None, bits=None, bias=None, fmt="auto", fina
     # -t and --audit learn or show one model: no --algo is the default at its default value
     flags = ModelFlags(algo, options or {}, bits, bias, normalize, namespaces or {}, choice,
                        calibration, grid, 0 if save_bank else race,
-                       tune=not (test_only or audit))
+                       tune=not (test_only or audit), center=center)
     model = OnlineModel.continued(initial_model, flags, skip_bad, learning=not test_only) \
         if initial_model is not None else OnlineModel.new(flags, skip_bad, learning=not test_only)
     bank_paths = _bank_paths(model, save_bank, final_model, paths, test_only, audit)

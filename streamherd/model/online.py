@@ -57,7 +57,8 @@ class ModelFlags:
     ...), the task's ``choice`` (tasks.choose) and ``calibration`` (--calibration's method);
     ``race``: the examples after which a bank's members start to stop (Bank.race; 0: none);
     ``tune``: with no --algo, whether auto chooses the default's hyperparameter (False: its
-    default value, for -t, --audit and dist-train, which learn or show one model).
+    default value, for -t, --audit and dist-train, which learn or show one model); ``center``:
+    a regression model's constant starts at the mean label of its first chunk (--center).
     None means "not given": a new model takes the default, a continued one keeps its own."""
 
     algo: "str | None" = None
@@ -71,6 +72,7 @@ class ModelFlags:
     grid: "str | None" = None
     race: "int | None" = None
     tune: bool = True
+    center: "bool | None" = None
 
     def given_options(self):
         return {k: v for k, v in (self.options or {}).items() if v is not None}
@@ -83,16 +85,16 @@ class OnlineModel:
     """A feature space, a task, its learner (or a bank choosing one) and its calibration.
 
     ``undecided``: no flag chose the task, so the first chunk's labels do (``settle``);
-    ``by_default``: no --algo chose the learner, so the task's default does (learners.DEFAULTS),
-    and ``normalize_given`` whether a flag set --normalize (else the default's does).
+    ``by_default``: the ModelFlags given when no --algo chose the learner, so the task's default
+    does (learners.DEFAULTS), and its --normalize and --center where they are not given.
     ``learning``: False predicts every chunk without updating (train -t). ``calibrating``: the
     progressive predictions feed the calibration (a model's first pass over its data only:
     later passes predict rows already learned from)."""
 
     def __init__(self, algo, options, space, task, *, calibration_method="none",
                  calibration_meta=None, state=None, learner_meta=None, examples=0,
-                 undecided=False, auto=None, race=None, learning=True, by_default=False,
-                 normalize_given=True, tune=True):
+                 undecided=False, auto=None, race=None, learning=True, by_default=None,
+                 center=False):
         self.algo = algo
         self.space = space
         # the space the readers of this model's input parse with: the model's own, unless the
@@ -100,8 +102,8 @@ class OnlineModel:
         self.read_space = space
         self.task = task
         self.by_default = by_default
-        self.normalize_given = normalize_given
-        self.tune = tune
+        self.center = center     # (when the labels are values: centered_on)
+        self.centered_on = None  # the mean label the constant started at
         self.calibration_method = calibration_method
         self.examples = examples     # the examples the model had learned from when made
         self.undecided = undecided
@@ -120,7 +122,7 @@ class OnlineModel:
     def new(cls, flags=ModelFlags(), skip_bad=False, learning=True):
         """A fresh model of ``flags`` (ModelFlags), every flag checked; no --algo: the task's
         default (learners.DEFAULTS; the binary one until the labels choose the task)."""
-        by_default, normalize_given = flags.algo is None, flags.normalize is not None
+        by_default = flags if flags.algo is None else None
         if by_default:
             flags = default_flags(flags)
         options = flags.given_options()
@@ -150,7 +152,7 @@ class OnlineModel:
         return cls(algo, options, space, flags.choice.new_task(skip_bad),
                    calibration_method=method, undecided=kind is None, auto=auto,
                    race=flags.race, learning=learning, by_default=by_default,
-                   normalize_given=normalize_given, tune=flags.tune)
+                   center=bool(flags.center))
 
     @classmethod
     def from_meta(cls, meta, arrays, skip_bad=False, *, options=None, calibration=None,
@@ -212,8 +214,7 @@ class OnlineModel:
         model = OnlineModel(self.algo, self._options, self.space, task,
                             calibration_method=self.calibration_method, examples=self.examples,
                             auto=self.auto, race=self.race, learning=self.learning,
-                            by_default=self.by_default, normalize_given=self.normalize_given,
-                            tune=self.tune)
+                            by_default=self.by_default, center=self.center)
         if self.by_default:   # (before any input is read: its readers take the new space)
             model._take_default(task.kind)
             model.read_space = model.space
@@ -273,7 +274,9 @@ class OnlineModel:
 
     def describe_learner(self):
         """(the learner's name, its settings) as the preamble says them (a bank's: its members)."""
-        default = f"; the default for {self.task.kind} data" if self.by_default else ""
+        default = (f"; the default for {self.task.kind} data" if self.by_default else "") + (
+            "; the constant starts at the first block's mean label (--center)"
+            if self.center and self.task.kind == "regression" else "")
         if self.auto is not None:
             return self.learner.preamble_name, self.learner.settings() + default
         return self.algo, ", ".join(f"{k} = {v:g}" for k, v in self.learner.options.items()) \
@@ -320,11 +323,13 @@ class OnlineModel:
         self.algo = default.algo
         self.auto = selection.search_hyperparameter(
             default.algo, {default.hyperparameter: selection.AUTO}, None, kind) \
-            if self.tune else None
+            if self.by_default.tune else None
         self._options = checked_options(default.algo, {}, kind)
         rule = normalization.L2 if default.normalize else normalization.NONE
-        if not self.normalize_given and rule != self.space.normalize:
+        if self.by_default.normalize is None and rule != self.space.normalize:
             self.space = replace(self.space, normalize=rule)
+        if self.by_default.center is None:
+            self.center = default.center
 
     # ------------------------------------------------------------ learning
 
@@ -347,6 +352,8 @@ class OnlineModel:
     def learn_targets(self, targets, rows):
         """One online pass over ``rows`` with the task's ``targets``: (updates, each row's
         prediction before its update); a failed update raises UpdateFailed naming the row."""
+        if self.center and self.centered_on is None and self.task.kind == "regression":
+            self._center(targets, rows)
         try:
             if isinstance(self.learner, selection.Bank):
                 return self.learner.learn_chunk(
@@ -356,6 +363,21 @@ class OnlineModel:
         except UnstableUpdate as e:   # e.index: a row of the chunk the learner saw
             raise UpdateFailed(int(rows.line_numbers[e.index]), e.what,
                                _gentler(self.learner.options)) from None
+
+    def _center(self, targets, rows):
+        """--center: a new regression model's constant starts at the mean label of the first
+        chunk with labels (importance-weighted). Every learner's update reads the residual
+        y - w.x and x alone, so this is learning the labels less their mean with the constant
+        from 0: the steps fit the labels' spread, not an offset the constant would take many
+        examples to reach (a diagonal covariance, whose constant's variance every row shrinks,
+        slowest of all)."""
+        weights = np.where(np.isnan(targets), 0.0, np.maximum(rows.importance, 0.0))
+        if self.examples or not self.space.bias or weights.sum() <= 0:
+            return
+        self.centered_on = float(weights @ np.nan_to_num(targets) / weights.sum())
+        banked = isinstance(self.learner, selection.Bank)
+        for learner in (self.learner.learners if banked else [self.learner]):
+            learner.mean[self.space.bias_slot] += self.centered_on
 
     def _learn(self, task, learner, calibration, targets, rows):
         """task.learn of ``learner`` over ``rows``, its progressive predictions into
@@ -421,8 +443,10 @@ class OnlineModel:
         lines = self.learner.summary(loss_name, record)
         if self.by_default:   # what to pass to train it again without the bank
             chosen = (record or self.learner.model_meta()["auto"])["chosen"]
+            extra = (" --normalize" if self.space.normalize != normalization.NONE else "") + (
+                " --center" if self.center and self.task.kind == "regression" else "")
             lines = {"learner chosen": f"--algo {self.learner.name} {self.auto.flag} "
-                                       f"{chosen:g}", **lines}
+                                       f"{chosen:g}{extra}", **lines}
         return lines
 
     def member_models(self, meta):
@@ -472,6 +496,7 @@ def default_flags(flags):
     default = learners.DEFAULTS[flags.choice.kind or "binary"]
     return replace(flags, algo=default.algo,
                    options={default.hyperparameter: selection.AUTO} if flags.tune else {},
+                   center=default.center if flags.center is None else flags.center,
                    normalize=default.normalize if flags.normalize is None else flags.normalize)
 
 
