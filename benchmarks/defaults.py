@@ -37,6 +37,7 @@ import argparse
 import concurrent.futures
 import datetime
 import json
+import math
 import os
 import shlex
 import shutil
@@ -548,7 +549,54 @@ def report(cache, datasets, chosen, noises, seeds, stamp):
             table = task_table(cache, datasets, chosen, task, noise, seeds)
             if table:
                 lines += ["", f"Noise {noise:g}:", "", *table]
+    lines += ["", "### The targets: no flags against VW untuned, and the race", "",
+              *targets(cache, datasets, noises, seeds)]
     return "\n".join([*lines, END])
+
+
+def targets(cache, datasets, noises, seeds):
+    """The issue's targets, met or missed, from the cache: no flags' mean test error at most VW
+    untuned's at every noise level; binary log-loss and Brier, multiclass log-loss, at most
+    VW's at 0 and 10% noise; regression against least squares; the race's choices against the
+    whole bank's (`--race 0`)."""
+    lines, raced = [], f"{DEFAULT_LABEL} --race 0"
+
+    def mean_of(label, names, noise, metric):
+        values = per_dataset(cache, names, label, noise, seeds, metric)
+        shared = [n for n in names if n in values]
+        return statistics.mean(values[n] for n in shared) if shared else math.nan, shared
+
+    for task in "bmr":
+        names = [name for name in datasets if task_of(name) == task]
+        metrics = {"b": ("error", "logloss", "brier"), "m": ("error", "logloss"),
+                   "r": ("mse",)}[task]
+        for noise in noises:
+            for metric in metrics:
+                if metric in ("logloss", "brier") and noise > 0.1:
+                    continue
+                vw, shared = mean_of(VW_UNTUNED, names, noise, metric)
+                ours = statistics.mean(per_dataset(cache, shared, DEFAULT_LABEL, noise, seeds,
+                                                   metric).values() or [math.nan])
+                verdict = "met" if ours <= vw else "missed"
+                lines.append(f"- {TASK_NAMES[task]}, noise {noise:g}, mean {metric}: {ours:.4g} "
+                             f"against VW's {vw:.4g}: {verdict}")
+            if task == "r":
+                floor = per_dataset(cache, names, LEAST_SQUARES, noise, seeds, "mse")
+                ours = per_dataset(cache, names, DEFAULT_LABEL, noise, seeds, "mse")
+                ratios = ", ".join(f"{name} {ours[name] / floor[name]:.2f}" for name in names
+                                   if name in ours and name in floor)
+                lines.append(f"- regression, noise {noise:g}, MSE over least squares': {ratios}")
+    pairs = [(name, noise) for name in datasets for noise in noises]
+    metric_of = {"b": "error", "m": "error", "r": "mse"}
+    same = [pair for pair in pairs if per_dataset(cache, [pair[0]], DEFAULT_LABEL, pair[1], seeds,
+                                                  metric_of[task_of(pair[0])])
+            == per_dataset(cache, [pair[0]], raced, pair[1], seeds,
+                           metric_of[task_of(pair[0])])]
+    lines.append(f"- the race: no flags' test error or MSE equals the whole bank's (`{raced}`) on "
+                 f"{len(same)} of {len(pairs)} (data set, noise) pairs" + (
+                     ": " + ", ".join(f"{n} at {x:g}" for n, x in pairs if (n, x) not in same)
+                     + " differ" if len(same) < len(pairs) else ""))
+    return lines
 
 
 def main():

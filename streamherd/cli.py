@@ -60,7 +60,7 @@ AUTO = [
            "lowest holdout loss); ties go to the value nearest the default, then the smaller.",
            metavar="VALUES"),
     Option(("--race",), "race", "With auto, successive halving: after N examples of the first "
-           "pass, then 2N, 4N, ..., the worse half of the values still learning stop (ranked "
+           "pass, then 2N, 3N, ..., the worse half of the values still learning stop (ranked "
            "as the final choice ranks them), so that a long stream costs about one learner's "
            "time; the last one left learns on alone. 0: every value learns to the end (as "
            "--save-bank does).", int, "N", None),

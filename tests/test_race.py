@@ -38,9 +38,10 @@ def race_order(rows, alive):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_each_checkpoint_stops_the_worse_half_and_the_last_member_learns_on_alone(threads):
-    """Eleven arow-p members raced from 100 rows on, over chunks of about 360 learned rows (400
-    rows, some unlabeled or of weight 0): checkpoints at 100, 400 (200 passed in the same
-    chunk), 800, 1600 and 3200 rows leave 6, 3, 2, then one member, learning alone; at every
+    """Eleven arow-p members raced every 100 rows, over chunks of about 360 learned rows (400
+    rows, some unlabeled or of weight 0): one checkpoint passed in each of the first four
+    chunks (the others in the same chunk count once) leaves 6, 3, 2, then one member, learning
+    alone; at every
     checkpoint the members kept are the better half by the choice's rule, computed here from
     their single learners' margins; the survivor's state and its progressive margins are its
     single learner's throughout."""
@@ -67,8 +68,8 @@ def test_each_checkpoint_stops_the_worse_half_and_the_last_member_learns_on_alon
         live_counts.append(int(bank.alive.sum()))
         if alive_before.sum() == 1:   # learned alone: the leader's margins are its own
             survivor_margins.append((ours, margins[:, bank.alone]))
-    assert live_counts == [6, 3, 2, 2, 1, 1, 1, 1]
-    assert bank.alone is not None and len(survivor_margins) == 3
+    assert live_counts == [6, 3, 2, 1, 1, 1, 1, 1]
+    assert bank.alone is not None and len(survivor_margins) == 4
     for ours, theirs in survivor_margins:
         np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12)
     k = bank.alone

@@ -158,6 +158,26 @@ class Learner:
                 packed[:, k] = fill[attr]
             setattr(self, attr, packed[:, k])
 
+    def spread_over(self, dim, arrays):
+        """A fresh learner of one slot (binary or regression) becomes one of ``dim`` slots whose
+        state ``arrays`` (attribute -> array of ``dim`` entries: a bank's packed columns) already
+        hold its one slot's starting values in every slot: a fresh learner's state is the same
+        in every slot, so this is the learner made over ``dim`` slots, without its own arrays."""
+        assert self.size == 1 and self.blocks == 1, "spread_over takes a fresh one-slot learner"
+        for attr, array in arrays.items():
+            assert len(array) == dim and array[0] == getattr(self, attr)[0], attr
+            setattr(self, attr, array)
+        self.dim = self.size = dim
+
+    def own_state(self):
+        """Hold the state in arrays of its own, as a learner made alone holds it (the
+        ``interleaved`` arrays as columns of one array: its kernel is compiled for that
+        layout), after holding views of a bank's packed arrays (spread_over)."""
+        if self.interleaved:
+            self._interleave()
+        else:
+            self.mean = np.ascontiguousarray(self.mean)
+
     def _interleave(self):
         """Copy the ``interleaved`` arrays (loaded or grown apart) into the columns of one array
         (see there); model.load_model reads them so already (then no copy)."""

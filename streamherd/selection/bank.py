@@ -10,11 +10,13 @@ import numpy as np
 from streamherd.learners.base import UnstableUpdate, check_memory
 from streamherd.selection.scores import RECENT, RecentRows, Scores
 
-# successive halving (Bank.race): the first-pass examples after which the worse half of the
-# members still learning stop, again after twice as many, and so on. A choice on the later
-# half of 2^14 rows tells apart 0/1 losses about 1.5 points apart at 30% error, and with 11
-# members the bank is down to one, learning at one learner's speed, after 2^17 rows
-# (benchmarks/README.md measures the choices against the whole bank's)
+# successive halving (Bank.race): every this many first-pass examples, the worse half of the
+# members still learning stop. A choice on the later half of 2^14 rows tells apart 0/1 losses
+# about 1.5 points apart at 30% error, and each later one reads more rows. The checkpoints are
+# evenly spaced, not doubling as in successive halving's usual schedule: a bank's cost per row
+# is its cache lines, whatever the members still learning, so the saving is in how soon one
+# member is left, learning at one learner's speed (11 members: after 4 x 2^14 rows).
+# benchmarks/README.md measures the choices against the whole bank's.
 RACE_FROM = 1 << 14
 
 
@@ -94,7 +96,7 @@ class Bank(ABC):
 
     def race(self):
         """Successive halving on the first pass: once ``rows_learned`` reaches the next
-        checkpoint (``race_from`` rows, then twice as many, ...), the worse half of the members
+        checkpoint (every ``race_from`` rows: RACE_FROM), the worse half of the members
         still learning stop (the choice's own rule on the later half of the rows so far:
         window_scores' ranking), so that the bank costs about one learner's time on a long
         stream. Those kept learn on exactly as before; a member stopped keeps its place (its
@@ -102,7 +104,7 @@ class Bank(ABC):
         if not self.race_from or self.rows_learned < self.next_race:
             return
         while self.next_race <= self.rows_learned:
-            self.next_race *= 2
+            self.next_race += self.race_from
         live = int(self.alive.sum())
         if live < 2:
             return
@@ -277,8 +279,8 @@ class Bank(ABC):
             f"{label}: {loss_of(label)}" for label in self.labels)
         if any(n is not None for n in stopped_at):
             lines["auto race"] = (f"the worse half of the {flag} values still learning stopped "
-                                  f"after {record['race_from']} examples, then after twice as "
-                                  f"many, ... (--race 0: all learn to the end)")
+                                  f"every {record['race_from']} examples (--race 0: all learn "
+                                  f"to the end)")
         if record["chosen_on"] == "progressive" and any(a is not None for a in record["aucs"]):
             lines[f"auto recent AUC per {flag}"] = ", ".join(
                 f"{label}: " + ("-" if scores[label][1] is None else f"{scores[label][1]:.6f}")

@@ -7,6 +7,8 @@ The members' states are stored slot-major (line_aligned), in one array per group
 of its own: MemberGroup); each member learner's state arrays are views into its group's array,
 so a member is an ordinary learner of its value (its ``state()``, ``meta()``, ``options``).
 """
+import mmap
+
 import numpy as np
 
 from streamherd import learners
@@ -41,9 +43,21 @@ def line_aligned(slots, arrays, members):
     starts one (11 members of two arrays: 176 bytes over 3 or 4 lines; padded, 192 bytes on 3;
     the bank's loop is bound by the lines it reads). The padding is never read as a member."""
     width = slot_width(arrays, members)
-    buffer = np.zeros(slots * width + LINE // 8)
+    buffer = populated_zeros(slots * width + LINE // 8)
     skip = (-buffer.ctypes.data % LINE) // 8
     return buffer[skip:skip + slots * width].reshape(slots, arrays, width // arrays)
+
+
+def populated_zeros(count):
+    """``count`` zero doubles whose pages are all mapped at once (MAP_POPULATE, where the
+    system has it), as a bank writes its starting variances into every page of them at once:
+    one mapping of them all takes a fraction of the time a page fault per page does (a
+    virtual machine's page faults are dear)."""
+    populate = getattr(mmap, "MAP_POPULATE", 0)
+    if not populate:
+        return np.zeros(count)
+    mapping = mmap.mmap(-1, 8 * count, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
+    return np.frombuffer(mapping, np.float64)
 
 
 def group_sizes(members, arrays, threads):
@@ -125,12 +139,19 @@ class PackedBank(Bank):
             groups = []
             for size in sizes:
                 packed = line_aligned(dim, len(attrs), size)
-                for k in range(lo, lo + size):   # one at a time: its own arrays freed at once
-                    learner = task.new_learner(grid.algo, dim, self.members[k].options(options))
-                    for w, attr in enumerate(attrs):
-                        packed[:, w, k - lo] = getattr(learner, attr)
-                        setattr(learner, attr, packed[:, w, k - lo])
-                    self.learners.append(learner)
+                # each member a fresh learner of one slot, whose state every slot starts from,
+                # written slot by slot for all members at once (whole lines, in order), then
+                # spread over the packed columns: no member's own arrays are made and copied
+                members = [task.new_learner(grid.algo, 1, self.members[k].options(options))
+                           for k in range(lo, lo + size)]
+                for w, attr in enumerate(attrs):
+                    first = np.array([getattr(learner, attr)[0] for learner in members])
+                    if first.any():
+                        packed[:, w, :size] = first
+                for k, learner in enumerate(members):
+                    learner.spread_over(dim, {attr: packed[:, w, k]
+                                              for w, attr in enumerate(attrs)})
+                self.learners += members
                 # every group's rule numbers one tuple as long as the grid's first group's (the
                 # numbers of its last member repeated, never read): one compiled kernel serves
                 # them all
@@ -181,9 +202,11 @@ class PackedBank(Bank):
         bit for bit: tests/test_auto.py), at one learner's speed. The packed arrays are freed:
         the members stopped keep no state (they are never chosen nor written)."""
         for j, learner in enumerate(self.learners):
-            for attr in self.packed_attrs[j]:
-                setattr(learner, attr, np.ascontiguousarray(getattr(learner, attr)) if j == k
-                        else np.zeros(0))
+            if j == k:
+                learner.own_state()
+            else:
+                for attr in self.packed_attrs[j]:
+                    setattr(learner, attr, np.zeros(0))
         self.groups = []
         self.alone = k
 
