@@ -15,12 +15,12 @@ retraining. Output: an aligned table (default), ``--tsv`` or ``--json``
 """
 import json
 import math
-import sys
 
 import numpy as np
 
 from streamherd.errors import StreamherdError
 from streamherd.learners.base import prediction_weights
+from streamherd.outputs import standard_output
 
 ROW = np.dtype([("slot", np.int64), ("block", np.int64), ("weight", np.float64),
                 ("variance", np.float64)])
@@ -92,8 +92,11 @@ def inspect_model(path, fmt="table", top=None, out=None, data=None):
     columns["weight"] = rows["weight"]
     if "variance" in arrays or "covariance" in arrays:
         columns["variance"] = rows["variance"]
-    out = out or sys.stdout
-    _WRITERS[fmt](columns, len(rows), out)
+    if out is not None:
+        _WRITERS[fmt](columns, len(rows), out)
+        return
+    with standard_output("weights") as out:
+        _WRITERS[fmt](columns, len(rows), out)
 
 
 def _text(value):
