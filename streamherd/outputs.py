@@ -525,6 +525,26 @@ def temporary_file(prefix, suffix, folder=None):
     return fd, path
 
 
+# where Python's tempfile looks first: a folder the user named there is the one used
+TEMPORARY_FOLDER_VARIABLES = ("TMPDIR", "TEMP", "TMP")
+
+
+def spill_file(prefix, suffix, what):
+    """temporary_file's (fd, path) of a spill (``what``: a copy of standard input, a shuffle's
+    blocks) in the system temporary folder. A folder named by TMPDIR (TEMP, TMP) is used as it
+    is: Python's tempfile would silently take /tmp (or the working folder) instead when it is
+    full or unwritable, filling the disk the user sent the spill away from; here that is one
+    line naming the folder."""
+    named = [os.environ[name] for name in TEMPORARY_FOLDER_VARIABLES if os.environ.get(name)]
+    folder = named[0] if named else tempfile.gettempdir()
+    try:
+        return temporary_file(prefix, suffix, folder)
+    except OSError as e:
+        where = f"TMPDIR ({folder})" if named else folder
+        raise StreamherdError(f"cannot make {what} in {where}: {e.strerror}; free space there "
+                              f"or set TMPDIR to a writable folder with room") from None
+
+
 def remove_temporary(path):
     with contextlib.suppress(OSError):
         os.unlink(path)

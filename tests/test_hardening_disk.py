@@ -144,3 +144,59 @@ def test_experiment_onto_a_full_disk(data, full):
     # each file it wrote whole is named as written
     for name in written:
         assert name in line
+
+
+# ---------------------------------------------------------------- a full TMPDIR
+
+def run_with_tmpdir(tmpdir, *args, stdin=None, cwd):
+    with open(stdin, "rb") if stdin else open(os.devnull, "rb") as source:
+        proc = subprocess.run([sys.executable, "-m", "streamherd", *map(str, args)], cwd=cwd,
+                              stdin=source, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "TMPDIR": str(tmpdir),
+                                   "PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO))})
+    return proc
+
+
+def fill(folder):
+    """Fill the tmpfs to its last byte (a file may still be created there, not written)."""
+    with open(folder / "filler", "wb", buffering=0) as f, pytest.raises(OSError):
+        for _ in range(2 * SMALL // 4096):
+            f.write(b"\0" * 4096)
+
+
+@pytest.mark.parametrize("filled", [True, False], ids=["full", "overflowing"])
+def test_standard_input_copied_for_passes_into_a_full_tmpdir_fails_in_one_line(
+        data, full, tmp_path, filled):
+    """Python's tempfile would take /tmp instead of a full TMPDIR, silently; the copy stays
+    where the user sent it, and a full disk there is said."""
+    if filled:
+        fill(full)
+    proc = run_with_tmpdir(full, "train", "--passes", "3", "-f", tmp_path / "m.npz", "--quiet",
+                           stdin=data / "long.svm", cwd=tmp_path)
+    line = one_line_error(proc)
+    assert "standard input" in line and str(full) in line and "No space left" in line, line
+    only(full, *(["filler"] if filled else []))
+    assert not (tmp_path / "m.npz").exists()
+
+
+@pytest.mark.parametrize("filled", [True, False], ids=["full", "overflowing"])
+def test_the_block_wise_shuffle_spill_into_a_full_tmpdir_fails_in_one_line(
+        data, full, tmp_path, filled):
+    if filled:
+        fill(full)
+    # more than 1 MiB of parsed rows: the shuffle spills its blocks
+    proc = run_with_tmpdir(full, "train", data / "long.svm", "--passes", "2", "--shuffle",
+                           "--shuffle_memory", "1", "-f",
+                           tmp_path / "m.npz", "--quiet", cwd=tmp_path)
+    line = one_line_error(proc)
+    assert "shuffle's copy of the input" in line and str(full) in line, line
+    assert "No space left" in line
+    only(full, *(["filler"] if filled else []))
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_a_tmpdir_that_does_not_exist_is_named(data, tmp_path):
+    proc = run_with_tmpdir(tmp_path / "nowhere", "train", "--passes", "2", "-f",
+                           tmp_path / "m.npz", "--quiet", stdin=data / "long.svm", cwd=tmp_path)
+    line = one_line_error(proc)
+    assert f"TMPDIR ({tmp_path / 'nowhere'})" in line and "No such file" in line, line
