@@ -200,3 +200,69 @@ def test_a_tmpdir_that_does_not_exist_is_named(data, tmp_path):
                            tmp_path / "m.npz", "--quiet", stdin=data / "long.svm", cwd=tmp_path)
     line = one_line_error(proc)
     assert f"TMPDIR ({tmp_path / 'nowhere'})" in line and "No such file" in line, line
+
+
+# ---------------------------------------------------------------- the Python API
+
+@pytest.fixture(scope="module")
+def estimator(data):
+    import streamherd
+    from streamherd.sklearn import OnlineClassifier
+
+    X, y = streamherd.load_svmlight(str(data / "wide.svm"))
+    return OnlineClassifier("arow", bits=18).fit(X, y)
+
+
+def test_save_model_onto_a_full_disk_keeps_the_old_model_whole(estimator, full):
+    from streamherd.errors import StreamherdError
+
+    old = full / "m.npz"
+    old.write_bytes(b"the old model")
+    with pytest.raises(StreamherdError) as info:
+        estimator.save_model(str(old))
+    assert str(old) in str(info.value) and "no space left" in str(info.value)
+    assert old.read_bytes() == b"the old model"
+    only(full, "m.npz")
+
+
+def test_save_model_into_a_read_only_folder_keeps_the_old_model_whole(estimator, full):
+    from streamherd.errors import StreamherdError
+
+    old = full / "m.npz"
+    old.write_bytes(b"the old model")
+    subprocess.run(["mount", "-o", "remount,ro", str(full)], check=True)
+    with pytest.raises(StreamherdError) as info:
+        estimator.save_model(str(old))
+    assert str(old) in str(info.value) and "Read-only file system" in str(info.value)
+    assert old.read_bytes() == b"the old model"
+    only(full, "m.npz")
+
+
+@pytest.mark.parametrize("path, reason", [
+    ("missing.svm", "no such file"),
+    (".", "it is a folder"),
+    ("/proc/self/mem", "Input/output error"),   # a read that fails: a failing device's EIO
+])
+def test_load_svmlight_of_an_unreadable_path_names_it(tmp_path, monkeypatch, path, reason):
+    import streamherd
+    from streamherd.errors import StreamherdError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StreamherdError) as info:
+        streamherd.load_svmlight(path)
+    assert f"cannot read {path}: {reason}" in str(info.value)
+
+
+@pytest.mark.parametrize("path, reason", [
+    ("missing.npz", "model missing.npz does not exist"),
+    (".", "cannot read model .: Is a directory"),
+    ("/proc/self/mem", "cannot read model /proc/self/mem: Input/output error"),
+])
+def test_load_model_of_an_unreadable_path_names_it(tmp_path, monkeypatch, path, reason):
+    from streamherd.errors import StreamherdError
+    from streamherd.sklearn import load_model
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StreamherdError) as info:
+        load_model(path)
+    assert reason in str(info.value)

@@ -124,7 +124,11 @@ class Source:
                 self.size = os.path.getsize(self.path)
         self._raw = raw
         interactive = _is_interactive(raw)
-        head = _read_head(raw, interactive)
+        try:
+            head = _read_head(raw, interactive)
+        except OSError as e:   # a failing device, /proc/self/mem
+            raise StreamherdError(f"cannot read {self.name}: {e.strerror or e}; check the file "
+                                  f"and the device") from None
         kind = detect_compression(head)
         self.interactive = interactive and kind is None
         stream = _Prefixed(head, raw)
