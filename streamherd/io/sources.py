@@ -1,4 +1,10 @@
-"""Byte streams for the inputs: files, stdin, and compressed files detected by magic bytes."""
+"""Byte streams for the inputs: files, stdin, and compressed files detected by magic bytes.
+
+A file appended to while it is read (a log another process writes) is read to the end found,
+in whole lines: where that end falls inside a line and the file has grown since (or grows within
+GROWTH_WAIT_SECONDS, when it was written in the last RECENT_WRITE_SECONDS: its writer may be
+between two writes of one line), reading goes on to the new end. A last line without a newline
+in a file that does not grow is the last line, as in any file."""
 import bz2
 import io
 import lzma
@@ -7,6 +13,7 @@ import select
 import stat
 import sys
 import threading
+import time
 
 from streamherd.errors import StreamherdError
 from streamherd.io.linecodes import BYTE_ORDER_MARK
@@ -26,6 +33,9 @@ _MAGIC = {
 _BZIP2_BLOCK_MAGICS = (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90")
 _HEAD_BYTES = 10
 _TEST_COMMAND = {"gzip": "gzip -t", "bzip2": "bzip2 -t", "xz": "xz -t"}
+GROWTH_WAIT_SECONDS = 0.2
+RECENT_WRITE_SECONDS = 2.0
+_LINE_ENDS = (ord("\n"), ord("\r"))
 
 
 class _Prefixed(io.RawIOBase):
@@ -104,6 +114,9 @@ class Source:
         self.interactive = False
         # the file line number of the first line read (a shard of a file starts further on)
         self.first_line = 1
+        self._regular = False     # an uncompressed regular file: it may grow while read
+        self._last_byte = None    # the last byte read
+        self._grew_at = None      # the file position where it was last found grown
 
     def open(self):
         self.checked = threading.Event()
@@ -122,6 +135,8 @@ class Source:
                 ) from None
             if os.path.isfile(self.path):
                 self.size = os.path.getsize(self.path)
+        self._regular = self.path != "-" and self.size is not None
+        self._last_byte = self._grew_at = None
         self._raw = raw
         interactive = _is_interactive(raw)
         try:
@@ -145,6 +160,7 @@ class Source:
         self.stream = _without_byte_order_mark(stream, head if kind is None else None)
         self.compression = kind
         self.compressed = kind is not None
+        self._regular = self._regular and not self.compressed
         return self
 
     def read_into(self, view):
@@ -157,9 +173,36 @@ class Source:
             self.read_error = e
             self.checked.set()
             raise
+        if got:
+            self._last_byte = view[got - 1]
+        if self.ended and self._grown_inside_a_line():
+            self.ended = False
         if self.ended:
             self.checked.set()
         return got
+
+    def _grown_inside_a_line(self):
+        """At the end found, inside a line: whether the file has grown since (waiting a moment
+        for a writer that wrote lately; see the module's docstring). Then reading goes on."""
+        if not self._regular or self._last_byte is None or self._last_byte in _LINE_ENDS:
+            return False
+        try:
+            fd = self._raw.fileno()
+            position = self._raw.tell()
+            if position == self._grew_at:   # nothing more came of it (a stream of a range)
+                return False
+            info = os.fstat(fd)
+            deadline = time.monotonic() + (GROWTH_WAIT_SECONDS if time.time() - info.st_mtime
+                                           < RECENT_WRITE_SECONDS else 0)
+            while info.st_size <= position and time.monotonic() < deadline:
+                time.sleep(0.01)
+                info = os.fstat(fd)
+        except (OSError, ValueError):
+            return False
+        if info.st_size > position:
+            self._grew_at = position
+            return True
+        return False
 
     def raw_position(self):
         """Bytes consumed from the underlying file (compressed bytes for a compressed file)."""
