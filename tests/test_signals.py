@@ -265,3 +265,69 @@ def test_an_interruption_names_each_file_it_wrote_once(monkeypatch):
         "streamherd: interrupted after writing /m/m.npz; nothing else was written"
     assert cli._interrupted_line(command.COMMAND.interrupted, 4) == \
         "streamherd: interrupted before its first round was written; no model was written"
+
+
+# ---------------------------------------------------------------- dist-train
+
+# closing a local cluster (its scheduler and worker processes) takes a few seconds on a loaded
+# machine: the interruption's bound for dist-train
+CLUSTER_PROMPT_SECONDS = 15.0
+
+
+def _dist_train_interrupted(proc, send):
+    sent = time.monotonic()
+    send()
+    try:
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    took = time.monotonic() - sent
+    err = without_compile_notice(err.decode())
+    assert proc.returncode == 130, err
+    assert took <= CLUSTER_PROMPT_SECONDS, f"{took:.1f} s after the signal"
+    assert "Traceback" not in err and "Task exception" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("streamherd: interrupted"), err
+    return lines[0]
+
+
+@pytest.mark.parametrize("delay", [0.3, 1.0, 2.0, 3.0])
+def test_ctrl_c_while_dist_train_starts_its_cluster_is_one_line(work, delay):
+    """SIGINT while the local cluster starts, or its first round runs: exit 130, one line, no
+    distributed traceback (the client's cancelled gathers, a worker's lost connection), and
+    the old model as it was."""
+    pytest.importorskip("distributed")
+    proc = _start(work, "dist-train", "--quiet", "--workers", 2, "--passes", 50, "long.svm",
+                  "-f", "m.npz")
+    _wait_for(proc, lambda: _catches_signals(proc.pid))
+    time.sleep(delay)
+    if proc.poll() is not None:
+        pytest.fail(f"dist-train ended before the signal: {proc.stderr.read().decode()}")
+    line = _dist_train_interrupted(proc, lambda: proc.send_signal(signal.SIGINT))
+    if (work / "m.npz").read_bytes() == b"the old model":
+        assert line == "streamherd: interrupted before its first round was written; no model " \
+                       "was written"
+    else:   # a round had finished: its model was written whole, and the line says so
+        assert line.endswith("m.npz; nothing else was written")
+    assert _temporary_files(work) == []
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["process", "process-group"])
+def test_ctrl_c_during_dist_train_rounds_is_one_line(work, group):
+    """After a round was written: SIGINT to the process, or to its whole group as a terminal's
+    Ctrl-C sends it (the worker processes get it too)."""
+    pytest.importorskip("distributed")
+    env = dict(os.environ, TMPDIR=str(work / "tmp"))
+    proc = subprocess.Popen([sys.executable, "-m", "streamherd", "dist-train", "--quiet",
+                             "--workers", "2", "--passes", "200", "long.svm", "-f", "m.npz"],
+                            cwd=work, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    _wait_for(proc, lambda: (work / "m.npz").read_bytes() != b"the old model")
+    line = _dist_train_interrupted(proc, (lambda: os.killpg(proc.pid, signal.SIGINT)) if group
+                                   else (lambda: proc.send_signal(signal.SIGINT)))
+    assert line == f"streamherd: interrupted after writing {work / 'm.npz'}; nothing else was " \
+                   f"written"
+    from streamherd.model import load_model
+    assert load_model(work / "m.npz")[0]["algo"]
+    assert _temporary_files(work) == []
