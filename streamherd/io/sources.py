@@ -18,10 +18,10 @@ import time
 from streamherd.errors import StreamherdError
 from streamherd.io.linecodes import BYTE_ORDER_MARK
 
-try:  # ISA-L's gzip is several times faster than zlib's; the stdlib is the fallback
-    from isal import igzip as _gzip
+try:  # ISA-L's inflate is several times faster than zlib's; the stdlib is the fallback
+    from isal import isal_zlib as _inflate
 except ImportError:  # pragma: no cover - isal is a declared dependency
-    import gzip as _gzip
+    import zlib as _inflate
 
 _MAGIC = {
     b"\x1f\x8b": "gzip",
@@ -147,12 +147,8 @@ class Source:
         kind = detect_compression(head)
         self.interactive = interactive and kind is None
         stream = _Prefixed(head, raw)
-        if kind == "gzip":
-            stream = _gzip.GzipFile(fileobj=io.BufferedReader(stream, 1 << 20), mode="rb")
-        elif kind == "bzip2":
-            stream = bz2.BZ2File(io.BufferedReader(stream, 1 << 20))
-        elif kind == "xz":
-            stream = lzma.LZMAFile(io.BufferedReader(stream, 1 << 20))
+        if kind in _STREAM_MAGIC:
+            stream = _Decompressed(stream, kind)
         elif kind == "zstd":
             raise StreamherdError(f"{self.name} is zstd-compressed, which streamherd does not "
                                   f"read; "
@@ -214,6 +210,108 @@ class Source:
     def close(self):
         if self._raw is not None and self.path != "-":
             self._raw.close()
+
+
+# each compressed stream's first bytes: what may follow a stream (a concatenation, as
+# 'cat a.gz b.gz' makes)
+_STREAM_MAGIC = {"gzip": b"\x1f\x8b", "bzip2": b"BZh", "xz": b"\xfd7zXZ\x00"}
+_COMPRESSED_READ = 1 << 20
+
+
+class TrailingData(Exception):
+    """Bytes after a complete compressed stream that are neither another stream nor zeros."""
+
+    def __init__(self, offset):
+        super().__init__(f"trailing data after the compressed stream, from byte {offset:,}")
+        self.offset = offset
+
+
+class _Decompressed(io.RawIOBase):
+    """The decompressed bytes of a gzip, bzip2 or xz file: its streams one after another (a
+    concatenation of streams is one file, as its tool reads it), each checked (its CRC, its
+    length) as it ends. What follows the last stream may be zeros (padding: tapes, block
+    devices, xz's stream padding) and nothing else: other bytes are TrailingData, and a stream
+    cut short is an EOFError, the same for the three formats (their tools differ: gzip and
+    bzip2 warn of trailing garbage and ignore it, xz refuses it)."""
+
+    def __init__(self, raw, kind):
+        self._raw, self._kind = raw, kind
+        self._decompressor = self._new_decompressor()
+        self._input = b""          # compressed bytes read, not yet taken by the decompressor
+        self._read = 0             # compressed bytes read from raw
+        self._raw_ended = False
+        self._finished = False     # the last stream ended, and only zeros came after it
+
+    def readable(self):
+        return True
+
+    def _new_decompressor(self):
+        if self._kind == "gzip":
+            return _inflate.decompressobj(wbits=16 + 15)   # one gzip member
+        if self._kind == "bzip2":
+            return bz2.BZ2Decompressor()
+        return lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+
+    def _more(self):
+        """The next compressed bytes (b"" at the end of the file)."""
+        if self._raw_ended:
+            return b""
+        data = self._raw.read(_COMPRESSED_READ)
+        if not data:
+            self._raw_ended = True
+            return b""
+        self._read += len(data)
+        return data
+
+    def _input_or_end(self):
+        data = self._input or self._more()
+        if not data:
+            raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+        return data
+
+    def readinto(self, b):
+        size = len(b)
+        while not self._finished:
+            d = self._decompressor
+            if d.eof:
+                self._next_stream(d.unused_data + self._input)
+                continue
+            if self._kind == "gzip":   # zlib's interface: what max_length left, handed back
+                data = self._input_or_end()
+                out = d.decompress(data, size)
+                self._input = d.unconsumed_tail
+            elif d.needs_input:        # bz2's and lzma's: they keep what they were given
+                out = d.decompress(self._input_or_end(), size)
+                self._input = b""
+            else:
+                out = d.decompress(b"", size)
+            if out:
+                b[:len(out)] = out
+                return len(out)
+        return 0
+
+    def _next_stream(self, rest):
+        """After a stream's end: zeros to the end of the file (finished), or the next stream
+        (its decompressor made), or TrailingData."""
+        self._input = b""
+        while True:
+            rest = rest.lstrip(b"\0")
+            if rest:
+                break
+            rest = self._more()
+            if not rest:
+                self._finished = True
+                return
+        magic = _STREAM_MAGIC[self._kind]
+        while len(rest) < len(magic):
+            more = self._more()
+            if not more:
+                break
+            rest += more
+        if not rest.startswith(magic):
+            raise TrailingData(self._read - len(rest))
+        self._decompressor = self._new_decompressor()
+        self._input = rest
 
 
 def _without_byte_order_mark(stream, head=None):
@@ -290,6 +388,10 @@ def read_into(stream, view, name, compression=None, interactive=None):
     while total < size:
         try:
             n = stream.readinto(view[total:])
+        except TrailingData as e:
+            raise StreamherdError(
+                f"{name}: {e}; the file is damaged or has something appended: get an intact "
+                f"copy ({_TEST_COMMAND[compression]} checks one)") from None
         except OSError as e:
             if e.errno is not None or compression is None:
                 raise StreamherdError(f"cannot read {name}: {e.strerror or e}; check the file "
