@@ -331,3 +331,66 @@ def test_ctrl_c_during_dist_train_rounds_is_one_line(work, group):
     from streamherd.model import load_model
     assert load_model(work / "m.npz")[0]["algo"]
     assert _temporary_files(work) == []
+
+
+# ---------------------------------------------------------------- start-up
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("delay", [0.0, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.07, 0.1])
+def test_a_signal_right_after_spawn_ends_the_run(work, signum, delay):
+    """Before the interpreter runs streamherd, the signal's default ends the process (the
+    shell's 128 + n); from streamherd's first statement on, the run ends with 128 + n and one
+    line; never exit 0, never "Exception ignored", never a traceback, never a model."""
+    proc = subprocess.Popen([sys.executable, "-m", "streamherd", "train", "--quiet", "long.svm",
+                             "-f", "m.npz"], cwd=work, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(delay)
+    proc.send_signal(signum)
+    sent = time.monotonic()
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    err = without_compile_notice(err.decode())
+    assert time.monotonic() - sent <= PROMPT_SECONDS
+    assert proc.returncode in (-signum, CODES[signum]), (proc.returncode, err)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    if proc.returncode == CODES[signum]:
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("streamherd: interrupted"), err
+    else:
+        assert err == ""
+    assert (work / "m.npz").read_bytes() == b"the old model"
+    assert _temporary_files(work) == []
+
+
+SLOW_IMPORTS = textwrap.dedent("""
+    import runpy, sys, time
+
+    class SlowCommandLine:
+        # the command's imports made slow: a signal lands in them for certain
+        def find_spec(self, name, path=None, target=None):
+            if name == "streamherd.cli":
+                print("importing", flush=True)
+                time.sleep(30)
+            return None
+
+    sys.meta_path.insert(0, SlowCommandLine())
+    sys.argv = ["streamherd", "train", "--quiet", "long.svm", "-f", "m.npz"]
+    runpy.run_module("streamherd", run_name="__main__")
+""")
+
+
+@pytest.mark.parametrize("signum", list(CODES))
+def test_a_signal_while_the_command_imports_is_one_line(work, signum):
+    """Between streamherd's first statement and its handlers (the command's imports): exit
+    128 + n with one line, not a KeyboardInterrupt traceback nor a silent death."""
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_IMPORTS], cwd=work,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}"
+                                     f"{os.environ.get('PYTHONPATH', '')}"))
+    assert proc.stdout.readline() == b"importing\n"
+    assert _signalled(proc, signum) == \
+        "streamherd: interrupted while starting; nothing was written"
+    assert (work / "m.npz").read_bytes() == b"the old model"
