@@ -74,7 +74,6 @@ BOMBS = {
 }
 COMMANDS = {
     "predict": lambda model, data: ["predict", "-m", model, data, "-p", "p.txt"],
-    "inspect": lambda model, data: ["inspect", model],
     "train -i": lambda model, data: ["train", "-i", model, data, "-f", "out.npz"],
 }
 
@@ -97,10 +96,42 @@ def test_a_model_promising_more_memory_than_the_process_has_is_refused_in_one_li
     assert sorted(os.listdir(tmp_path)) == ["bomb.npz"]
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+def weights(inspect_json):
+    """inspect --json's rows as (slot, weight, variance): the feature names (the bias's slot)
+    depend on -b."""
+    rows = [json.loads(line) for line in inspect_json.splitlines()]
+    return [(row["slot"], row["weight"], row["variance"]) for row in rows]
+
+
+@pytest.mark.parametrize("bomb", BOMBS)
+def test_inspect_lists_a_model_too_large_to_build_from_what_it_stores(models, tmp_path, bomb):
+    """inspect does not build the state: the rows of a model too large for memory are those of
+    the slots it stores (here, the -b 12 model it was made from), read without allocating."""
+    changes, _ = BOMBS[bomb]
+    source = models / ("classes.npz" if "classes" in changes else "binary.npz")
+    model = rewritten(source, tmp_path / "bomb.npz", **changes)
+    proc, peak = run_limited("inspect", model, "--json", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert peak < LIMIT // 2, peak
+    source_rows = run_cli("inspect", source, "--json").stdout
+    if "classes" in changes:
+        # the -b 12 model's slot s of class block z is slot z 2^12 + s of block 0 at -b 18
+        with np.load(source) as archive:
+            classes = json.loads(str(archive["meta"]))["classes"]
+        rows = [json.loads(line) for line in source_rows.splitlines()]
+        expected = sorted(((classes.index(row["class"]) << 12) + row["slot"], row["weight"],
+                           row["variance"]) for row in rows)
+        assert sorted(weights(proc.stdout)) == expected != []
+    else:
+        assert weights(proc.stdout) == weights(source_rows) != []
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, "inspect"])
 def test_a_model_that_fits_still_works_under_the_same_limit(models, tmp_path, command):
     data = models / "binary.svm"
-    proc, _ = run_limited(*COMMANDS[command](models / "binary.npz", data), cwd=tmp_path)
+    args = ["inspect", models / "binary.npz"] if command == "inspect" else \
+        COMMANDS[command](models / "binary.npz", data)
+    proc, _ = run_limited(*args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
 
 

@@ -192,9 +192,52 @@ def _check_state_fits(path, shapes, fills, model):
         need += size
         if fills is not None and len(shape) == 1 and _is_positive_zero(fills[name]):
             untouched += size
-    check_memory(need, f"model {path} ({model}) holds a state of", "use it where more memory is "
-                 "available, or retrain it with a smaller -b (or fewer classes)",
-                 untouched=untouched)
+    try:
+        check_memory(need, f"model {path} ({model}) holds a state of", "use it where more "
+                     "memory is available, or retrain it with a smaller -b (or fewer classes)",
+                     untouched=untouched)
+    except StreamherdError as e:
+        raise StateTooLarge(str(e)) from None
+
+
+class StateTooLarge(StreamherdError):
+    """A model whose whole state does not fit in the memory available (_check_state_fits):
+    what it stores may still be read as it is stored (sparse_vectors)."""
+
+
+def sparse_vectors(path):
+    """(meta, vectors) of a format-3 model whose arrays are all vectors, read as stored: name ->
+    (its slots other than the fill, strictly increasing; their values; the fill), each checked
+    (in range, finite, positive where the array must be) without building the dense arrays,
+    whose size only the meta sets. None for another model (a full matrix, format 1 or 2)."""
+    path = os.fspath(path)
+    with open_model(path) as archive:
+        meta = _read_meta(path, archive)
+        shapes, what, fills, _ = _check_meta(path, meta)
+        if fills is None or any(len(shape) != 1 for shape in shapes.values()):
+            return None
+        _check_member_names(path, archive, [f"{name}.{part}" for name in shapes
+                                            for part in ("indices", "values")], what[0])
+        positive = learners.learner_class(meta["algo"]).positive_arrays
+        vectors = {}
+        for name, (size,) in shapes.items():
+            with _Member(path, archive, f"{name}.indices", np.int64, size) as indices, \
+                    _Member(path, archive, f"{name}.values", np.float64, size) as values:
+                if values.count != indices.count:
+                    raise StreamherdError(f"{path} is damaged: array '{name}.values' has "
+                                          f"{values.count} entries for {indices.count} indices")
+                check_memory(16 * indices.count, f"model {path}: the stored entries of its "
+                             f"array '{name}' take", "use it where more memory is available")
+                slots = indices.take(indices.count)
+                stored = values.take(values.count)
+            _check_slots(path, f"{name}.indices", slots, -1, size)
+            if not np.all(np.isfinite(stored)):
+                raise StreamherdError(f"{path} is damaged: array '{name}' holds NaN or infinity")
+            if name in positive and not np.all(stored > 0):
+                raise StreamherdError(f"{path} is damaged: array '{name}' has entries <= 0; "
+                                      f"they must be positive")
+            vectors[name] = (slots, stored, fills[name])
+    return meta, vectors
 
 
 def _is_positive_zero(value):
