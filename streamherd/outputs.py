@@ -332,7 +332,7 @@ def standard_output(what):
     there). Where stdout has no descriptor (a caller's own stream), that stream as it is."""
     stream = sys.stdout
     if stream is None:
-        raise StreamherdError(f"standard output is closed; the {what} has nowhere to go")
+        raise StreamherdError(f"standard output is closed; redirect it to a file for the {what}")
     try:
         fd = stream.fileno()
     except (OSError, ValueError, AttributeError):   # io.StringIO and the like
