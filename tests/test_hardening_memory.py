@@ -6,6 +6,7 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -39,7 +40,7 @@ def rewritten(model, target, **changes):
 
 def run_limited(*args, cwd):
     """``streamherd ARGS`` with RLIMIT_AS = LIMIT; returns (CompletedProcess-like, peak
-    resident bytes of the child)."""
+    resident bytes of that child: its own rusage, os.wait4's)."""
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
 
@@ -47,9 +48,14 @@ def run_limited(*args, cwd):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit,
                             env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH",
                                                                             str(REPO))})
-    out, err = proc.communicate(timeout=300)
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc.stdout, proc.stderr = out.decode(), err.decode()
+    errors = []
+    reader = threading.Thread(target=lambda: errors.append(proc.stderr.read()))
+    reader.start()
+    out = proc.stdout.read()
+    reader.join(timeout=300)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.stdout, proc.stderr = out.decode(), errors[0].decode()
     return proc, usage.ru_maxrss * 1024
 
 
