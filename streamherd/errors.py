@@ -2,7 +2,9 @@
 exits with their code."""
 import contextlib
 import math
+import os
 import reprlib
+import signal
 import sys
 
 
@@ -106,3 +108,23 @@ def notices_silenced(silent=True):
     finally:
         if silent:
             _silenced.pop()
+
+
+# SIGINT, SIGTERM and SIGHUP
+STARTUP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def end_at_signals_while_starting():
+    """For the command's process, first thing: a signal before the command's own handlers
+    (outputs.catch_signals) are in place ends it at once, with its exit code (128 + its
+    number) and one line. Without it, Ctrl-C while modules import is a KeyboardInterrupt
+    traceback, SIGTERM a death no message explains. Nothing is written yet, so nothing needs
+    undoing; a signal the parent ignores (nohup's SIGHUP) stays ignored."""
+    for signum in STARTUP_SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _end_while_starting)
+
+
+def _end_while_starting(signum, frame):
+    say("streamherd: interrupted while starting; nothing was written")
+    os._exit(128 + signum)

@@ -15,12 +15,12 @@ retraining. Output: an aligned table (default), ``--tsv`` or ``--json``
 """
 import json
 import math
-import sys
 
 import numpy as np
 
 from streamherd.errors import StreamherdError
 from streamherd.learners.base import prediction_weights
+from streamherd.outputs import standard_output
 
 ROW = np.dtype([("slot", np.int64), ("block", np.int64), ("weight", np.float64),
                 ("variance", np.float64)])
@@ -58,6 +58,31 @@ def weight_rows(meta, arrays):
     return rows[order]
 
 
+def sparse_weight_rows(meta, vectors):
+    """weight_rows of a model read as stored (container.sparse_vectors: a state too large to
+    build), the same rows; None when its weights' fresh value is not 0 (every slot would be a
+    row)."""
+    name = "average" if "average" in vectors else "mean"
+    slots, values, fill = vectors[name]
+    if fill != 0:
+        return None
+    dim = 1 << meta["bits"]
+    where = slots[values != 0]
+    rows = np.empty(len(where), ROW)
+    rows["slot"] = where % dim
+    rows["block"] = where // dim
+    rows["weight"] = values[values != 0]
+    rows["variance"] = np.nan
+    if "variance" in vectors:
+        stored, variances, variance_fill = vectors["variance"]
+        rows["variance"] = variance_fill   # a slot not stored holds the fresh value
+        if len(stored):
+            at = np.minimum(np.searchsorted(stored, where), len(stored) - 1)
+            rows["variance"] = np.where(stored[at] == where, variances[at], variance_fill)
+    order = np.lexsort((rows["slot"], rows["block"], -np.abs(rows["weight"])))
+    return rows[order]
+
+
 def _feature_names(meta, slots, data=None):
     """What is known of each slot's feature: ``Constant`` for the bias slot, else empty; with
     ``data`` (paths), the names of the features of those files that hash to it, as VW's audit
@@ -78,22 +103,35 @@ def inspect_model(path, fmt="table", top=None, out=None, data=None):
     """Write the model's weight rows to ``out`` (stdout) in ``fmt``; at most ``top`` rows; the
     features named from the files ``data`` when given."""
     from streamherd.model import load_model
+    from streamherd.model.container import StateTooLarge, sparse_vectors
 
     if fmt not in FORMATS:
         raise StreamherdError(f"unknown inspect format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if top is not None and top < 1:
         raise StreamherdError(f"--top must be at least 1, got {top}")
-    meta, arrays = load_model(path)
-    rows = weight_rows(meta, arrays)[:top]
+    try:
+        meta, arrays = load_model(path)
+        rows = weight_rows(meta, arrays)[:top]
+        kept = arrays
+    except StateTooLarge as too_large:   # its rows, from what the file stores
+        sparse = sparse_vectors(path)
+        rows = sparse_weight_rows(*sparse) if sparse is not None else None
+        if rows is None:
+            raise too_large from None
+        meta, kept = sparse
+        rows = rows[:top]
     classes = meta.get("classes") if meta.get("task") == "multiclass" else None
     columns = {"slot": rows["slot"], "feature": _feature_names(meta, rows["slot"], data)}
     if classes is not None:
         columns["class"] = np.array([str(c) for c in classes], dtype=object)[rows["block"]]
     columns["weight"] = rows["weight"]
-    if "variance" in arrays or "covariance" in arrays:
+    if "variance" in kept or "covariance" in kept:
         columns["variance"] = rows["variance"]
-    out = out or sys.stdout
-    _WRITERS[fmt](columns, len(rows), out)
+    if out is not None:
+        _WRITERS[fmt](columns, len(rows), out)
+        return
+    with standard_output("weights") as out:
+        _WRITERS[fmt](columns, len(rows), out)
 
 
 def _text(value):

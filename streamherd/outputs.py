@@ -11,6 +11,8 @@ terminal or a device (VW's habits ``-p /dev/stdout``, ``-p /dev/null``, a named 
 place, since there is no file there to keep and nothing to rename over it.
 """
 import contextlib
+import errno
+import fcntl
 import os
 import signal
 import stat
@@ -218,18 +220,19 @@ def replaced_together():
 def replaced_on_success(real_path, mode="w", what="output"):
     """A file object writing to a temporary file beside ``real_path``, which replaces it when
     the block ends without an exception; otherwise the temporary file is removed and whatever
-    was at ``real_path`` stays as it was. ``what`` names the file in an error. A StreamTarget
-    (a pipe or device) is written in place: what was sent before a failure cannot be taken back,
-    as on standard output."""
+    was at ``real_path`` stays as it was. ``what`` names the file in an error; a write that
+    fails (a full disk) is one such error (write_error). A StreamTarget (a pipe or device) is
+    written in place: what was sent before a failure cannot be taken back, as on standard
+    output."""
+    encoding = "utf-8" if "b" not in mode else None
     if isinstance(real_path, StreamTarget):
         try:
             # opened apart from its with: only the open's own error is worded here
-            stream = open(real_path, mode,  # noqa: SIM115
-                          encoding="utf-8" if "b" not in mode else None)
+            stream = open(real_path, mode, encoding=encoding)  # noqa: SIM115
         except OSError as e:
             raise StreamherdError(f"cannot write {what} {real_path}: {e.strerror}") from None
-        with stream:
-            yield stream
+        with _closed_reporting(stream, what, real_path, kept=None) as reported:
+            yield reported
         return
     folder = os.path.dirname(os.path.abspath(real_path))
     try:
@@ -238,8 +241,10 @@ def replaced_on_success(real_path, mode="w", what="output"):
         raise StreamherdError(f"cannot write {what} {real_path}: {e.strerror}; check that the "
                               f"folder exists and is writable") from None
     try:
-        with os.fdopen(fd, mode, encoding="utf-8" if "b" not in mode else None) as f:
-            yield f
+        kept = os.path.lexists(real_path)
+        with _closed_reporting(os.fdopen(fd, mode, encoding=encoding), what, real_path,
+                               kept) as reported:
+            yield reported
         _take_mode(tmp, real_path)
         together = getattr(_together, "files", None)
         if together is None:
@@ -249,6 +254,147 @@ def replaced_on_success(real_path, mode="w", what="output"):
     except BaseException:
         remove_temporary(tmp)
         raise
+
+
+@contextlib.contextmanager
+def _closed_reporting(file, what, path, kept):
+    """``file`` as a ReportedWrites, closed at the block's end; a failed write or the close's
+    last flush is write_error's line (an exception of the block itself goes on as it is)."""
+    try:
+        yield ReportedWrites(file, what, path, kept)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            file.close()
+        raise
+    try:
+        file.close()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise write_error(what, path, e, kept) from None
+
+
+def write_error(what, path, error, kept=None):
+    """The one line of a write that failed: which file, why (a full disk said so), and what
+    became of the file (``kept``: True, it was there and stays as it was; False, it was not
+    created; None: a stream, what was sent is sent)."""
+    fate = {True: f" ({path} was left as it was)", False: f" ({path} was not created)",
+            None: ""}[kept]
+    return StreamherdError(f"cannot write {what} {path}: {_write_reason(error)}{fate}")
+
+
+def _write_reason(error):
+    """Why a write failed, and what to do: a full disk is called so."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "no space left on device; free some space there or write it elsewhere"
+    if error.errno == errno.EFBIG:
+        return "the file is too large for its file system; write it elsewhere"
+    return f"{(error.strerror or str(error)).lower()}; check where it goes"
+
+
+class ReportedWrites:
+    """A file object whose failed writes are write_error's one line naming the file (a closed
+    pipe stays a BrokenPipeError: the CLI ends quietly then); all else is the file's own."""
+
+    def __init__(self, file, what, path, kept):
+        self._file, self._what, self._path, self._kept = file, what, path, kept
+
+    def _reported(self, method, *args):
+        try:
+            return method(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise write_error(self._what, self._path, e, self._kept) from None
+
+    def write(self, data):
+        return self._reported(self._file.write, data)
+
+    def writelines(self, lines):
+        return self._reported(self._file.writelines, lines)
+
+    def flush(self):
+        return self._reported(self._file.flush)
+
+    def __getattr__(self, name):
+        return getattr(self._file, name)
+
+    def __iter__(self):
+        return iter(self._file)
+
+
+@contextlib.contextmanager
+def standard_output(what):
+    """A text writer to standard output for ``what`` a command prints there (inspect's
+    table). Written straight to its file descriptor, so that a failed write (a full disk under
+    '> file') leaves nothing buffered to retry: it is one line naming the file behind stdout,
+    which, a regular file, is cut back to what it held before (nothing half-written is left
+    there). Where stdout has no descriptor (a caller's own stream), that stream as it is."""
+    stream = sys.stdout
+    if stream is None:
+        raise StreamherdError(f"standard output is closed; redirect it to a file for the {what}")
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):   # io.StringIO and the like
+        yield stream
+        return
+    stream.flush()
+    writer = _DescriptorWriter(fd, what)
+    yield writer
+    writer.flush()
+
+
+class _DescriptorWriter:
+    """Text written to a file descriptor in large pieces (see standard_output)."""
+
+    PIECE = 1 << 16
+
+    def __init__(self, fd, what):
+        self.fd, self.what, self.pending, self.size = fd, what, [], 0
+        info = os.fstat(fd)
+        self.regular = stat.S_ISREG(info.st_mode)
+        # where this run's output begins: the end for an appending '>>', else the offset
+        self.start = info.st_size if self.regular and fcntl.fcntl(fd, fcntl.F_GETFL) & \
+            os.O_APPEND else (os.lseek(fd, 0, os.SEEK_CUR) if self.regular else None)
+
+    def write(self, text):
+        data = text.encode("utf-8")
+        self.pending.append(data)
+        self.size += len(data)
+        if self.size >= self.PIECE:
+            self.flush()
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        data = b"".join(self.pending)
+        self.pending, self.size = [], 0
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.fd, view):]
+            except BrokenPipeError:
+                raise
+            except InterruptedError:
+                continue
+            except OSError as e:
+                raise self._failed(e) from None
+
+    def _failed(self, error):
+        try:
+            name = os.readlink(f"/proc/self/fd/{self.fd}")
+        except OSError:
+            name = None
+        fate = ""
+        if self.regular:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, self.start)
+                fate = "; what this run had written there was removed"
+        return StreamherdError(f"cannot write the {self.what} to standard output"
+                               f"{f' ({name})' if name else ''}: {_write_reason(error)}{fate}")
 
 
 def _replace(files):
@@ -377,6 +523,26 @@ def temporary_file(prefix, suffix, folder=None):
             os.close(fd)
             remove_temporary(path)
     return fd, path
+
+
+# where Python's tempfile looks first: a folder the user named there is the one used
+TEMPORARY_FOLDER_VARIABLES = ("TMPDIR", "TEMP", "TMP")
+
+
+def spill_file(prefix, suffix, what):
+    """temporary_file's (fd, path) of a spill (``what``: a copy of standard input, a shuffle's
+    blocks) in the system temporary folder. A folder named by TMPDIR (TEMP, TMP) is used as it
+    is: Python's tempfile would silently take /tmp (or the working folder) instead when it is
+    full or unwritable, filling the disk the user sent the spill away from; here that is one
+    line naming the folder."""
+    named = [os.environ[name] for name in TEMPORARY_FOLDER_VARIABLES if os.environ.get(name)]
+    folder = named[0] if named else tempfile.gettempdir()
+    try:
+        return temporary_file(prefix, suffix, folder)
+    except OSError as e:
+        where = f"TMPDIR ({folder})" if named else folder
+        raise StreamherdError(f"cannot make {what} in {where}: {e.strerror}; free space there "
+                              f"or set TMPDIR to a writable folder with room") from None
 
 
 def remove_temporary(path):

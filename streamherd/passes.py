@@ -48,7 +48,7 @@ import numpy as np
 
 from streamherd.errors import StreamherdError
 from streamherd.io.csr import Chunk
-from streamherd.outputs import remove_temporary, temporary_file
+from streamherd.outputs import remove_temporary, spill_file
 
 DEFAULT_HOLDOUT_PERIOD = 10
 DEFAULT_EARLY_TERMINATE = 3
@@ -264,7 +264,8 @@ class BlockSpill:
     back in any order by the byte offset of each; removed by ``remove``."""
 
     def __init__(self, note, passes):
-        fd, self.path = temporary_file("streamherd-shuffle-", ".spill")
+        fd, self.path = spill_file("streamherd-shuffle-", ".spill",
+                                   "the shuffle's copy of the input")
         self.file = os.fdopen(fd, "w+b")
         note(f"the input is larger than --shuffle_memory: its parsed blocks are copied to "
              f"{self.path} for the block-wise shuffle of the {passes} passes (removed at the end)")
@@ -277,6 +278,7 @@ class BlockSpill:
         try:
             for name in SPILLED_ARRAYS:
                 np.save(self.file, getattr(chunk, name), allow_pickle=False)
+            self.file.flush()   # a full disk said here, not at a later pass's seek
         except OSError as e:
             raise StreamherdError(f"cannot write the shuffle's copy of the input to {self.path}: "
                                   f"{e.strerror}; free space in {os.path.dirname(self.path)}, "
@@ -297,8 +299,11 @@ class BlockSpill:
                      **arrays)
 
     def remove(self):
-        self.file.close()
-        remove_temporary(self.path)
+        try:
+            with contextlib.suppress(OSError):   # its last write failed (a full disk): said
+                self.file.close()
+        finally:
+            remove_temporary(self.path)
 
 
 def read_once(path):
@@ -322,18 +327,18 @@ def replayable(paths, passes, note):
             if not read_once(path) or (path != "-" and passes.shuffle):
                 continue
             kind, name = ("stdin", "standard input") if path == "-" else ("fifo", path)
-            fd, copies[path] = temporary_file(f"streamherd-{kind}-", ".spill")
+            fd, copies[path] = spill_file(f"streamherd-{kind}-", ".spill", f"a copy of {name}")
             note(f"{name} is copied to {copies[path]} for the {passes.count} passes (removed at "
                  f"the end)")
-            with os.fdopen(fd, "wb") as f, \
-                    (open(path, "rb") if path != "-" else contextlib.nullcontext(sys.stdin.buffer)
-                     ) as stream:
-                try:
+            try:   # (the close's last write included)
+                with os.fdopen(fd, "wb") as f, \
+                        (open(path, "rb") if path != "-"
+                         else contextlib.nullcontext(sys.stdin.buffer)) as stream:
                     shutil.copyfileobj(stream, f, 1 << 20)
-                except OSError as e:
-                    raise StreamherdError(
-                        f"cannot copy {name} to {copies[path]}: {e.strerror}; free space in "
-                        f"{os.path.dirname(copies[path])} or set TMPDIR") from None
+            except OSError as e:
+                raise StreamherdError(
+                    f"cannot copy {name} to {copies[path]}: {e.strerror}; free space in "
+                    f"{os.path.dirname(copies[path])} or set TMPDIR") from None
         yield [copies.get(p, p) for p in paths]
     finally:
         for spill in copies.values():

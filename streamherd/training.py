@@ -410,7 +410,7 @@ def predict(model_path, paths, output=None, raw=False, fmt="auto", quiet=False, 
     destination = "standard output" if output is None else str(output)
     written = skipped = examples = labeled = loss = 0
     try:
-        with (replaced_on_success(output_path) if output is not None
+        with (replaced_on_success(output_path, what="predictions") if output is not None
               else contextlib.nullcontext(sys.stdout)) as sink:
             for scored in (chunk.derived for chunk in reader):
                 chunk = scored.chunk

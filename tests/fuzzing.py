@@ -53,7 +53,6 @@ io/reader.py, labels.py, tasks/); when the README changes them, change ``referen
 import bz2
 import contextlib
 import gzip
-import io
 import json
 import lzma
 import math
@@ -65,6 +64,7 @@ import subprocess
 import sys
 import time
 import unicodedata
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -457,19 +457,29 @@ def binary_conflict(rows):
 
 
 def decompress(raw):
-    """(kind, data, error): kind None for plain text; data None when it does not decompress."""
+    """(kind, data, error): kind None for plain text; data None when it does not decompress.
+    The rule streamherd reads by, for the three formats alike: whole streams one after another,
+    then nothing but zeros (padding)."""
     kind = next((k for magic, k in _MAGIC if raw[:6].startswith(magic)), None)
     if kind is None:
         return None, raw, None
     if kind == "zstd":
         return kind, None, "zstd is not read"
+    magic = next(m for m, k in _MAGIC if k == kind)
+    new = {"gzip": lambda: zlib.decompressobj(16 + 15), "bzip2": bz2.BZ2Decompressor,
+           "xz": lambda: lzma.LZMADecompressor(lzma.FORMAT_XZ)}[kind]
+    parts, rest = [], raw
     try:
-        if kind == "gzip":
-            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as f:
-                return kind, f.read(), None
-        opener = bz2.BZ2File if kind == "bzip2" else lzma.LZMAFile
-        with opener(io.BytesIO(raw)) as f:
-            return kind, f.read(), None
+        while True:
+            stream = new()
+            parts.append(stream.decompress(rest))
+            if not stream.eof:
+                return kind, None, "EOFError: a stream is cut short"
+            rest = stream.unused_data.lstrip(b"\0")
+            if not rest:
+                return kind, b"".join(parts), None
+            if not rest.startswith(magic):
+                return kind, None, "trailing data after the compressed stream"
     except Exception as e:  # noqa: BLE001 - zlib.error, OSError, EOFError, LZMAError...
         return kind, None, f"{type(e).__name__}: {e}"
 

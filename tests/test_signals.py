@@ -265,3 +265,132 @@ def test_an_interruption_names_each_file_it_wrote_once(monkeypatch):
         "streamherd: interrupted after writing /m/m.npz; nothing else was written"
     assert cli._interrupted_line(command.COMMAND.interrupted, 4) == \
         "streamherd: interrupted before its first round was written; no model was written"
+
+
+# ---------------------------------------------------------------- dist-train
+
+# closing a local cluster (its scheduler and worker processes) takes a few seconds on a loaded
+# machine: the interruption's bound for dist-train
+CLUSTER_PROMPT_SECONDS = 15.0
+
+
+def _dist_train_interrupted(proc, send):
+    sent = time.monotonic()
+    send()
+    try:
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    took = time.monotonic() - sent
+    err = without_compile_notice(err.decode())
+    assert proc.returncode == 130, err
+    assert took <= CLUSTER_PROMPT_SECONDS, f"{took:.1f} s after the signal"
+    assert "Traceback" not in err and "Task exception" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("streamherd: interrupted"), err
+    return lines[0]
+
+
+@pytest.mark.parametrize("delay", [0.3, 1.0, 2.0, 3.0])
+def test_ctrl_c_while_dist_train_starts_its_cluster_is_one_line(work, delay):
+    """SIGINT while the local cluster starts, or its first round runs: exit 130, one line, no
+    distributed traceback (the client's cancelled gathers, a worker's lost connection), and
+    the old model as it was."""
+    pytest.importorskip("distributed")
+    proc = _start(work, "dist-train", "--quiet", "--workers", 2, "--passes", 50, "long.svm",
+                  "-f", "m.npz")
+    _wait_for(proc, lambda: _catches_signals(proc.pid))
+    time.sleep(delay)
+    if proc.poll() is not None:
+        pytest.fail(f"dist-train ended before the signal: {proc.stderr.read().decode()}")
+    line = _dist_train_interrupted(proc, lambda: proc.send_signal(signal.SIGINT))
+    if (work / "m.npz").read_bytes() == b"the old model":
+        assert line == "streamherd: interrupted before its first round was written; no model " \
+                       "was written"
+    else:   # a round had finished: its model was written whole, and the line says so
+        assert line.endswith("m.npz; nothing else was written")
+    assert _temporary_files(work) == []
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["process", "process-group"])
+def test_ctrl_c_during_dist_train_rounds_is_one_line(work, group):
+    """After a round was written: SIGINT to the process, or to its whole group as a terminal's
+    Ctrl-C sends it (the worker processes get it too)."""
+    pytest.importorskip("distributed")
+    env = dict(os.environ, TMPDIR=str(work / "tmp"))
+    proc = subprocess.Popen([sys.executable, "-m", "streamherd", "dist-train", "--quiet",
+                             "--workers", "2", "--passes", "200", "long.svm", "-f", "m.npz"],
+                            cwd=work, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    _wait_for(proc, lambda: (work / "m.npz").read_bytes() != b"the old model")
+    line = _dist_train_interrupted(proc, (lambda: os.killpg(proc.pid, signal.SIGINT)) if group
+                                   else (lambda: proc.send_signal(signal.SIGINT)))
+    assert line == f"streamherd: interrupted after writing {work / 'm.npz'}; nothing else was " \
+                   f"written"
+    from streamherd.model import load_model
+    assert load_model(work / "m.npz")[0]["algo"]
+    assert _temporary_files(work) == []
+
+
+# ---------------------------------------------------------------- start-up
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("delay", [0.0, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.07, 0.1])
+def test_a_signal_right_after_spawn_ends_the_run(work, signum, delay):
+    """Before the interpreter runs streamherd, the signal's default ends the process (the
+    shell's 128 + n); from streamherd's first statement on, the run ends with 128 + n and one
+    line; never exit 0, never "Exception ignored", never a traceback, never a model."""
+    proc = subprocess.Popen([sys.executable, "-m", "streamherd", "train", "--quiet", "long.svm",
+                             "-f", "m.npz"], cwd=work, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(delay)
+    proc.send_signal(signum)
+    sent = time.monotonic()
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    err = without_compile_notice(err.decode())
+    assert time.monotonic() - sent <= PROMPT_SECONDS
+    assert proc.returncode in (-signum, CODES[signum]), (proc.returncode, err)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    if proc.returncode == CODES[signum]:
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("streamherd: interrupted"), err
+    else:
+        assert err == ""
+    assert (work / "m.npz").read_bytes() == b"the old model"
+    assert _temporary_files(work) == []
+
+
+SLOW_IMPORTS = textwrap.dedent("""
+    import runpy, sys, time
+
+    class SlowCommandLine:
+        # the command's imports made slow: a signal lands in them for certain
+        def find_spec(self, name, path=None, target=None):
+            if name == "streamherd.cli":
+                print("importing", flush=True)
+                time.sleep(30)
+            return None
+
+    sys.meta_path.insert(0, SlowCommandLine())
+    sys.argv = ["streamherd", "train", "--quiet", "long.svm", "-f", "m.npz"]
+    runpy.run_module("streamherd", run_name="__main__")
+""")
+
+
+@pytest.mark.parametrize("signum", list(CODES))
+def test_a_signal_while_the_command_imports_is_one_line(work, signum):
+    """Between streamherd's first statement and its handlers (the command's imports): exit
+    128 + n with one line, not a KeyboardInterrupt traceback nor a silent death."""
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_IMPORTS], cwd=work,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}"
+                                     f"{os.environ.get('PYTHONPATH', '')}"))
+    assert proc.stdout.readline() == b"importing\n"
+    assert _signalled(proc, signum) == \
+        "streamherd: interrupted while starting; nothing was written"
+    assert (work / "m.npz").read_bytes() == b"the old model"

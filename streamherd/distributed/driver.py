@@ -14,6 +14,8 @@ import contextlib
 import copy
 import dataclasses
 import logging
+import signal
+import sys
 import time
 import uuid
 
@@ -46,21 +48,62 @@ def dask_client(scheduler=None, workers=None, command="dist-train"):
     except ImportError:
         raise StreamherdError(f"{command} runs on Dask (dask.distributed), which is not "
                               f"installed: {INSTALL_HINT}") from None
-    if scheduler is not None:
-        try:
-            client = Client(scheduler, timeout="30s")
-        except (OSError, TimeoutError) as e:
-            raise StreamherdError(f"cannot reach the Dask scheduler at {scheduler}: {e}; check "
-                                  f"the address (tcp://HOST:8786) and that it is running") from None
-        with client:
+    with _quiet_when_interrupted():
+        if scheduler is not None:
+            try:
+                client = Client(scheduler, timeout="30s")
+            except (OSError, TimeoutError) as e:
+                raise StreamherdError(f"cannot reach the Dask scheduler at {scheduler}: {e}; "
+                                      f"check the address (tcp://HOST:8786) and that it is "
+                                      f"running") from None
+            with client, _quiet_when_interrupted():
+                yield client
+            return
+        _quiet_resource_tracker()
+        # the HTTP server on a free local port (8787 may be another cluster's; bokeh's
+        # dashboard is not a dependency). The workers log nothing: what fails in a task comes
+        # back to this process, and a worker cut off by an interruption (its scheduler gone)
+        # would log the lost connection as a traceback.
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL + 1,
+                          preload=[__name__]) as cluster, \
+                Client(cluster) as client, _quiet_when_interrupted():
             yield client
-        return
-    # the HTTP server on a free local port (8787 may be another cluster's; bokeh's dashboard
-    # is not a dependency)
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster, \
-            Client(cluster) as client:
-        yield client
+
+
+def dask_setup(worker):
+    """Run in each worker process of a local cluster as it starts (its ``preload``): Ctrl-C
+    at a terminal sends SIGINT to the whole process group, workers included, and each would end
+    with a traceback; SIGINT is left to this command's process, which closes the cluster."""
+    with contextlib.suppress(ValueError):   # (only a process's main thread sets handlers)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# the loggers of what a cluster's shutdown cut short (its event loop's pending tasks, a lost
+# connection): after an interruption, noise around the one line the command says
+_SHUTDOWN_LOGGERS = ("asyncio", "distributed", "tornado")
+
+
+@contextlib.contextmanager
+def _quiet_when_interrupted():
+    """An interruption (Ctrl-C, SIGTERM) silences the cluster's logs before the cluster closes:
+    its client's cancelled gathers would be printed as tracebacks ("Task exception was never
+    retrieved ... AllExit"), the run's one line lost among them."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        for name in _SHUTDOWN_LOGGERS:
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+        raise
+
+
+def _quiet_resource_tracker():
+    """multiprocessing's resource tracker (a process of its own, started with this process's
+    -W options) warns of the semaphores of a local cluster that an interruption ended without
+    closing; it removes them all the same: no warning for it (set before the tracker starts)."""
+    option = "ignore:resource_tracker:UserWarning"
+    if option not in sys.warnoptions:
+        sys.warnoptions.append(option)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,6 +32,12 @@ FORMATS = ("auto", "svmlight", "vw")
 READER_STOP_SECONDS = 1.0
 _END = object()
 _CARRY_ROOM = 1 << 16
+_CR, _LF = 13, 10
+
+
+def _has_line_end(data):
+    """Whether the bytes ``data`` (uint8) hold an LF or a CR."""
+    return bool(np.any(data == _LF) or np.any(data == _CR))
 # --format auto reads this many lines that tell a format (line_format), at most, from the start
 # of the first block of each input, and takes the format of most of them.
 DETECT_LINES = 1000
@@ -249,6 +255,7 @@ class ChunkReader:
             source.open()
             try:
                 carry = b""
+                held = 0   # bytes of a line longer than a block, kept at the start of the slot
                 next_line = source.first_line
                 fmt = None
                 while not self._stop.is_set():
@@ -262,22 +269,30 @@ class ChunkReader:
                         if self._check_source is source:
                             self._check_rest(source)
                         raise _Stopped from None
-                    buf = slot.read_buffer(self.block_size + len(carry))
-                    buf[:len(carry)] = np.frombuffer(carry, np.uint8)
-                    got = source.read_into(
-                        memoryview(buf)[len(carry):len(carry) + self.block_size])
-                    n = len(carry) + got
+                    if held:   # the long line stays in the slot, which grows geometrically
+                        buf = slot.grown_buffer(held + self.block_size, held)
+                    else:
+                        buf = slot.read_buffer(self.block_size + len(carry))
+                        buf[:len(carry)] = np.frombuffer(carry, np.uint8)
+                        held = len(carry)
+                    got = source.read_into(memoryview(buf)[held:held + self.block_size])
+                    n = held + got
                     at_end = source.ended
                     if n == 0:
                         break
                     # (lone CRs become LFs here: a CR-only file has lines too)
-                    complete, newlines = complete_lines(buf, n, at_end)
+                    if held and not at_end and buf[held - 1] != _CR \
+                            and not _has_line_end(buf[held:n]):
+                        complete = 0   # the long line goes on: only the bytes read are looked at
+                    else:
+                        complete, newlines = complete_lines(buf, n, at_end)
                     if complete == 0:  # one line longer than the block: read on before parsing
                         if n > self.max_line_bytes:
                             raise StreamherdError(linecodes.line_too_long(
                                 f"{source.name}:{next_line}", self.max_line_bytes))
-                        carry = buf[:n].tobytes()
+                        held = n
                         continue
+                    held = 0
                     if fmt is None:
                         fmt = self._detect(buf, complete)
                     position = source.raw_position()
@@ -468,6 +483,16 @@ class _Slot:
         previous block, so that the usual few hundred bytes of it never reallocate."""
         if len(self.buf) < size:
             self.buf = np.empty(size + _CARRY_ROOM, np.uint8)
+        return self.buf
+
+    def grown_buffer(self, size, keep):
+        """At least ``size`` bytes, the first ``keep`` of the buffer kept: a line longer than a
+        block grows in place, to twice the size at each growth, so reading a line of L bytes
+        copies O(L) bytes, not a copy of all of it per block read."""
+        if len(self.buf) < size:
+            grown = np.empty(max(size, 2 * len(self.buf)) + _CARRY_ROOM, np.uint8)
+            grown[:keep] = self.buf[:keep]
+            self.buf = grown
         return self.buf
 
     def outputs_for(self, n_bytes, newlines, features, block):

@@ -1,4 +1,10 @@
-"""Byte streams for the inputs: files, stdin, and compressed files detected by magic bytes."""
+"""Byte streams for the inputs: files, stdin, and compressed files detected by magic bytes.
+
+A file appended to while it is read (a log another process writes) is read to the end found,
+in whole lines: where that end falls inside a line and the file has grown since (or grows within
+GROWTH_WAIT_SECONDS, when it was written in the last RECENT_WRITE_SECONDS: its writer may be
+between two writes of one line), reading goes on to the new end. A last line without a newline
+in a file that does not grow is the last line, as in any file."""
 import bz2
 import io
 import lzma
@@ -7,14 +13,15 @@ import select
 import stat
 import sys
 import threading
+import time
 
 from streamherd.errors import StreamherdError
 from streamherd.io.linecodes import BYTE_ORDER_MARK
 
-try:  # ISA-L's gzip is several times faster than zlib's; the stdlib is the fallback
-    from isal import igzip as _gzip
+try:  # ISA-L's inflate is several times faster than zlib's; the stdlib is the fallback
+    from isal import isal_zlib as _inflate
 except ImportError:  # pragma: no cover - isal is a declared dependency
-    import gzip as _gzip
+    import zlib as _inflate
 
 _MAGIC = {
     b"\x1f\x8b": "gzip",
@@ -26,6 +33,9 @@ _MAGIC = {
 _BZIP2_BLOCK_MAGICS = (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90")
 _HEAD_BYTES = 10
 _TEST_COMMAND = {"gzip": "gzip -t", "bzip2": "bzip2 -t", "xz": "xz -t"}
+GROWTH_WAIT_SECONDS = 0.2
+RECENT_WRITE_SECONDS = 2.0
+_LINE_ENDS = (ord("\n"), ord("\r"))
 
 
 class _Prefixed(io.RawIOBase):
@@ -104,6 +114,9 @@ class Source:
         self.interactive = False
         # the file line number of the first line read (a shard of a file starts further on)
         self.first_line = 1
+        self._regular = False     # an uncompressed regular file: it may grow while read
+        self._last_byte = None    # the last byte read
+        self._grew_at = None      # the file position where it was last found grown
 
     def open(self):
         self.checked = threading.Event()
@@ -122,18 +135,20 @@ class Source:
                 ) from None
             if os.path.isfile(self.path):
                 self.size = os.path.getsize(self.path)
+        self._regular = self.path != "-" and self.size is not None
+        self._last_byte = self._grew_at = None
         self._raw = raw
         interactive = _is_interactive(raw)
-        head = _read_head(raw, interactive)
+        try:
+            head = _read_head(raw, interactive)
+        except OSError as e:   # a failing device, /proc/self/mem
+            raise StreamherdError(f"cannot read {self.name}: {e.strerror or e}; check the file "
+                                  f"and the device") from None
         kind = detect_compression(head)
         self.interactive = interactive and kind is None
         stream = _Prefixed(head, raw)
-        if kind == "gzip":
-            stream = _gzip.GzipFile(fileobj=io.BufferedReader(stream, 1 << 20), mode="rb")
-        elif kind == "bzip2":
-            stream = bz2.BZ2File(io.BufferedReader(stream, 1 << 20))
-        elif kind == "xz":
-            stream = lzma.LZMAFile(io.BufferedReader(stream, 1 << 20))
+        if kind in _STREAM_MAGIC:
+            stream = _Decompressed(stream, kind)
         elif kind == "zstd":
             raise StreamherdError(f"{self.name} is zstd-compressed, which streamherd does not "
                                   f"read; "
@@ -141,6 +156,7 @@ class Source:
         self.stream = _without_byte_order_mark(stream, head if kind is None else None)
         self.compression = kind
         self.compressed = kind is not None
+        self._regular = self._regular and not self.compressed
         return self
 
     def read_into(self, view):
@@ -153,9 +169,36 @@ class Source:
             self.read_error = e
             self.checked.set()
             raise
+        if got:
+            self._last_byte = view[got - 1]
+        if self.ended and self._grown_inside_a_line():
+            self.ended = False
         if self.ended:
             self.checked.set()
         return got
+
+    def _grown_inside_a_line(self):
+        """At the end found, inside a line: whether the file has grown since (waiting a moment
+        for a writer that wrote lately; see the module's docstring). Then reading goes on."""
+        if not self._regular or self._last_byte is None or self._last_byte in _LINE_ENDS:
+            return False
+        try:
+            fd = self._raw.fileno()
+            position = self._raw.tell()
+            if position == self._grew_at:   # nothing more came of it (a stream of a range)
+                return False
+            info = os.fstat(fd)
+            deadline = time.monotonic() + (GROWTH_WAIT_SECONDS if time.time() - info.st_mtime
+                                           < RECENT_WRITE_SECONDS else 0)
+            while info.st_size <= position and time.monotonic() < deadline:
+                time.sleep(0.01)
+                info = os.fstat(fd)
+        except (OSError, ValueError):
+            return False
+        if info.st_size > position:
+            self._grew_at = position
+            return True
+        return False
 
     def raw_position(self):
         """Bytes consumed from the underlying file (compressed bytes for a compressed file)."""
@@ -167,6 +210,108 @@ class Source:
     def close(self):
         if self._raw is not None and self.path != "-":
             self._raw.close()
+
+
+# each compressed stream's first bytes: what may follow a stream (a concatenation, as
+# 'cat a.gz b.gz' makes)
+_STREAM_MAGIC = {"gzip": b"\x1f\x8b", "bzip2": b"BZh", "xz": b"\xfd7zXZ\x00"}
+_COMPRESSED_READ = 1 << 20
+
+
+class TrailingData(Exception):
+    """Bytes after a complete compressed stream that are neither another stream nor zeros."""
+
+    def __init__(self, offset):
+        super().__init__(f"trailing data after the compressed stream, from byte {offset:,}")
+        self.offset = offset
+
+
+class _Decompressed(io.RawIOBase):
+    """The decompressed bytes of a gzip, bzip2 or xz file: its streams one after another (a
+    concatenation of streams is one file, as its tool reads it), each checked (its CRC, its
+    length) as it ends. What follows the last stream may be zeros (padding: tapes, block
+    devices, xz's stream padding) and nothing else: other bytes are TrailingData, and a stream
+    cut short is an EOFError, the same for the three formats (their tools differ: gzip and
+    bzip2 warn of trailing garbage and ignore it, xz refuses it)."""
+
+    def __init__(self, raw, kind):
+        self._raw, self._kind = raw, kind
+        self._decompressor = self._new_decompressor()
+        self._input = b""          # compressed bytes read, not yet taken by the decompressor
+        self._read = 0             # compressed bytes read from raw
+        self._raw_ended = False
+        self._finished = False     # the last stream ended, and only zeros came after it
+
+    def readable(self):
+        return True
+
+    def _new_decompressor(self):
+        if self._kind == "gzip":
+            return _inflate.decompressobj(wbits=16 + 15)   # one gzip member
+        if self._kind == "bzip2":
+            return bz2.BZ2Decompressor()
+        return lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+
+    def _more(self):
+        """The next compressed bytes (b"" at the end of the file)."""
+        if self._raw_ended:
+            return b""
+        data = self._raw.read(_COMPRESSED_READ)
+        if not data:
+            self._raw_ended = True
+            return b""
+        self._read += len(data)
+        return data
+
+    def _input_or_end(self):
+        data = self._input or self._more()
+        if not data:
+            raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+        return data
+
+    def readinto(self, b):
+        size = len(b)
+        while not self._finished:
+            d = self._decompressor
+            if d.eof:
+                self._next_stream(d.unused_data + self._input)
+                continue
+            if self._kind == "gzip":   # zlib's interface: what max_length left, handed back
+                data = self._input_or_end()
+                out = d.decompress(data, size)
+                self._input = d.unconsumed_tail
+            elif d.needs_input:        # bz2's and lzma's: they keep what they were given
+                out = d.decompress(self._input_or_end(), size)
+                self._input = b""
+            else:
+                out = d.decompress(b"", size)
+            if out:
+                b[:len(out)] = out
+                return len(out)
+        return 0
+
+    def _next_stream(self, rest):
+        """After a stream's end: zeros to the end of the file (finished), or the next stream
+        (its decompressor made), or TrailingData."""
+        self._input = b""
+        while True:
+            rest = rest.lstrip(b"\0")
+            if rest:
+                break
+            rest = self._more()
+            if not rest:
+                self._finished = True
+                return
+        magic = _STREAM_MAGIC[self._kind]
+        while len(rest) < len(magic):
+            more = self._more()
+            if not more:
+                break
+            rest += more
+        if not rest.startswith(magic):
+            raise TrailingData(self._read - len(rest))
+        self._decompressor = self._new_decompressor()
+        self._input = rest
 
 
 def _without_byte_order_mark(stream, head=None):
@@ -243,6 +388,10 @@ def read_into(stream, view, name, compression=None, interactive=None):
     while total < size:
         try:
             n = stream.readinto(view[total:])
+        except TrailingData as e:
+            raise StreamherdError(
+                f"{name}: {e}; the file is damaged or has something appended: get an intact "
+                f"copy ({_TEST_COMMAND[compression]} checks one)") from None
         except OSError as e:
             if e.errno is not None or compression is None:
                 raise StreamherdError(f"cannot read {name}: {e.strerror or e}; check the file "

@@ -1,4 +1,5 @@
 """What every learner is: hyperparameters, named state arrays, and a kernel over CSR chunks."""
+import contextlib
 import os
 
 import numpy as np
@@ -23,32 +24,136 @@ class UnstableUpdate(Exception):
 # ---------------------------------------------------------------- memory
 
 def available_memory():
-    """Bytes of memory available now (MemAvailable), else physical memory, else None."""
+    """Bytes of memory this process may still take, or None when nothing says: the least of
+    what the host has available, what the process's control groups allow beyond what they hold
+    (containers set these), and what RLIMIT_AS / RLIMIT_DATA leave of the address space."""
+    rooms = [room for room in (resident_room(), address_room()) if room is not None]
+    return min(rooms) if rooms else None
+
+
+def resident_room(proc_cgroup="/proc/self/cgroup", cgroup_root="/sys/fs/cgroup"):
+    """Bytes of physical memory the process may still fill: the host's MemAvailable (else its
+    physical memory), less when a memory control group (v2 memory.max, v1
+    memory.limit_in_bytes, of the process's group or an ancestor) leaves less beyond what the
+    group uses (its reclaimable inactive page cache not counted as used)."""
+    host = None
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
+                    host = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
         pass
+    if host is None:
+        with contextlib.suppress(ValueError, OSError, AttributeError):
+            host = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    rooms = [room for room in (host, cgroup_room(proc_cgroup, cgroup_root)) if room is not None]
+    return min(rooms) if rooms else None
+
+
+# the files of a memory control group: (limit, usage, the memory.stat key of its inactive page
+# cache), for cgroup v2 and v1; "max" (v2) or a huge number (v1) means no limit
+_CGROUP_FILES = (("memory.max", "memory.current", "inactive_file"),
+                 ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"))
+_NO_LIMIT = 2 ** 62
+
+
+def cgroup_room(proc_cgroup="/proc/self/cgroup", cgroup_root="/sys/fs/cgroup"):
+    """The least room (limit - usage + inactive page cache) of the memory control groups the
+    process is in, its own and its ancestors' (the tightest limit binds), or None when none
+    sets a limit (or none can be read)."""
     try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
+        with open(proc_cgroup) as f:
+            lines = f.read().splitlines()
+    except OSError:
         return None
+    folders = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, group = parts
+        if controllers == "":                       # v2: one unified hierarchy
+            folders.append((os.path.join(cgroup_root, "unified"), group))
+            folders.append((cgroup_root, group))
+        elif "memory" in controllers.split(","):    # v1: the memory controller's hierarchy
+            folders.append((os.path.join(cgroup_root, "memory"), group))
+    rooms = []
+    for mount, group in folders:
+        # inside a container's cgroup namespace the group is "/" and the mount is its own
+        steps = [step for step in group.strip("/").split("/") if step]
+        for depth in range(len(steps), -1, -1):
+            folder = os.path.join(mount, *steps[:depth])
+            for limit_file, usage_file, inactive_key in _CGROUP_FILES:
+                room = _group_room(folder, limit_file, usage_file, inactive_key)
+                if room is not None:
+                    rooms.append(room)
+    return max(0, min(rooms)) if rooms else None
+
+
+def _group_room(folder, limit_file, usage_file, inactive_key):
+    try:
+        with open(os.path.join(folder, limit_file)) as f:
+            limit = f.read().strip()
+        if limit == "max" or int(limit) >= _NO_LIMIT:
+            return None
+        with open(os.path.join(folder, usage_file)) as f:
+            usage = int(f.read())
+    except (OSError, ValueError):
+        return None
+    inactive = 0
+    try:
+        with open(os.path.join(folder, "memory.stat")) as f:
+            for line in f:
+                key, _, value = line.partition(" ")
+                if key == inactive_key:
+                    inactive = int(value)
+                    break
+    except (OSError, ValueError):
+        pass
+    return int(limit) - max(0, usage - inactive)
+
+
+def address_room(status="/proc/self/status"):
+    """Bytes of address space the process may still map under RLIMIT_AS (less its VmSize) and
+    RLIMIT_DATA (less its VmData), or None when neither is set. Every array counts here, even
+    the zero pages the physical memory holds only once written."""
+    try:
+        import resource
+    except ImportError:   # not a POSIX system
+        return None
+    sizes = {}
+    try:
+        with open(status) as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("VmSize", "VmData"):
+                    sizes[key] = int(value.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    rooms = []
+    for limit_name, used in (("RLIMIT_AS", "VmSize"), ("RLIMIT_DATA", "VmData")):
+        limit = resource.getrlimit(getattr(resource, limit_name))[0]
+        if limit != resource.RLIM_INFINITY and used in sizes:
+            rooms.append(max(0, limit - sizes[used]))
+    return min(rooms) if rooms else None
 
 
 def memory_text(size):
     return f"{size:,} bytes ({size / 2 ** 30:.1f} GiB)"
 
 
-def check_memory(need, needs, remedy, held=0):
+def check_memory(need, needs, remedy, held=0, untouched=0):
     """Refuse, in one line, ``need`` bytes (``held`` of them allocated already) beyond the
     available memory: "``needs`` <bytes>, more than the <bytes> of available memory;
-    ``remedy``"."""
-    available = available_memory()
-    if available is not None and need - held > available:
-        raise StreamherdError(f"{needs} {memory_text(need)}, more than the "
-                              f"{memory_text(available)} of available memory; {remedy}")
+    ``remedy``". ``untouched``: bytes of ``need`` in zero pages never written until used, which
+    take address space (RLIMIT_AS) but no physical memory."""
+    rooms = [(need - held - untouched, resident_room()), (need - held, address_room())]
+    for more, room in rooms:
+        if room is not None and more > room:
+            raise StreamherdError(f"{needs} {memory_text(need)}, more than the "
+                                  f"{memory_text(room)} of available memory; {remedy}")
 
 
 def check_blocks_fit(what, slot_bytes, dim, blocks, held=0):

@@ -28,6 +28,7 @@ import numpy as np
 from streamherd import __version__, calibration, herding, learners, tasks
 from streamherd.errors import SavedMeta, StreamherdError, is_finite, is_int, is_real, shown
 from streamherd.features.space import FeatureSpace
+from streamherd.learners.base import check_memory, memory_text
 from streamherd.outputs import replaced_on_success
 
 # a version 1 file is a binary model (version 2 has a meta "task"); version 3: sparse arrays
@@ -46,8 +47,14 @@ def save_model(path, meta, arrays):
     beside ``path`` that replaces it only once written whole (outputs.replaced_on_success)."""
     fills = initial_values(meta)
     members = {}
-    for name, array in arrays.items():
-        members.update(_sparse_members(name, np.asarray(array, dtype=np.float64), fills[name]))
+    try:
+        for name, array in arrays.items():
+            members.update(_sparse_members(name, np.asarray(array, dtype=np.float64),
+                                           fills[name]))
+    except MemoryError:
+        raise StreamherdError(f"cannot write model {os.fspath(path)}: not enough memory to "
+                              f"compress its state ({memory_text(_state_bytes(arrays))}); "
+                              f"free memory or use a smaller -b") from None
     write_archive(path, {**meta, "fill": {name: fills[name] for name in arrays}}, members)
 
 
@@ -62,6 +69,9 @@ def write_archive(path, meta, members):
             np.savez_compressed(f, meta=np.array(json.dumps(meta, sort_keys=True)), **members)
     except OSError as e:
         raise StreamherdError(f"cannot write model {path}: {e.strerror}") from None
+    except MemoryError:
+        raise StreamherdError(f"cannot write model {path}: not enough memory to compress it; "
+                              f"free memory or use a smaller -b") from None
 
 
 def initial_values(meta):
@@ -131,6 +141,7 @@ def load_model(path, expected_arrays=None):
     with open_model(path) as archive:
         meta = _read_meta(path, archive)
         shapes, what, fills, task = _check_meta(path, meta)
+        _check_state_fits(path, shapes, fills, what[1])
         if fills is None:
             arrays = _read_arrays(path, archive, shapes, what)
         else:
@@ -164,6 +175,73 @@ def model_meta(path):
     more: predict reads it first to tell a herding model from a linear one."""
     with open_model(path) as archive:
         return _read_meta(os.fspath(path), archive)
+
+
+def _state_bytes(arrays):
+    return sum(8 * np.asarray(array).size for array in arrays.values())
+
+
+def _check_state_fits(path, shapes, fills, model):
+    """Refuse, in one line and before any array is allocated, a model whose meta promises a
+    state (the arrays ``shapes`` names) larger than the memory available to this process (a
+    hostile or mistaken meta, or a model trained on a larger machine). A format-3 vector whose
+    fresh value is +0 is built on zero pages that only take physical memory where written."""
+    need = untouched = 0
+    for name, shape in shapes.items():
+        size = 8 * math.prod(shape)
+        need += size
+        if fills is not None and len(shape) == 1 and _is_positive_zero(fills[name]):
+            untouched += size
+    try:
+        check_memory(need, f"model {path} ({model}) holds a state of", "use it where more "
+                     "memory is available, or retrain it with a smaller -b (or fewer classes)",
+                     untouched=untouched)
+    except StreamherdError as e:
+        raise StateTooLarge(str(e)) from None
+
+
+class StateTooLarge(StreamherdError):
+    """A model whose whole state does not fit in the memory available (_check_state_fits):
+    what it stores may still be read as it is stored (sparse_vectors)."""
+
+
+def sparse_vectors(path):
+    """(meta, vectors) of a format-3 model whose arrays are all vectors, read as stored: name ->
+    (its slots other than the fill, strictly increasing; their values; the fill), each checked
+    (in range, finite, positive where the array must be) without building the dense arrays,
+    whose size only the meta sets. None for another model (a full matrix, format 1 or 2)."""
+    path = os.fspath(path)
+    with open_model(path) as archive:
+        meta = _read_meta(path, archive)
+        shapes, what, fills, _ = _check_meta(path, meta)
+        if fills is None or any(len(shape) != 1 for shape in shapes.values()):
+            return None
+        _check_member_names(path, archive, [f"{name}.{part}" for name in shapes
+                                            for part in ("indices", "values")], what[0])
+        positive = learners.learner_class(meta["algo"]).positive_arrays
+        vectors = {}
+        for name, (size,) in shapes.items():
+            with _Member(path, archive, f"{name}.indices", np.int64, size) as indices, \
+                    _Member(path, archive, f"{name}.values", np.float64, size) as values:
+                if values.count != indices.count:
+                    raise StreamherdError(f"{path} is damaged: array '{name}.values' has "
+                                          f"{values.count} entries for {indices.count} indices")
+                check_memory(16 * indices.count, f"model {path}: the stored entries of its "
+                             f"array '{name}' take", "use it where more memory is available")
+                slots = indices.take(indices.count)
+                stored = values.take(values.count)
+            _check_slots(path, f"{name}.indices", slots, -1, size)
+            if not np.all(np.isfinite(stored)):
+                raise StreamherdError(f"{path} is damaged: array '{name}' holds NaN or infinity")
+            if name in positive and not np.all(stored > 0):
+                raise StreamherdError(f"{path} is damaged: array '{name}' has entries <= 0; "
+                                      f"they must be positive")
+            vectors[name] = (slots, stored, fills[name])
+    return meta, vectors
+
+
+def _is_positive_zero(value):
+    return value == 0 and math.copysign(1, value) > 0
 
 
 # ---------------------------------------------------------------- the meta
@@ -377,8 +455,8 @@ def _read_sparse_arrays(path, archive, shapes, fills, algo, interleaved):
     for name, shape in shapes.items():
         try:
             if interleaved and name in interleaved:
-                if columns is None:
-                    columns = np.empty((shape[0], len(interleaved)))
+                if columns is None:   # zero pages: only the slots written take memory
+                    columns = np.zeros((shape[0], len(interleaved)))
                 into = columns[:, interleaved.index(name)]
                 arrays[name] = _dense_vector(path, archive, name, shape[0], fills[name], into)
             elif len(shape) == 1:
@@ -437,12 +515,12 @@ def _dense_vector(path, archive, name, size, fill, into=None):
         if values.count != indices.count:
             raise StreamherdError(f"{path} is damaged: array '{name}.values' has "
                                   f"{values.count} entries for {indices.count} indices")
-        if into is not None:
+        if into is not None:   # a column of zeros (_read_sparse_arrays)
             dense = into
-            dense[:] = fill
+            if not _is_positive_zero(fill):
+                dense[:] = fill
         else:   # zeros: the pages of the untouched slots are never written
-            dense = np.zeros(size) if fill == 0 and math.copysign(1, fill) > 0 \
-                else np.full(size, fill)
+            dense = np.zeros(size) if _is_positive_zero(fill) else np.full(size, fill)
         last = -1
         for start in range(0, indices.count, _PIECE):
             count = min(_PIECE, indices.count - start)
