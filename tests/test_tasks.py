@@ -15,6 +15,8 @@ from streamherd.learners.reductions.ova import OneVersusAll
 from streamherd.model import ModelFlags, OnlineModel
 from streamherd.tasks.binary import zero_one_loss
 
+from helpers import one_line_error
+
 BITS = 5
 DIM = 1 << BITS
 
@@ -284,6 +286,20 @@ def test_real_labels_train_a_regression_model_and_say_so(run_cli, tmp_path):
     proc = run_cli("train", path, "-f", tmp_path / "m.npz")
     assert proc.returncode == 0, proc.stderr
     assert "task = regression (squared loss), chosen from the labels" in proc.stderr
+
+
+@pytest.mark.parametrize("algo", ["cw", "sop", "perceptron"])
+def test_real_labels_for_a_learner_without_a_regression_form_are_one_line(run_cli, tmp_path,
+                                                                          algo):
+    """(it was a TypeError traceback: the fuzzer's find)"""
+    path = tmp_path / "prices.svm"
+    path.write_text("".join(f"{20 + k * 0.37:.2f} 1:{k % 7} 2:1\n" for k in range(200)))
+    model = tmp_path / "m.npz"
+    model.write_bytes(b"kept")
+    line = one_line_error(run_cli("train", "--algo", algo, path, "-f", model))
+    assert f"{path}: the labels are real values" in line
+    assert f"{algo} has no squared-loss form" in line and "--multiclass" in line
+    assert model.read_bytes() == b"kept"
 
 
 def test_a_saved_model_gives_its_task():

@@ -298,19 +298,26 @@ class OnlineModel:
     def settle(self, chunk):
         """The task the labels of ``chunk`` choose, when the first chunk chooses it."""
         if self.undecided:
-            self._settle(tasks.detect(chunk, self.task.skip_bad))
+            self._settle(tasks.detect(chunk, self.task.skip_bad), chunk.source)
 
     def finish(self):
         """The task of a stream that brought no chunk to choose it: binary."""
         if self.undecided:
             self._settle(tasks.BinaryTask(skip_bad=self.task.skip_bad))
 
-    def _settle(self, task):
+    def _settle(self, task, source="the input"):
         """The task the labels chose; the multiclass learner of an undecided stream holds no
         class block yet, so a binary one replaces it (auto: now its bank)."""
         self.undecided = False
         if self.by_default:
             self._take_default(task.kind)
+        elif task.kind == "regression":   # a named learner without a squared-loss form
+            try:
+                checked_options(self.algo, self._options, task.kind)
+            except StreamherdError as e:
+                raise StreamherdError(f"{source}: the labels are real values, so the task is "
+                                      f"regression, and {e}; if they are classes, pass "
+                                      f"--multiclass") from None
         if task.kind != self.task.kind or self.auto is not None:
             self.task = task
             self.learner = self._new_learner(self._options)
