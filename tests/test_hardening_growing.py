@@ -47,8 +47,10 @@ def test_a_file_appended_to_while_read_is_learned_in_whole_lines(tmp_path, seed)
     try:
         assert writer.stdout.readline() == "started\n"
         time.sleep(0.05 * seed)
-        proc = run_cli("train", grow, "-f", tmp_path / "grown.npz", "-p", tmp_path / "grown.txt",
-                       "--quiet")
+        # (one learner: a bank's -p follows its leader chunk by chunk, and chunks end where
+        # the reads do)
+        proc = run_cli("train", "--algo", "pa2", grow, "-f", tmp_path / "grown.npz", "-p",
+                       tmp_path / "grown.txt", "--quiet")
     finally:
         writer.wait(timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -60,8 +62,8 @@ def test_a_file_appended_to_while_read_is_learned_in_whole_lines(tmp_path, seed)
     # the same run on the file's first `read` lines, written apart: the same model and answers
     prefix = tmp_path / "prefix.svm"
     prefix.write_text("".join(lines[:read]))
-    assert run_cli("train", prefix, "-f", tmp_path / "prefix.npz", "-p", tmp_path / "prefix.txt",
-                   "--quiet").returncode == 0
+    assert run_cli("train", "--algo", "pa2", prefix, "-f", tmp_path / "prefix.npz", "-p",
+                   tmp_path / "prefix.txt", "--quiet").returncode == 0
     assert (tmp_path / "prefix.txt").read_text().splitlines() == predictions
     grown_meta, grown = load_model(tmp_path / "grown.npz")
     prefix_meta, expected = load_model(tmp_path / "prefix.npz")

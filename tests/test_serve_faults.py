@@ -288,7 +288,8 @@ def test_a_second_signal_ends_at_once_and_leaves_the_model_whole(data, tmp_path,
         stuck = socket.socket()
         stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
         stuck.connect(("127.0.0.1", served.port))
-        flood = stream.read_bytes() * 100   # its answers, never read, fill every buffer
+        # its answers, never read, outgrow every buffer (the kernel's send buffer grows to 4 MiB)
+        flood = stream.read_bytes() * 2000
 
         def send():
             with contextlib.suppress(OSError):
@@ -296,6 +297,16 @@ def test_a_second_signal_ends_at_once_and_leaves_the_model_whole(data, tmp_path,
 
         threading.Thread(target=send, daemon=True).start()
         served.wait_for_log("snapshot written")
+        # until its unread answers fill every buffer: no snapshot for a second means the server
+        # reads no more of its lines, so the drain cannot end (on a loaded machine the first
+        # snapshot can come before the answers outgrow the socket's buffers)
+        written, deadline = 0, time.monotonic() + 60
+        while time.monotonic() < deadline:
+            now = sum("snapshot written" in line for line in served.lines)
+            if now == written:
+                break
+            written = now
+            time.sleep(1.0)
         served.proc.send_signal(signum)
         served.wait_for_log("stopping")
         started = time.monotonic()
