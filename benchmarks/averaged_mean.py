@@ -46,7 +46,6 @@ the paired errors (two-sided p).
 """
 import argparse
 import datetime
-import json
 import os
 import statistics
 import sys
@@ -362,17 +361,6 @@ def key_of(name, noise, seed, chunk_rows):
     return f"{name}|{noise:g}|{seed}|{chunk_rows}"
 
 
-def load_cache():
-    return json.loads(CACHE.read_text()) if CACHE.exists() else {}
-
-
-def save_cache(cache):
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    partial = CACHE.with_suffix(".json.partial")
-    partial.write_text(json.dumps(cache, indent=1, sort_keys=True))
-    partial.replace(CACHE)
-
-
 def stamped(result):
     return {**result, "date": datetime.date.today().isoformat(), "load": os.getloadavg()[0],
             "streamherd": defaults.code_version()}
@@ -417,7 +405,7 @@ def measure(args, datasets, cache):
         result = stamped(measure_one(name, args.data, noise, 0, args.chunk_rows,
                                      grid=args.chunk_rows == 1))
         cache[key_of(name, noise, 0, args.chunk_rows)] = result
-        save_cache(cache)
+        defaults.save_cache(cache, CACHE)
         print(f"[{k}/{len(todo)}] {name} noise {noise:g}: {shown(result)}", flush=True)
     print(f"{len(todo)} runs in {time.perf_counter() - started:.0f} s", flush=True)
 
@@ -540,7 +528,7 @@ def main():
     if args.datasets:
         wanted = args.datasets.split(",")
         datasets = [name for name in datasets if any(w in name for w in wanted)]
-    cache = load_cache()
+    cache = defaults.load_cache(CACHE)
     if args.rerun:   # the chosen data sets' runs dropped
         cache = {key: value for key, value in cache.items()
                  if key == "checks" or key.split("|")[0] not in datasets}
@@ -548,7 +536,7 @@ def main():
     if args.check:
         checks = run_checks(args)
         cache["checks"] = {"lines": checks, **stamped({})}
-        save_cache(cache)
+        defaults.save_cache(cache, CACHE)
     elif "checks" in cache:
         checks = cache["checks"]["lines"]
     if not args.report_only:

@@ -354,15 +354,16 @@ def key_of(dataset, label, noise, seed):
     return f"{dataset}|{label}|{noise:g}|{seed}"
 
 
-def load_cache():
-    return json.loads(CACHE.read_text()) if CACHE.exists() else {}
+def load_cache(path=CACHE):
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
-def save_cache(cache):
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    partial = CACHE.with_suffix(".json.partial")
+def save_cache(cache, path=CACHE):
+    """Write the cache whole or not at all (a temporary file renamed over it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".json.partial")
     partial.write_text(json.dumps(cache, indent=1, sort_keys=True))
-    partial.replace(CACHE)
+    partial.replace(path)
 
 
 def measure(args, datasets, chosen, cache):

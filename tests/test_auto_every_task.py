@@ -17,19 +17,9 @@ from streamherd.selection import (LEARNER_GRIDS, TaskBank, default_grid, has_for
                                   search_learners)
 
 from helpers import one_line_error
+from test_auto_tasks import regression_file
 
 BITS = 14   # dna's 180 features, the constant and the few collisions as every run of it has
-
-
-def _regression_file(path, rows=500, seed=0):
-    rng = np.random.default_rng(seed)
-    truth = rng.normal(size=8)
-    with open(path, "w") as f:
-        for _ in range(rows):
-            x = rng.normal(size=8)
-            f.write(f"{x @ truth + 0.3 * rng.normal():.5f} "
-                    + " ".join(f"{j + 1}:{x[j]:.5f}" for j in range(8)) + "\n")
-    return path
 
 
 def _hyperparameter(algo, name):
@@ -188,7 +178,7 @@ def test_the_model_is_the_single_run_of_the_chosen_learner_and_value(run_cli, da
     a tie), which the summary names; the preamble names the learners searched, and the meta
     records every member tried, none of a learner the task refuses."""
     if case == "squared":
-        flags, data = ["--loss", "squared"], _regression_file(tmp_path / "reg.svm")
+        flags, data = ["--loss", "squared"], regression_file(tmp_path / "reg.svm")
     else:
         flags, data = ["--multiclass", case], data_dir / "dna.scale.svm"
         if not data.exists():

@@ -20,7 +20,7 @@ from helpers import one_line_error
 BANK_KEYS = {"auto", "algo"}
 
 
-def _regression_file(path, rows=600, seed=0):
+def regression_file(path, rows=600, seed=0):
     rng = np.random.default_rng(seed)
     truth = rng.normal(size=8)
     with open(path, "w") as f:
@@ -39,7 +39,7 @@ def _cases(data_dir, tmp_path):
         "mira": (["--algo", "pa1", "-C", "auto", "--multiclass", "mira"],
                  data_dir / "dna.scale.svm"),
         "squared": (["--algo", "arow-p", "-r", "auto", "--loss", "squared"],
-                    _regression_file(tmp_path / "reg.svm")),
+                    regression_file(tmp_path / "reg.svm")),
         "full": (["--algo", "arow-full", "-r", "auto", "-b", "8"],
                  data_dir / "spambase.train.svm"),
     }
