@@ -73,7 +73,7 @@ def byte_order_mark_error(where, token, path):
         return None
     return (f"{where}: the line begins with a UTF-8 byte-order mark (bytes EF BB BF: files "
             f"joined together?), which is no part of an svmlight or VW line; remove it, e.g. "
-            f"sed -i 's/^\\xEF\\xBB\\xBF//' {path}")
+            f"sed -i 's/^\\xEF\\xBB\\xBF//' {path}, or pass --skip-bad to skip such lines")
 
 
 # A line longer than this is an error (--max-line-bytes raises it): an input without line ends
