@@ -386,7 +386,16 @@ def run(argv=None):
         for note in () if getattr(values, "quiet", False) else values.notes:
             say(f"streamherd: {note}")
         interrupted = command.interrupted
-        command.run(values)
+        try:
+            command.run(values)
+        except (StreamherdError, KeyboardInterrupt, BrokenPipeError):
+            raise
+        except Exception:
+            # after a signal, a library's clean-up can raise an error of its own in place of
+            # the interruption (zipfile's close inside numpy's savez, its write cut short):
+            # the interruption it is
+            outputs.raise_if_signalled()
+            raise
         outputs.raise_if_signalled()   # its exception swallowed on the way (a destructor's)
     except UsageError as e:
         say(e.line())

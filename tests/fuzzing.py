@@ -397,7 +397,9 @@ def parse_vw(line, line_number, mask):
 
 def reference(data, fmt="auto", bits=18):
     """Classify every line of ``data`` (decompressed bytes) under ``--format fmt``."""
-    data = line_ends(data)
+    # a byte-order mark that starts a file is skipped (io/sources.py), as editors write one;
+    # anywhere else it is a malformed line
+    data = line_ends(data.removeprefix(b"\xef\xbb\xbf"))
     detected = detect_format(data) if fmt == "auto" else fmt
     mask = (1 << bits) - 1
     lines = split_lines(data)
@@ -420,10 +422,30 @@ def reference(data, fmt="auto", bits=18):
     return Reference(detected, lines, rows, bad, skipped, other)
 
 
-def binary_labelling(values):
-    values = set(values)
-    return (sum(v > 0 for v in values) <= 1 and sum(v <= 0 for v in values) <= 1) or \
-        (bool(values) and min(values) < 0)
+# the README's rule for the task the labels choose (Multiclass; streamherd's tasks.detect):
+# whole numbers, up to this many, are classes
+FEW_CLASSES, MAX_CLASSES, ROWS_PER_CLASS = 20, 1000, 5
+
+
+def task_of_labels(names, numeric):
+    """The task of a file with ``names`` class-name labels and the ``numeric`` labels: class
+    names as many as the numbers make it multiclass; else a binary labelling is binary, a few
+    whole numbers classes, a fraction or mostly distinct values regression, and many repeated
+    whole numbers are classes when each has ROWS_PER_CLASS rows on average (else an error, which
+    a fuzzed file of a few dozen lines never reaches)."""
+    values = set(numeric)
+    whole = all(v == int(v) for v in values)
+    few = whole and len(values) <= FEW_CLASSES
+    if names and names >= len(numeric):
+        return "multiclass"
+    if (sum(v > 0 for v in values) <= 1 and sum(v <= 0 for v in values) <= 1) or \
+            (few and values and min(values) < 0):
+        return "binary"
+    if few:
+        return "multiclass"
+    if not whole or len(values) > MAX_CLASSES or 2 * len(values) > len(numeric):
+        return "regression"
+    return "multiclass" if len(values) <= len(numeric) / ROWS_PER_CLASS else "neither"
 
 
 def label_level(ref, task, classes=None):
@@ -432,12 +454,8 @@ def label_level(ref, task, classes=None):
     binary or regression task, labels outside --classes)."""
     rows = [r for r in ref.rows if r.line not in ref.bad]
     if task == "auto":
-        names = sum(r.text for r in rows)
-        numeric = [r.value for r in rows if r.value is not None]
-        if binary_labelling(numeric) and (names == 0 or names < len(numeric)):
-            task = "binary"
-        else:
-            task = "multiclass"
+        task = task_of_labels(sum(r.text for r in rows),
+                              [r.value for r in rows if r.value is not None])
     bad = {}
     for row in rows:
         if row.damage:
