@@ -460,8 +460,9 @@ def _on_signal(signum, frame):
 
 def _unraisable(unraisable):
     """The interrupt a destructor could not raise is remembered (_on_signal): no "Exception
-    ignored" traceback for it."""
-    if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+    ignored" traceback for it, nor, once a signal came, for a destructor's error that the
+    interruption left behind (a ZipFile whose file a cut save closed)."""
+    if not isinstance(unraisable.exc_value, KeyboardInterrupt) and _caught["signal"] is None:
         sys.__unraisablehook__(unraisable)
 
 

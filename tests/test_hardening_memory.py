@@ -3,10 +3,9 @@ before anything is allocated, under the memory the process actually has: an addr
 limit (RLIMIT_AS, set here for the child process) or a control group's limit."""
 import json
 import os
-import resource
 import subprocess
 import sys
-import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -38,25 +37,35 @@ def rewritten(model, target, **changes):
     return target
 
 
-def run_limited(*args, cwd):
-    """``streamherd ARGS`` with RLIMIT_AS = LIMIT; returns (CompletedProcess-like, peak
-    resident bytes of that child: its own rusage, os.wait4's)."""
-    def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
+# A small launcher forks the command and reports its exit code and peak (os.wait4's rusage).
+# The command is not forked from the test process itself: the kernel keeps, across exec, the
+# resident high-water mark of the process that forked, so a child of a large test worker would
+# report the worker's size, not its own.
+LAUNCHER = """
+import json, os, resource, sys
+limit, report = int(sys.argv[1]), sys.argv[2]
+pid = os.fork()
+if pid == 0:
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    os.execv(sys.executable, [sys.executable, "-m", "streamherd", *sys.argv[3:]])
+_, status, usage = os.wait4(pid, 0)
+with open(report, "w") as f:
+    json.dump([os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024], f)
+"""
 
-    proc = subprocess.Popen([sys.executable, "-m", "streamherd", *map(str, args)], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit,
-                            env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH",
-                                                                            str(REPO))})
-    errors = []
-    reader = threading.Thread(target=lambda: errors.append(proc.stderr.read()))
-    reader.start()
-    out = proc.stdout.read()
-    reader.join(timeout=300)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    proc.stdout, proc.stderr = out.decode(), errors[0].decode()
-    return proc, usage.ru_maxrss * 1024
+
+def run_limited(*args, cwd):
+    """``streamherd ARGS`` with RLIMIT_AS = LIMIT; returns (CompletedProcess, peak resident
+    bytes of that command: its own rusage)."""
+    report = Path(cwd) / "launcher-report.json"
+    proc = subprocess.run([sys.executable, "-c", LAUNCHER, str(LIMIT), str(report),
+                           *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": os.environ.get(
+                              "PYTHONPATH", str(REPO))})
+    assert proc.returncode == 0, proc.stderr
+    proc.returncode, peak = json.loads(report.read_text())
+    report.unlink()
+    return proc, peak
 
 
 @pytest.fixture(scope="module")
