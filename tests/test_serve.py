@@ -301,14 +301,12 @@ def test_http_face_counts_answers_and_saves(data, tmp_path):
 # ---------------------------------------------------------------- the command line
 
 
-def test_starts_listening_well_within_a_second_or_two(data):
+def test_answers_as_soon_as_it_says_it_listens(data):
+    """(its start-up time is benchmarks/serve.py's)"""
     model, _ = data["svm"]
-    started = time.monotonic()
     with Served(data["folder"], "-m", model) as served:
-        seconds = time.monotonic() - started
         assert served.ask(b"1 3:1\n") in (["1"], ["-1"])
         assert served.stop() == 0
-    assert seconds < 2.0, seconds
 
 
 @pytest.mark.parametrize("args, words", [
