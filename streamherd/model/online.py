@@ -276,7 +276,7 @@ class OnlineModel:
         """(the learner's name, its settings) as the preamble says them (a bank's: its members)."""
         default = (f"; the default for {self.task.kind} data" if self.by_default else "") + (
             "; the constant starts at the first block's mean label (--center)"
-            if self.center and self.task.kind == "regression" else "")
+            if self.centering else "")
         if self.auto is not None:
             return self.learner.preamble_name, self.learner.settings() + default
         return self.algo, ", ".join(f"{k} = {v:g}" for k, v in self.learner.options.items()) \
@@ -359,7 +359,7 @@ class OnlineModel:
     def learn_targets(self, targets, rows):
         """One online pass over ``rows`` with the task's ``targets``: (updates, each row's
         prediction before its update); a failed update raises UpdateFailed naming the row."""
-        if self.center and self.centered_on is None and self.task.kind == "regression":
+        if self.centering and self.centered_on is None:
             self._center(targets, rows)
         try:
             if isinstance(self.learner, selection.Bank):
@@ -370,6 +370,11 @@ class OnlineModel:
         except UnstableUpdate as e:   # e.index: a row of the chunk the learner saw
             raise UpdateFailed(int(rows.line_numbers[e.index]), e.what,
                                _gentler(self.learner.options)) from None
+
+    @property
+    def centering(self):
+        """Whether --center applies: it is a regression model's."""
+        return self.center and self.task.kind == "regression"
 
     def _center(self, targets, rows):
         """--center: a new regression model's constant starts at the mean label of the first
@@ -451,7 +456,7 @@ class OnlineModel:
         if self.by_default:   # what to pass to train it again without the bank
             chosen = (record or self.learner.model_meta()["auto"])["chosen"]
             extra = (" --normalize" if self.space.normalize != normalization.NONE else "") + (
-                " --center" if self.center and self.task.kind == "regression" else "")
+                " --center" if self.centering else "")
             lines = {"learner chosen": f"--algo {self.learner.name} {self.auto.flag} "
                                        f"{chosen:g}{extra}", **lines}
         return lines
