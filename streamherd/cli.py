@@ -14,8 +14,8 @@ from pathlib import Path
 
 from streamherd import __version__, outputs, start_up
 from streamherd import option_groups as shared
-from streamherd.command_line import (HELP_FLAGS, Command, HelpAsked, Option, Positional,
-                                     UsageError, laid_out)
+from streamherd.command_line import (HELP_FLAGS, SHELLS, Command, HelpAsked, Option,
+                                     Positional, UsageError, completion_script, laid_out)
 from streamherd.distributed import command as dist_train
 from streamherd.errors import StreamherdError, say
 from streamherd.learners import REGISTRY, hyperparameters
@@ -221,7 +221,7 @@ HERD = Command(
             Option(("--snapshots",), "snapshots", "Weight snapshots saved after burn-in "
                    "(predict averages their votes).", int, "N", 32),
             Option(("--multiclass",), "multiclass", "joint, or ova (one binary herder per "
-                   "class).", metavar="MODE", default="joint"),
+                   "class).", metavar="MODE", default="joint", choices=("joint", "ova")),
             Option(("--seed",), "seed", "Initial weights and batch order.", int, "SEED", 0),
         ]),
         ("Output", [
@@ -285,7 +285,8 @@ EXPERIMENT = Command(
                    "K(K-1)/2 binary tasks (without it: one multiclass task).", bool),
             Option(("--multiclass",), "multiclass", "How the online learners learn a multiclass "
                    "task, as train's --multiclass: joint, ova or mira (pa, pa1, pa2 only). herd "
-                   "is always its joint herder.", metavar="MODE", default="joint"),
+                   "is always its joint herder.", metavar="MODE", default="joint",
+                   choices=shared.MULTICLASS_MODES),
             Option(("--seed",), "seed", "Fixes every random choice.", int, "SEED", 0),
         ]),
         ("Data", [
@@ -320,10 +321,24 @@ EXPERIMENT = Command(
     hint=shared.vw_hint, interrupted="interrupted; the experiment is incomplete")
 
 
+# ---------------------------------------------------------------- completion
+
+def completion(values):
+    print(completion_script(COMMANDS.values(), values.shell, HELP), end="")
+
+
+COMPLETION = Command(
+    "completion", "Print the shell's completion script for streamherd (commands, flags, "
+                  "learner names, files): e.g. 'streamherd completion bash > "
+                  "~/.local/share/bash-completion/completions/streamherd', or "
+                  "'eval \"$(streamherd completion bash)\"' in ~/.bashrc.", [("Options", [])],
+    completion, positional=Positional("shell", "SHELL", f"{', '.join(SHELLS)}.", many=False))
+
+
 # ---------------------------------------------------------------- the entry point
 
 COMMANDS = {command.name: command for command in (TRAIN, dist_train.COMMAND, PREDICT, INSPECT,
-                                                  serve.COMMAND, HERD, EXPERIMENT)}
+                                                  serve.COMMAND, HERD, EXPERIMENT, COMPLETION)}
 HELP = "Online linear classifiers (CW, AROW, NHERD, PA, perceptrons) over streamed svmlight or " \
        "VW-format lines."
 

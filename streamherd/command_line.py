@@ -10,6 +10,7 @@ that every spelling of an option shows its value's name once (``-b, --bits BITS`
 import difflib
 import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from collections.abc import Callable
 
 HELP_FLAGS = ("-h", "--help")
@@ -44,7 +45,8 @@ class Option:
     (None when the flag is absent); ``expected``: what a bad value should have been, for the
     message; ``show_default``: the help ends with the default (when there is one); ``note``:
     the option is Vowpal Wabbit's and does nothing here but say this note (a harmless VW flag a
-    script may carry)."""
+    script may carry); ``choices``: the values the shell's completion offers (the value is
+    checked where it is used, with its own message)."""
 
     flags: tuple
     dest: str
@@ -58,6 +60,7 @@ class Option:
     expected: str = ""
     show_default: bool = True
     note: str = ""
+    choices: tuple = ()
 
     @property
     def switch(self):
@@ -179,6 +182,55 @@ def laid_out(usage, description, groups, width=None):
             else:
                 group.add_argument(f"entry{g}_{k}", metavar=invocation, help=text)
     return f"Usage: {usage}\n\n{parser.format_help()}"
+
+
+# the value names of options and arguments that name a file: the shell completes paths there
+PATH_METAVARS = ("FILE", "FILES", "MODEL", "TRAIN", "DIR")
+SHELLS = ("bash", "zsh", "tcsh")
+
+
+def completion_script(commands, shell, description=""):
+    """The completion script of ``shell`` for ``streamherd``'s ``commands``: every command, its
+    flags (each spelling), the values of those that declare ``choices``, and paths where an
+    option or argument names a file. shtab writes it from an argparse parser built here from
+    the declarations, so a new option completes with no edit."""
+    import argparse
+
+    import shtab
+
+    if shell not in SHELLS:
+        raise UsageError(f"No completion for the shell '{shell}'; give one of "
+                         f"{', '.join(SHELLS)}", "completion")
+    parser = argparse.ArgumentParser(prog="streamherd", description=description)
+    parser.add_argument("--version", action="version", version="")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in commands:
+        sub = subparsers.add_parser(command.name, help=_escaped(command.help),
+                                    description=_escaped(command.help))
+        for option in command.options:
+            if option.switch:
+                sub.add_argument(*option.flags, dest=option.dest, action="store_true",
+                                 help=_escaped(option.help))
+                continue
+            action = sub.add_argument(*option.flags, dest=option.dest,
+                                      metavar=option.metavar or option.dest.upper(),
+                                      choices=option.choices or None,
+                                      help=_escaped(option.help))
+            if option.type is Path or option.metavar in PATH_METAVARS:
+                action.complete = shtab.FILE
+        positional = command.positional
+        if positional is not None:
+            action = sub.add_argument(positional.dest, metavar=positional.metavar,
+                                      nargs="*" if positional.many else None,
+                                      help=_escaped(positional.help))
+            if positional.metavar in PATH_METAVARS:
+                action.complete = shtab.FILE
+    return shtab.complete(parser, shell)
+
+
+def _escaped(text):
+    """``text`` as argparse's help formatting expects it (a literal % doubled)."""
+    return text.replace("%", "%%")
 
 
 def read(options, positional, argv, hint=lambda flag: None, clash=lambda flag: None):

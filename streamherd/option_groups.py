@@ -62,7 +62,7 @@ DATA = Option(("-d", "--data"), "data", "An input file (repeatable).", metavar="
               repeatable=True)
 FORMAT = Option(("--format",), "fmt", "auto, svmlight or vw (auto: the format of most of the "
                                       "first lines; a line with '|' is VW).",
-                metavar="FORMAT", default="auto")
+                metavar="FORMAT", default="auto", choices=("auto", "svmlight", "vw"))
 QUIET = Option(("--quiet",), "quiet", "No progress table or summary on stderr.", bool)
 SKIP_BAD = Option(("--skip-bad",), "skip_bad", "Skip malformed lines (counted in the summary) "
                   "instead of stopping at the first one.", bool)
@@ -70,6 +70,7 @@ MAX_LINE_BYTES = Option(("--max-line-bytes",), "max_line_bytes", "A longer line 
                         "(it bounds the memory an input without line ends takes); measured where "
                         "a 1 MiB read block ends inside a line.", int, "N", LINE_LIMIT)
 DEFAULT_LEARNERS = "; ".join(f"{kind}: {default.describe()}" for kind, default in DEFAULTS.items())
+MULTICLASS_MODES = ("joint", "ova", "mira")
 ALGOS = ", ".join([*REGISTRY, *(f"{alias} (= {name})" for alias, name in ALIASES.items())])
 REGRESSION = learner_list([name for name, variant in REGISTRY.items()
                            if variant.regression is not None])
@@ -78,16 +79,18 @@ LEARNER = [
            f"over its default grid, the best kept (see --grid; the preamble names them), of "
            f"those with a form for the task (--loss squared: a squared-loss one; --multiclass "
            f"mira: the pa family). Default: per task, {DEFAULT_LEARNERS} (with no --algo, no "
-           f"hyperparameter may be given).", metavar="NAME"),
+           f"hyperparameter may be given).", metavar="NAME",
+           choices=(*REGISTRY, *ALIASES, "auto")),
     Option(("--multiclass",), "multiclass",
            "joint (one weight block per class, the default for data with more than two "
            "classes; an update on the best wrong class), ova (one binary learner per class) or "
            "mira (joint, pa/pa1/pa2 only: Crammer & Singer's update on every class that "
-           "violates the margin, a small QP solved exactly per example).", metavar="MODE"),
+           "violates the margin, a small QP solved exactly per example).", metavar="MODE",
+           choices=MULTICLASS_MODES),
     Option(("--classes",), "classes", "Fix the class set, e.g. 1,2,3 (multiclass; a label "
            "outside it is a bad line).", metavar="LIST"),
     Option(("--loss",), "loss", f"hinge (classification, default) or squared (regression: "
-           f"{REGRESSION}).", metavar="LOSS"),
+           f"{REGRESSION}).", metavar="LOSS", choices=("hinge", "squared")),
     Option(("--center",), "center", "Regression: start the constant feature's weight at the "
            "mean label of the first block, as if the labels were centered (the default "
            "learner does).", bool),
@@ -101,7 +104,8 @@ CALIBRATION = Option(
     "sqrt(x'Sigma x + s^2))) or none (no map: a Gaussian model's --proba is then Phi(mu.x / "
     "sqrt(x'Sigma x)), the probability that a weight vector drawn from the posterior says +1, "
     "which is not P(y=+1|x); other models have no --proba). Multiclass: softmax(beta s + b) "
-    "over the class scores (any but none). With -i: the model's own.", metavar="METHOD")
+    "over the class scores (any but none). With -i: the model's own.", metavar="METHOD",
+    choices=("isotonic", "platt", "probit", "none"))
 FINAL_MODEL = Option(("-f", "--final-model", "--final_regressor"), "final_model",
                      "Write the model here (.npz).", Path, "MODEL", vw=("--final_regressor",))
 INITIAL_MODEL = Option(("-i", "--initial-model", "--initial_regressor"), "initial_model",
