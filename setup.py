@@ -32,8 +32,23 @@ SCRATCH = "streamherd-precompile-*"
 class build_py_with_kernel_cache(build_py):
     def run(self):
         super().run()
-        precompile(ROOT if getattr(self, "editable_mode", False)
-                   else Path(self.build_lib).resolve())
+        editable = getattr(self, "editable_mode", False)
+        if editable:
+            write_bytecode(ROOT)
+        precompile(ROOT if editable else Path(self.build_lib).resolve())
+
+
+def write_bytecode(tree):
+    """Write the bytecode of the package in the source tree ``tree``, as pip does for the
+    files it installs from a wheel but not for an editable install's: where Python is told not
+    to write it (PYTHONDONTWRITEBYTECODE), every command would otherwise compile each module it
+    imports from source, a fixed cost of every run. Never raises: the package runs without it."""
+    import compileall
+
+    try:
+        compileall.compile_dir(tree / "streamherd", quiet=2)
+    except Exception as e:   # never the build's failure
+        print(f"WARNING: streamherd's bytecode was not written ({e})", file=sys.stderr)
 
 
 def precompile(tree):
