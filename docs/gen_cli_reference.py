@@ -8,10 +8,15 @@ replaced here by the index and the commands' pages, in the order the code declar
 """
 import html
 import re
+import sys
+from pathlib import Path
 
 import mkdocs_gen_files
 
-from streamherd.cli import COMMANDS
+# the checkout's own commands, also where an installed streamherd (another checkout's editable
+# install) comes first on the path; mkdocstrings reads the same tree (mkdocs.yml's paths)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from streamherd.cli import COMMANDS  # noqa: E402
 
 FOLDER = "reference/cli"
 NAV_TITLE = "Command line"
