@@ -698,7 +698,7 @@ class OnlineRegressor(_RiverModel, base.MiniBatchRegressor):
     Parameters
     ----------
     algo
-        The learner: pa, pa1, pa2, nherd-*, arow-*.
+        The learner: ``pa``, ``pa1``, ``pa2``, ``nherd-*``, ``arow-*``.
     C, r, a, epsilon, ...
         The hyperparameters of the learners with a squared-loss form (None: its default).
     bits, normalize, fit_intercept

@@ -11,10 +11,10 @@ writes, and ``save_model``/``load_model`` exchange models with ``streamherd pred
 ``train -i``.
 
 Hyperparameters (C, r, eta, a, b, max_support, epsilon, and any a registered learner declares)
-are the registry's (learners/__init__.py; the parameters are generated from it, parameters.py):
-None means the learner's default; a learner uses those it takes and ignores the others (so a grid
-over ``algo`` and ``C`` runs AROW with its own r); a value out of range is a ValueError with the
-command line's one-line message.
+are the registry's (``learners/__init__.py``; the parameters are generated from it,
+``parameters.py``): None means the learner's default; a learner uses those it takes and ignores
+the others (so a grid over ``algo`` and ``C`` runs AROW with its own r); a value out of range is
+a ValueError with the command line's one-line message.
 
 ``bits`` None: the fewest bits at which every column and the bias have a slot of their own
 (features/matrix.fitting_bits); give ``bits`` to match a CLI model's (``-b``, 18 by default): with
