@@ -682,7 +682,7 @@ def write_readme(cases, args, mach, data_desc, command, full_cov):
         "",
         "Exact commands:",
         "",
-        *[f"- {c.name}: `{display_cmd(c.cmd)}`" for c in ordered(cases)],
+        *[command_item(c.name, display_cmd(c.cmd)) for c in ordered(cases)],
         END,
     ])
     text = README.read_text() if README.exists() else README_INTRO
@@ -721,6 +721,15 @@ def replace_section(start, end, block, readme=README):
 def load_desc(cases):
     loads = [c.load for c in cases if c.load is not None]
     return f"{min(loads):.1f} to {max(loads):.1f}" if loads else "n/a"
+
+
+def command_item(name, command):
+    """A list item of the exact commands: inline code, or a program of several lines as a shell
+    block under the item (inline, its lines would read as Markdown: '# ...' as headings)."""
+    if "\n" not in command:
+        return f"- {name}: `{command}`"
+    block = "\n".join(f"  {line}" if line else "" for line in command.split("\n"))
+    return f"- {name}:\n\n  ```sh\n{block}\n  ```\n"
 
 
 def display_cmd(cmd):
