@@ -42,13 +42,6 @@ def invocation(option, flags):
     return f"{shown} {code(option.metavar or option.dest.upper())}"
 
 
-def usage(command):
-    positional = command.positional
-    tail = ("" if positional is None else
-            f" [{positional.metavar}]..." if positional.many else f" {positional.metavar}")
-    return f"streamherd {command.name} [OPTIONS]{tail}"
-
-
 def option_rows(options):
     for option in options:
         own = [f for f in option.flags if f not in option.vw]
@@ -71,7 +64,7 @@ def vw_rows(options):
 
 def command_page(command):
     lines = [f"# streamherd {command.name}", "", command.help, "", "```text",
-             usage(command), "```", ""]
+             command.usage, "```", ""]
     if command.positional is not None:
         lines += [f"`{command.positional.metavar}`: {command.positional.help}", ""]
     for title, options in command.groups:

@@ -136,11 +136,16 @@ class Command:
                  for o in self.options if o.note and values[o.dest]]
         return SimpleNamespace(**values, command_line=list(argv), notes=notes)
 
-    def help_text(self, width=None):
+    @property
+    def usage(self):
+        """The command's synopsis: ``streamherd train [OPTIONS] [FILES]...``."""
         positional = self.positional
-        usage = f"streamherd {self.name} [OPTIONS]" + (
+        return f"streamherd {self.name} [OPTIONS]" + (
             "" if positional is None else
             f" [{positional.metavar}]..." if positional.many else f" {positional.metavar}")
+
+    def help_text(self, width=None):
+        positional = self.positional
         groups = [(title, [(_invocation(o), o.described()) for o in options
                            if set(o.flags) - set(o.vw)]) for title, options in self.groups]
         if positional is not None:
@@ -151,7 +156,7 @@ class Command:
                      for o in self.options if o.vw]
         if spellings:
             groups.append(("Vowpal Wabbit's spellings", spellings))
-        return laid_out(usage, self.help, groups, width)
+        return laid_out(self.usage, self.help, groups, width)
 
 
 def _invocation(option, flags=None):
