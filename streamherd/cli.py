@@ -328,11 +328,12 @@ def completion(values):
 
 
 COMPLETION = Command(
-    "completion", "Print the shell's completion script for streamherd (commands, flags, "
-                  "learner names, files): e.g. 'streamherd completion bash > "
-                  "~/.local/share/bash-completion/completions/streamherd', or "
-                  "'eval \"$(streamherd completion bash)\"' in ~/.bashrc.", [("Options", [])],
-    completion, positional=Positional("shell", "SHELL", f"{', '.join(SHELLS)}.", many=False))
+    "completion", "Print a shell's completion script: commands, flags, learner names, files.",
+    [("Options", [])], completion, positional=Positional(
+        "shell", "SHELL", f"{', '.join(SHELLS)}; e.g. 'eval \"$(streamherd completion bash)\"' "
+                          f"in ~/.bashrc, or its output saved as "
+                          f"~/.local/share/bash-completion/completions/streamherd.",
+        many=False))
 
 
 # ---------------------------------------------------------------- the entry point
