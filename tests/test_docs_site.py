@@ -52,10 +52,5 @@ def test_the_reference_index_lists_every_command(site):
 
 
 def test_the_readme_stays_a_front_door():
-    lines = (REPO / "README.md").read_text().splitlines()
-    assert len(lines) <= 150
-    fences = [k for k, line in enumerate(lines) if line.startswith("```")]
-    first_block = lines[fences[0] + 1:fences[1]]
-    commands = [line.split("#")[0].strip() for line in first_block]
-    assert commands == ['pip install -e ".[dev]"',
-                        "streamherd train samples/sample.svm -f sample.npz", "pytest"]
+    """At most 150 lines (its first commands: test_docs_examples)."""
+    assert len((REPO / "README.md").read_text().splitlines()) <= 150
