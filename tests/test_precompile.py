@@ -1,6 +1,8 @@
 """streamherd.precompile (run by the wheel build and by ``pip install -e``, see setup.py): after
 it, the README's commands compile nothing; it writes only into numba's cache folder; a failure
-never fails the build. The precompile runs once, into a NUMBA_CACHE_DIR of its own (~60-80 s)."""
+never fails the build. The precompile runs once, into a NUMBA_CACHE_DIR of its own: it compiles
+every kernel of the usual commands, as an install does, so the tests that use it are marked slow
+(`pytest -m slow`)."""
 import importlib.util
 import os
 import subprocess
@@ -34,6 +36,7 @@ def _run(env, *args):
     return proc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [
     ["train", "samples/sample.svm", "-f", "{tmp}/sample.npz"],          # the README's
     ["train", "samples/sample.vw", "-f", "{tmp}/sample.npz", "--format", "vw"],
@@ -49,6 +52,7 @@ def test_the_usual_commands_compile_nothing_after_it(precompiled, tmp_path, comm
     assert "kernel compilation seconds" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_predict_compiles_nothing_after_it(precompiled, tmp_path):
     env = precompiled[0]
     _run(env, "train", "samples/sample.svm", "-f", tmp_path / "m.npz", "--quiet")
@@ -61,6 +65,7 @@ def _cache_files(cache):
     return {path for path in cache.rglob("*") if path.is_file()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("commands", [
     [["train", "--algo", "pa2", "--multiclass", "mira", "{data}", "-f", "{tmp}/m.npz"],
      ["predict", "-m", "{tmp}/m.npz", "{data}", "-p", "{tmp}/p.txt"]],
@@ -87,6 +92,7 @@ def test_the_multiclass_learners_compile_nothing_after_it(precompiled, tmp_path,
     assert _cache_files(cache) == before
 
 
+@pytest.mark.slow
 def test_it_writes_numba_cache_files_and_nothing_else(precompiled):
     env, cache, cwd = precompiled
     assert list(cwd.iterdir()) == []
