@@ -1,8 +1,9 @@
 """streamherd.precompile (run by the wheel build and by ``pip install -e``, see setup.py): after
 it, the README's commands compile nothing; it writes only into numba's cache folder; a failure
 never fails the build; its processes' saves into the cache lose no entry. The precompile runs
-once, into a NUMBA_CACHE_DIR of its own: it compiles every kernel of the usual commands, as an
-install does, so the tests that use it are marked slow (`pytest -m slow`)."""
+once, into a NUMBA_CACHE_DIR of its own: it compiles every kernel of the usual commands (an
+install compiles those and the rest, --all), so the tests that use it are marked slow (`pytest -m
+slow`)."""
 import importlib.util
 import os
 import pickle
@@ -158,7 +159,8 @@ def test_the_build_runs_it_on_the_package_being_built(tmp_path, monkeypatch):
     monkeypatch.setattr(setup.subprocess, "run", lambda argv, **kw: calls.append((argv, kw)))
     assert setup.precompile(tmp_path) is True
     (argv, kw), = calls
-    assert argv[1:] == ["-m", "streamherd.precompile", "--into", str(tmp_path / "streamherd")]
+    assert argv[1:] == ["-m", "streamherd.precompile", "--all", "--into",
+                        str(tmp_path / "streamherd")]
     assert kw["cwd"] == tmp_path
     assert kw["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path)
     assert "NUMBA_CACHE_DIR" not in kw["env"]   # into the package's own __pycache__ folders
