@@ -3,6 +3,10 @@ files in its ``__pycache__`` folders), so that the first run after ``pip install
 instead of compiling them (20-45 s on two cores). Everything else about the package is in
 pyproject.toml; this file only adds that step to setuptools' build_py.
 
+It compiles them all (``python -m streamherd.precompile --all``: every learner on every task,
+on one process per core): a first multiclass, regression or full-covariance run starts at
+once too, and the test suite, which runs every learner on every task, compiles none of them.
+
 numba keys each cache entry by its own version, the CPU it compiles for, the Python version and
 a hash of the module's source (not its file time, which installing changes), so the entries
 built here serve the machine that builds the wheel, which ``pip install`` of the source is.
@@ -82,8 +86,8 @@ def _precompile(tree):
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
     env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, [env.get("PYTHONPATH")])])
     try:
-        subprocess.run([sys.executable, "-m", "streamherd.precompile", "--into", str(package)],
-                       env=env, cwd=tree, check=True, timeout=1800)
+        subprocess.run([sys.executable, "-m", "streamherd.precompile", "--all", "--into",
+                        str(package)], env=env, cwd=tree, check=True, timeout=1800)
     finally:
         for path in package.rglob(SCRATCH):   # a killed run's scratch folder
             shutil.rmtree(path, ignore_errors=True)

@@ -1,6 +1,6 @@
 """Compile the kernels of the usual commands into numba's on-disk cache, ahead of the first run.
 
-    python -m streamherd.precompile [--all]
+    python -m streamherd.precompile [--all] [--processes N]
 
 The wheel build runs it (setup.py, on the built package, whose ``__pycache__`` folders then
 ship in the wheel; ``pip install -e`` runs it on the source tree), and it can be run after any
@@ -25,12 +25,20 @@ ones, multiclass ``--multiclass mira``, the voted perceptron's joint multiclass 
 multiclass, ``--normalize``, the other ``predict`` outputs (``--raw``, ``--proba``,
 ``--scores``) and the banks of the other families. The progress lines give each run's time.
 
+The README's ``train`` and ``predict`` run first, in this process: they compile the parsers and
+the other kernels every later run shares. The other runs are spread over one process per core
+(``--processes``), each saving into the cache under one lock: numba adds an entry to a
+function's cache by rewriting its index file, and two processes rewriting one index at once
+would lose an entry. Two processes may still compile the same kernel (time lost, nothing else).
+
 Exit status 0 when every run compiled; 1 when one failed (the others still ran): a command
 whose kernels failed to compile here compiles on first use, as it would have without this.
 """
 import argparse
 import contextlib
+import functools
 import io
+import multiprocessing
 import os
 import shutil
 import sys
@@ -210,41 +218,143 @@ def _start_up():
     count_newlines(np.zeros(1, np.uint8), 1)
 
 
-def precompile(everything=False, log=None):
-    """Run the jobs; returns the descriptions of those that failed."""
-    from streamherd import compilation, numba_runtime
+def precompile(everything=False, log=None, processes=None):
+    """Run the jobs; returns the descriptions of those that failed.
 
-    numba_runtime.install()   # as a command does: numba's runtime library is cached too
-    watch = compilation.watch(quiet=True)
-    _start_up()
+    The first jobs (the README's train and predict in each format, which compile the parsers and
+    the other kernels every job shares) run in this process, the rest on ``processes`` processes
+    (default: one per core) in groups that share kernels (_kernel_groups), each job in a scratch
+    folder of its own."""
     folder = cache_folder()
     if folder is not None:
         os.makedirs(folder, exist_ok=True)
     failed = []
     scratch = tempfile.mkdtemp(prefix="streamherd-precompile-", dir=folder)
+    lock = os.path.join(scratch, "saves.lock")
     try:
-        for description, run in jobs(everything):
-            started, compiling = time.perf_counter(), watch.seconds
-            refusals = []
-            # the commands' own output (progress, notices) is not this one's
-            with contextlib.redirect_stderr(io.StringIO()):
-                try:
-                    run(scratch, everything, refusals)
-                except Exception:
-                    failed.append(description)
-                    error = traceback.format_exc()
-                else:
-                    error = None
-            if log is not None:
-                print(f"  {description}: {time.perf_counter() - started:.1f} s "
-                      f"({watch.seconds - compiling:.1f} s compiling)"
-                      + "".join(f"; refused ({refusal})" for refusal in refusals),
-                      file=log, flush=True)
-            if error is not None:
-                print(f"streamherd.precompile: {description} failed:\n{error}", file=sys.stderr)
+        _prepare(lock)
+        descriptions = [description for description, _ in jobs(everything)]
+        for index in range(len(DATA)):
+            _report(_run_job(index, everything, scratch), log, failed)
+        groups = _kernel_groups(descriptions[len(DATA):], first=len(DATA))
+        processes = min(processes or _cores(), len(groups))
+        run = functools.partial(_run_jobs, everything=everything, scratch=scratch)
+        if processes <= 1 or _lock_module() is None:
+            for results in map(run, groups):
+                for result in results:
+                    _report(result, log, failed)
+        else:
+            # spawned, not forked: a fork of a process whose LLVM is initialised is not safe
+            context = multiprocessing.get_context("spawn")
+            with context.Pool(processes, initializer=_prepare, initargs=(lock,)) as pool:
+                for results in pool.imap_unordered(run, groups):
+                    for result in results:
+                        _report(result, log, failed)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return failed
+
+
+def _cores():
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+def _prepare(lock):
+    """Set a process up as a command sets itself up (numba's runtime library cached too), with
+    its saves into numba's cache under ``lock``."""
+    from streamherd import compilation, numba_runtime
+
+    numba_runtime.install()
+    compilation.watch(quiet=True)
+    _start_up()
+    _lock_cache_saves(lock)
+
+
+def _lock_module():
+    try:
+        import fcntl
+    except ImportError:   # (not on Windows: the jobs run one after the other there)
+        return None
+    return fcntl
+
+
+def _lock_cache_saves(lock):
+    """numba saves a cache entry by reading its function's index file, adding the entry (and
+    choosing its data file's name from the entries it read) and writing the index back: two
+    processes saving entries of one function at once would lose one of them, or give both one
+    data file. Each save here holds an exclusive lock on the file ``lock``."""
+    from numba.core import caching
+
+    fcntl = _lock_module()
+    save = getattr(caching.IndexDataCacheFile, "save", None)
+    if fcntl is None or save is None or getattr(save, "streamherd_locked", False):
+        return
+
+    def locked_save(cache_file, key, data):
+        with open(lock, "a") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)   # released when the file closes
+            return save(cache_file, key, data)
+
+    locked_save.streamherd_locked = True
+    caching.IndexDataCacheFile.save = locked_save
+
+
+def _kernel_groups(descriptions, first):
+    """The indices of the jobs (``descriptions``, the first of index ``first``) in groups that
+    run in one process each: a learner's runs on every task with those of the learners that share
+    its kernels (its module's diagonal or full-covariance form), so that two processes do not
+    compile one kernel; largest group first."""
+    from streamherd import learners
+
+    groups = {}
+    for index, description in enumerate(descriptions, first):
+        words = description.split()
+        algo = words[words.index("--algo") + 1].rstrip(",") if "--algo" in words else None
+        if algo in learners.REGISTRY and "auto" not in words:
+            spec = learners.spec(algo)
+            key = (spec.module, spec.covariance)
+        else:   # a bank, herd, the README's commands: kernels of their own
+            key = description
+        groups.setdefault(key, []).append(index)
+    return sorted(groups.values(), key=len, reverse=True)
+
+
+def _run_jobs(indices, everything, scratch):
+    return [_run_job(index, everything, scratch) for index in indices]
+
+
+def _run_job(index, everything, scratch):
+    """Run job ``index`` in a folder of its own; (description, seconds, seconds compiling,
+    refusals, the traceback of its failure or None)."""
+    from streamherd import compilation
+
+    description, run = jobs(everything)[index]
+    folder = os.path.join(scratch, f"job-{index}")
+    os.makedirs(folder, exist_ok=True)
+    watch = compilation.watch(quiet=True)
+    started, compiling = time.perf_counter(), watch.seconds
+    refusals = []
+    # the commands' own output (progress, notices) is not this one's
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            run(folder, everything, refusals)
+        except Exception:
+            error = traceback.format_exc()
+        else:
+            error = None
+    return (description, time.perf_counter() - started, watch.seconds - compiling, refusals,
+            error)
+
+
+def _report(result, log, failed):
+    description, seconds, compiling, refusals, error = result
+    if log is not None:
+        print(f"  {description}: {seconds:.1f} s ({compiling:.1f} s compiling)"
+              + "".join(f"; refused ({refusal})" for refusal in refusals), file=log, flush=True)
+    if error is not None:
+        failed.append(description)
+        print(f"streamherd.precompile: {description} failed:\n{error}", file=sys.stderr)
 
 
 def main(argv=None):
@@ -254,6 +364,8 @@ def main(argv=None):
                         help="also -full learners, regression, multiclass, --normalize and "
                              "every predict output")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--processes", type=int, metavar="N",
+                        help="compile on N processes (default: one per core)")
     parser.add_argument("--into", metavar="DIR",
                         help="compile only if the cache goes inside DIR (the build's package: "
                              "setup.py passes it, so that a build writes nowhere else)")
@@ -267,7 +379,8 @@ def main(argv=None):
                   f"{args.into}; nothing compiled", file=sys.stderr)
             return 1
     started = time.perf_counter()
-    failed = precompile(args.all, log=None if args.quiet else sys.stdout)
+    failed = precompile(args.all, log=None if args.quiet else sys.stdout,
+                        processes=args.processes)
     if not args.quiet:
         print(f"streamherd: kernels compiled into {cache_folder()} in "
               f"{time.perf_counter() - started:.1f} s", flush=True)

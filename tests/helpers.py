@@ -4,6 +4,8 @@ does): the repository and real-data folders, a CLI runner and its one-line error
 reader of parsed rows, random CSR data cut into chunks, in-memory rows as a chunk, and an
 independent (pure Python + mmh3) model of VW's feature hashing. conftest.py serves the same as
 fixtures."""
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -47,6 +49,23 @@ def run_cli(*args, input=None, cwd=None, timeout=600):
     proc.stdout = proc.stdout.decode("utf-8", "replace")
     proc.stderr = proc.stderr.decode("utf-8", "replace")
     return proc
+
+
+def run_cli_here(*args):
+    """``streamherd ARGS`` run in this process (streamherd.cli.run, as the command runs it,
+    without a process's start-up); returns a CompletedProcess as run_cli does."""
+    from streamherd.cli import run
+
+    out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+                for _ in range(2))
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            run([str(arg) for arg in args])
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+    return subprocess.CompletedProcess(args, code, out.buffer.getvalue().decode("utf-8", "replace"),
+                                       err.buffer.getvalue().decode("utf-8", "replace"))
 
 
 def read_rows(paths, **kwargs):

@@ -40,7 +40,9 @@ def random_chunks(seed, chunks=3, n=400, dim=128):
     for _ in range(chunks):
         nnz = rng.integers(1, 12, n)
         indptr = np.concatenate([[0], np.cumsum(nnz)]).astype(np.int64)
-        indices = np.concatenate([rng.choice(dim, k, replace=False) for k in nnz]).astype(np.int64)
+        # int32 slots, as the parser hands them to the learners: the tests run the kernels the
+        # commands compile (and the install precompiles), not a second int64 copy of each
+        indices = np.concatenate([rng.choice(dim, k, replace=False) for k in nnz]).astype(np.int32)
         values = rng.normal(size=indptr[-1]) * rng.choice([0.1, 1.0, 5.0], indptr[-1])
         truth = rng.normal(size=dim)
         margin = np.array([truth[indices[s:e]] @ values[s:e] for s, e in
@@ -140,7 +142,9 @@ def test_a_member_whose_update_fails_leaves_the_bank_where_its_single_learner_fa
     n, dim = 300, 64
     nnz = rng.integers(1, 6, n)
     indptr = np.concatenate([[0], np.cumsum(nnz)]).astype(np.int64)
-    indices = np.concatenate([rng.choice(dim, k, replace=False) for k in nnz]).astype(np.int64)
+    # int32 slots, as the parser hands them to the learners: the tests run the kernels the
+    # commands compile (and the install precompiles), not a second int64 copy of each
+    indices = np.concatenate([rng.choice(dim, k, replace=False) for k in nnz]).astype(np.int32)
     values = rng.normal(size=indptr[-1])
     y, importance = np.where(rng.random(n) < 0.5, 1.0, -1.0), np.ones(n)
     search = one_grid("nherd-p", "C")

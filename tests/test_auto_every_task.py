@@ -91,7 +91,9 @@ def _chunks(kind, seed=0, n=240, dim=32, pieces=3):
     rng = np.random.default_rng(seed)
     nnz = rng.integers(1, 6, n)
     indptr = np.concatenate([[0], np.cumsum(nnz)]).astype(np.int64)
-    indices = np.concatenate([rng.choice(dim, k, replace=False) for k in nnz]).astype(np.int64)
+    # int32 slots, as the parser hands them to the learners: the tests run the kernels the
+    # commands compile (and the install precompiles), not a second int64 copy of each
+    indices = np.concatenate([rng.choice(dim, k, replace=False) for k in nnz]).astype(np.int32)
     values = rng.normal(size=indptr[-1])
     importance = rng.choice([0.5, 1.0, 2.0], n)
     if kind == "regression":

@@ -133,7 +133,9 @@ def _classes(n=300, dim=32, seed=0, scale=1.0):
     rng = np.random.default_rng(seed)
     nnz = rng.integers(1, 6, n)
     indptr = np.concatenate([[0], np.cumsum(nnz)]).astype(np.int64)
-    indices = np.concatenate([rng.choice(dim, k, replace=False) for k in nnz]).astype(np.int64)
+    # int32 slots, as the parser hands them to the learners: the tests run the kernels the
+    # commands compile (and the install precompiles), not a second int64 copy of each
+    indices = np.concatenate([rng.choice(dim, k, replace=False) for k in nnz]).astype(np.int32)
     values = rng.normal(size=indptr[-1]) * scale
     return rng.integers(0, 3, n).astype(np.int64), indptr, indices, values
 

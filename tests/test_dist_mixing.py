@@ -165,7 +165,7 @@ def _learned(start_state, start_meta, X, y):
                               task="binary")
     rows = csr_matrix(X)
     learner.learn(y.astype(np.float64), np.ones(len(y)), rows.indptr.astype(np.int64),
-                  rows.indices.astype(np.int64), rows.data.astype(np.float64),
+                  rows.indices.astype(np.int32), rows.data.astype(np.float64),
                   np.empty(len(y)))
     return ShardResult({k: v.copy() for k, v in learner.state().items()}, learner.meta(),
                        {"task": "binary"}, Counters(examples=len(y)))

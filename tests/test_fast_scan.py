@@ -19,6 +19,12 @@ NAMES = ["a", "f", "12", "1234567", "12345678", "007", "ab12", "12ab", "x y", "\
          "Ünï", "18446744073709551616", "", "999999", "1048575", "1048576", "3", "5", "9"]
 
 
+def _writable(data):
+    """The bytes as a writable uint8 array, as the reader's blocks are: the kernels run with the
+    argument types of a real run (those the install precompiles), not a read-only copy of them."""
+    return np.frombuffer(bytearray(data), np.uint8)
+
+
 def _svmlight_line(rng):
     parts = [rng.choice(NUMBERS[:12] + NUMBERS[16:19] + ["1", "-1", "+1", "0"] * 6)]
     for _ in range(rng.randrange(0, 12)):
@@ -75,7 +81,7 @@ def test_scanners_agree_with_the_general_parsers(fmt, seed):
              for _ in range(3000)]
     text = "\n".join(lines).encode("utf-8") + rng.choice([b"\n", b"\r\n", b""])
     # Bytes after n are digits: a SWAR read must never take them as part of the last number.
-    data = np.frombuffer(text + b"1234567890" * 3, np.uint8)
+    data = _writable(text + b"1234567890" * 3)
     for n in (len(text), len(text) - 1, len(text) - 5):
         for skip_bad in (True, False):
             # 4 bits: slots wrap around the mask and collide within most rows
@@ -101,7 +107,7 @@ def test_scanners_agree_on_lines_of_the_other_format(fmt, seed):
         make = _svmlight_line if (fmt == SVMLIGHT) == own else _vw_line
         lines.append(make(rng))
     text = "\n".join(lines).encode("utf-8") + b"\n"
-    data = np.frombuffer(text + b"1234567890" * 3, np.uint8)
+    data = _writable(text + b"1234567890" * 3)
     for skip_bad in (True, False):
         for strict in (True, False):
             fast = _parse(data, len(text), fmt, skip_bad, False, strict_format=strict)
@@ -116,7 +122,7 @@ def test_scanners_on_the_usual_lines(fmt):
     text = b"".join(b"%s %s%s\n" % (label, prefix, b" ".join(
         b"%d:%s" % (i * 37 + k, v) for k, v in enumerate([b"1", b"0.25", b"2.5", b"3", b"0.1"])))
         for i, label in enumerate([b"1", b"-1"] * 500))
-    data = np.frombuffer(text, np.uint8)
+    data = _writable(text)
     assert _parse(data, len(text), fmt, False, False) == _parse(data, len(text), fmt, False, True)
 
 
@@ -146,7 +152,7 @@ def test_svmlight_scanner_token_edges(seed):
         line = "".join(g + t for g, t in zip(gaps, tokens))[1:]
         lines.append(line + rng.choice(["", "", " ", "\r", " # c 1:2"]))
     text = "\n".join(lines).encode("utf-8")
-    data = np.frombuffer(text + b"1234567890" * 3, np.uint8)
+    data = _writable(text + b"1234567890" * 3)
     # Every cut near the end: the last feature's bytes leave the fast path one by one.
     for n in range(len(text) - 40, len(text) + 1):
         for skip_bad in (True, False):
@@ -187,7 +193,7 @@ def test_vw_scanner_token_edges(seed):
             parts.append(rng.choice(["", "", " ", "\t"]))
         lines.append("".join(parts) + rng.choice(["", "", " ", "\r"]))
     text = "\n".join(lines).encode("utf-8")
-    data = np.frombuffer(text + b"1234567890" * 3, np.uint8)
+    data = _writable(text + b"1234567890" * 3)
     # Every cut near the end: the last feature's bytes leave the fast path one by one.
     for n in range(len(text) - 40, len(text) + 1):
         for skip_bad in (True, False):
@@ -250,7 +256,7 @@ def test_vector_and_word_readers_agree_with_the_byte_reader(fmt):
     taken = {r: 0 for r in readers}
     for _ in range(4000):
         token = _random_token(rng)
-        buf = np.frombuffer(token + b"9876543210" * 4, np.uint8)
+        buf = _writable(token + b"9876543210" * 4)
         # the token's end; without a separator ('|' last, then digits) no reading takes it
         n = next((i for i, byte in enumerate(token) if byte <= 0x20), None)
         for use_vector in readers:

@@ -11,9 +11,10 @@ exit 0 with -f writes a loadable model of finite arrays, an exit 2 none; the fir
 line is the one named; --skip-bad gives exactly (np.array_equal, same meta) the model of the
 file with the malformed lines blanked, and says how many it skipped.
 
-The cases are fixed: seed SEED, CASES of them (about a minute on two cores), whatever the
-clock. A longer campaign with other seeds: ``python benchmarks/fuzz.py --seconds 600``; one case
-of this test again, saved to a folder with its commands: ``python benchmarks/fuzz.py --seed
+The cases are fixed: seed SEED, CASES of them, whatever the clock: the first FAST_CASES in every
+``pytest``, the rest (a campaign of a minute or two) marked slow, run by ``pytest -m slow``. A
+longer campaign with other seeds: ``python benchmarks/fuzz.py --seconds 600``; one case of this
+test again, saved to a folder with its commands: ``python benchmarks/fuzz.py --seed
 SEED --case N``.
 """
 import os
@@ -24,6 +25,7 @@ from fuzzing import check_case, make_case, warm_up
 
 SEED = 20240611
 CASES = int(os.environ.get("STREAMHERD_FUZZ_CASES", "40"))
+FAST_CASES = 10
 # seconds per run: a hang, or compiling a learner's kernels on the first run after an install
 TIMEOUT = float(os.environ.get("STREAMHERD_FUZZ_TIMEOUT", "120"))
 
@@ -50,7 +52,9 @@ def _describe(case, failures, runs, folder):
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("index", range(CASES))
+@pytest.mark.parametrize("index", [index if index < FAST_CASES else
+                                   pytest.param(index, marks=pytest.mark.slow)
+                                   for index in range(CASES)])
 def test_fuzz_case(index, fuzz_dir):
     case = make_case(SEED, index)
     folder = fuzz_dir / case.name

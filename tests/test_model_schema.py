@@ -16,6 +16,8 @@ from streamherd import learners
 from streamherd.errors import StreamherdError
 from streamherd.model import load_model
 
+from helpers import run_cli_here
+
 KINDS = ("binary", "joint", "ova", "regression")
 BITS = 3
 DATA = {"binary": "binary.svm", "joint": "multi.svm", "ova": "multi.svm",
@@ -661,8 +663,9 @@ def _one_line(proc):
     return lines[0]
 
 
-def _check_everywhere(run_cli, folder, path, kind, words):
-    """load_model, predict -m and train -i: one line naming the file and the damage."""
+def _check_everywhere(run, folder, path, kind, words):
+    """load_model, predict -m and train -i (each command through ``run``: in this process, or
+    as a process of its own): one line naming the file and the damage."""
     with pytest.raises(StreamherdError) as info:
         load_model(path)
     message = str(info.value)
@@ -672,21 +675,36 @@ def _check_everywhere(run_cli, folder, path, kind, words):
         or "format version" in message, message
     data = folder / DATA[kind]
     for args in (["predict", "-m", path, data], ["train", "--quiet", "-i", path, data]):
-        line = _one_line(run_cli(*args))
+        line = _one_line(run(*args))
         assert message in line, line
+
+
+# The commands run in this process (the CLI's entry point, as `streamherd` calls it); a case of
+# each kind runs them as processes of their own too, as a user's shell does.
+END_TO_END = [DAMAGE[0], SPARSE_DAMAGE[0], WRITTEN[0], WRITTEN[-1]]
 
 
 @pytest.mark.parametrize("case", DAMAGE + SPARSE_DAMAGE,
                          ids=[c[0] for c in DAMAGE + SPARSE_DAMAGE])
-def test_damaged_meta_or_arrays_is_a_one_line_error(run_cli, model, folder, tmp_path, case):
+def test_damaged_meta_or_arrays_is_a_one_line_error(model, folder, tmp_path, case):
     path = _damaged_file(model, tmp_path, case)
-    _check_everywhere(run_cli, folder, path, case[1][1], case[3])
+    _check_everywhere(run_cli_here, folder, path, case[1][1], case[3])
 
 
 @pytest.mark.parametrize("case", WRITTEN, ids=[c[0] for c in WRITTEN])
-def test_unreadable_meta_or_array_is_a_one_line_error(run_cli, model, folder, tmp_path, case):
+def test_unreadable_meta_or_array_is_a_one_line_error(model, folder, tmp_path, case):
     path = _written_file(model, tmp_path, case)
-    _check_everywhere(run_cli, folder, path, "binary", case[2])
+    _check_everywhere(run_cli_here, folder, path, "binary", case[2])
+
+
+@pytest.mark.parametrize("case", END_TO_END, ids=[c[0] for c in END_TO_END])
+def test_a_damaged_model_is_a_one_line_error_of_the_command(run_cli, model, folder, tmp_path,
+                                                            case):
+    if len(case) == 3:   # WRITTEN's
+        path, kind, words = _written_file(model, tmp_path, case), "binary", case[2]
+    else:
+        path, kind, words = _damaged_file(model, tmp_path, case), case[1][1], case[3]
+    _check_everywhere(run_cli, folder, path, kind, words)
 
 
 # ---------------------------------------------------------------- mutations of the meta

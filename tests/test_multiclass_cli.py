@@ -1,6 +1,6 @@
 """Multiclass and regression end to end: label discovery, string labels, --classes, bad labels,
 models, predict's outputs, through the command line on the shared multiclass files (skipped when
-/work/shared/data is absent) and on small generated files."""
+the real-data folder, helpers.DATA_DIR, is absent) and on small generated files."""
 import gzip
 import json
 

@@ -1,8 +1,12 @@
 """streamherd.precompile (run by the wheel build and by ``pip install -e``, see setup.py): after
 it, the README's commands compile nothing; it writes only into numba's cache folder; a failure
-never fails the build. The precompile runs once, into a NUMBA_CACHE_DIR of its own (~60-80 s)."""
+never fails the build; its processes' saves into the cache lose no entry. The precompile runs
+once, into a NUMBA_CACHE_DIR of its own: it compiles every kernel of the usual commands (an
+install compiles those and the rest, --all), so the tests that use it are marked slow (`pytest -m
+slow`)."""
 import importlib.util
 import os
+import pickle
 import subprocess
 import sys
 
@@ -34,6 +38,7 @@ def _run(env, *args):
     return proc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [
     ["train", "samples/sample.svm", "-f", "{tmp}/sample.npz"],          # the README's
     ["train", "samples/sample.vw", "-f", "{tmp}/sample.npz", "--format", "vw"],
@@ -49,6 +54,7 @@ def test_the_usual_commands_compile_nothing_after_it(precompiled, tmp_path, comm
     assert "kernel compilation seconds" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_predict_compiles_nothing_after_it(precompiled, tmp_path):
     env = precompiled[0]
     _run(env, "train", "samples/sample.svm", "-f", tmp_path / "m.npz", "--quiet")
@@ -61,6 +67,7 @@ def _cache_files(cache):
     return {path for path in cache.rglob("*") if path.is_file()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("commands", [
     [["train", "--algo", "pa2", "--multiclass", "mira", "{data}", "-f", "{tmp}/m.npz"],
      ["predict", "-m", "{tmp}/m.npz", "{data}", "-p", "{tmp}/p.txt"]],
@@ -87,6 +94,7 @@ def test_the_multiclass_learners_compile_nothing_after_it(precompiled, tmp_path,
     assert _cache_files(cache) == before
 
 
+@pytest.mark.slow
 def test_it_writes_numba_cache_files_and_nothing_else(precompiled):
     env, cache, cwd = precompiled
     assert list(cwd.iterdir()) == []
@@ -151,7 +159,57 @@ def test_the_build_runs_it_on_the_package_being_built(tmp_path, monkeypatch):
     monkeypatch.setattr(setup.subprocess, "run", lambda argv, **kw: calls.append((argv, kw)))
     assert setup.precompile(tmp_path) is True
     (argv, kw), = calls
-    assert argv[1:] == ["-m", "streamherd.precompile", "--into", str(tmp_path / "streamherd")]
+    assert argv[1:] == ["-m", "streamherd.precompile", "--all", "--into",
+                        str(tmp_path / "streamherd")]
     assert kw["cwd"] == tmp_path
     assert kw["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path)
     assert "NUMBA_CACHE_DIR" not in kw["env"]   # into the package's own __pycache__ folders
+
+
+SAVER = """
+import os, sys, time
+from numba.core import caching
+from streamherd import precompile
+
+lock, kind, folder = sys.argv[1], sys.argv[2], sys.argv[3]
+write_index = caching.IndexDataCacheFile._save_index
+
+def slow_write_index(cache_file, overloads):
+    # the index read; without the lock, wait until the other process has read it too (with it,
+    # the other waits for this save: a pause leaves it the time to try)
+    open(os.path.join(folder, kind + '.read'), 'w').close()
+    others = [os.path.join(folder, other + '.read') for other in ('int', 'float')]
+    deadline = time.monotonic() + (60 if lock == '-' else 1)
+    while time.monotonic() < deadline and not all(map(os.path.exists, others)):
+        time.sleep(0.01)
+    write_index(cache_file, overloads)
+
+caching.IndexDataCacheFile._save_index = slow_write_index
+if lock != "-":
+    precompile._lock_cache_saves(lock)
+sys.path.insert(0, folder)
+from twice import twice
+twice(1) if kind == "int" else twice(1.5)
+"""
+
+
+@pytest.mark.parametrize("lock", [True, False], ids=["locked", "unlocked"])
+def test_processes_saving_one_functions_entries_at_once_keep_them_all(tmp_path, lock):
+    """Two processes compile one function for two argument types and save both into its cache
+    at once: under the precompile's lock its index keeps both entries. Unlocked, each process
+    reads the index before the other writes it back, and one entry is lost (the race the lock
+    is for, made certain)."""
+    (tmp_path / "twice.py").write_text("from numba import njit\n\n\n"
+                                       "@njit(cache=True)\ndef twice(x):\n    return 2 * x\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
+    savers = [subprocess.Popen([sys.executable, "-c", SAVER,
+                                str(tmp_path / "saves.lock") if lock else "-", kind, tmp_path],
+                               env=env, cwd=tmp_path) for kind in ("int", "float")]
+    assert [saver.wait(timeout=120) for saver in savers] == [0, 0]
+    index, = (tmp_path / "cache").rglob("*.nbi")
+    with open(index, "rb") as f:
+        pickle.load(f)   # numba's version
+        _, overloads = pickle.loads(f.read())
+    assert len(overloads) == (2 if lock else 1)
