@@ -151,6 +151,32 @@ def test_the_build_step_can_be_skipped(tmp_path, monkeypatch):
     assert setup.precompile(tmp_path) is False
 
 
+def test_an_editable_install_writes_the_packages_bytecode(tmp_path):
+    """Python reads bytecode it is told not to write (PYTHONDONTWRITEBYTECODE): the install
+    writes it, so that no command compiles the package's modules from source."""
+    setup = _setup_module()
+    package = tmp_path / "streamherd"
+    (package / "io").mkdir(parents=True)
+    sources = [package / "__init__.py", package / "io" / "reader.py"]
+    for path in sources:
+        path.write_text("VALUE = 1\n")
+    setup.write_bytecode(tmp_path)
+    for path in sources:
+        assert os.path.exists(importlib.util.cache_from_source(str(path))), path
+
+
+def test_bytecode_that_cannot_be_written_does_not_fail_the_build(tmp_path, monkeypatch, capsys):
+    import compileall
+
+    def fail(*args, **kwargs):
+        raise OSError("read-only file system")
+
+    monkeypatch.setattr(compileall, "compile_dir", fail)
+    _setup_module().write_bytecode(tmp_path)
+    assert "WARNING: streamherd's bytecode was not written (read-only file system)" in \
+        capsys.readouterr().err
+
+
 def test_the_build_runs_it_on_the_package_being_built(tmp_path, monkeypatch):
     setup = _setup_module()
     calls = []
