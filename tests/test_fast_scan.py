@@ -92,6 +92,9 @@ def test_scanners_agree_with_the_general_parsers(fmt, seed):
     # Well-formed lines only: nothing stops early, every row is compared.
     good = _parse(data, len(text), fmt, True, general_only=False)
     assert good[0][0] > 750
+    # the scanners only read the block (the reader's blocks are writable, so nothing else
+    # would tell)
+    assert data.tobytes() == text + b"1234567890" * 3
 
 
 @pytest.mark.parametrize("fmt", [SVMLIGHT, VW], ids=["svmlight", "vw"])
@@ -160,6 +163,7 @@ def test_svmlight_scanner_token_edges(seed):
                     == _parse(data, n, SVMLIGHT, skip_bad, True))
     good = _parse(data, len(text), SVMLIGHT, True, False)
     assert good[0][0] > 100
+    assert data.tobytes() == text + b"1234567890" * 3   # read, never written
 
 
 # VW feature tokens around the scanner's limits: names of 7, 8 and more digits alone and with
