@@ -27,10 +27,52 @@ _state = {"loaded_from_cache": False}
 
 
 def install():
-    """Before numba's target loads: its runtime through the cache, and streamherd's kernels
-    loaded without the compiler's registries."""
+    """Before numba's target loads: its runtime through the cache, streamherd's kernels loaded
+    without the compiler's registries, and every save into numba's cache locked."""
     _install_runtime_cache()
     _install_light_kernel_loading()
+    lock_cache_saves()
+
+
+def lock_cache_saves():
+    """numba saves a cache entry by reading its function's index file, adding the entry (and
+    naming its data file after the entries it read), writing the index back, then the data:
+    two processes saving entries of one function at once (two commands right after an install,
+    dist-train's workers, the precompile's processes) would lose an entry, or write two
+    entries' code into one data file, so that the index names one signature's file for the
+    other's code. Each save holds an exclusive lock on the cache folder itself (flock on the
+    directory: no lock file of its own). Where there is no flock, or the folder cannot be
+    opened, the save goes on as numba's."""
+    from numba.core import caching
+
+    try:
+        import fcntl
+    except ImportError:   # not on Windows
+        return
+    save = getattr(caching.IndexDataCacheFile, "save", None)
+    if save is None or getattr(save, "streamherd_locked", False):
+        return
+
+    def locked_save(cache_file, key, data):
+        try:
+            folder = os.open(cache_file._cache_path, os.O_RDONLY)
+        except (AttributeError, OSError):
+            return save(cache_file, key, data)
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX)
+            return save(cache_file, key, data)
+        finally:
+            os.close(folder)   # (the lock goes with it)
+
+    locked_save.streamherd_locked = True
+    caching.IndexDataCacheFile.save = locked_save
+
+
+def cache_saves_locked():
+    """Whether saves into numba's cache hold the lock (lock_cache_saves took effect)."""
+    from numba.core import caching
+
+    return getattr(getattr(caching.IndexDataCacheFile, "save", None), "streamherd_locked", False)
 
 
 def _install_light_kernel_loading():

@@ -27,9 +27,10 @@ multiclass, ``--normalize``, the other ``predict`` outputs (``--raw``, ``--proba
 
 The README's ``train`` and ``predict`` run first, in this process: they compile the parsers and
 the other kernels every later run shares. The other runs are spread over one process per core
-(``--processes``), each saving into the cache under one lock: numba adds an entry to a
-function's cache by rewriting its index file, and two processes rewriting one index at once
-would lose an entry. Two processes may still compile the same kernel (time lost, nothing else).
+(``--processes``), which save into the cache under the lock every command holds for it
+(numba_runtime.lock_cache_saves: numba adds an entry to a function's cache by rewriting its
+index file, and two processes rewriting one index at once would lose an entry). Two processes
+may still compile the same kernel (time lost, nothing else).
 
 Exit status 0 when every run compiled; 1 when one failed (the others still ran): a command
 whose kernels failed to compile here compiles on first use, as it would have without this.
@@ -225,28 +226,29 @@ def precompile(everything=False, log=None, processes=None):
     the other kernels every job shares) run in this process, the rest on ``processes`` processes
     (default: one per core) in groups that share kernels (_kernel_groups), each job in a scratch
     folder of its own."""
+    from streamherd import numba_runtime
+
     folder = cache_folder()
     if folder is not None:
         os.makedirs(folder, exist_ok=True)
     failed = []
     scratch = tempfile.mkdtemp(prefix="streamherd-precompile-", dir=folder)
-    lock = os.path.join(scratch, "saves.lock")
     try:
-        _prepare(lock)
+        _prepare()
         descriptions = [description for description, _ in jobs(everything)]
         for index in range(len(DATA)):
             _report(_run_job(index, everything, scratch), log, failed)
         groups = _kernel_groups(descriptions[len(DATA):], first=len(DATA))
         processes = min(processes or _cores(), len(groups))
         run = functools.partial(_run_jobs, everything=everything, scratch=scratch)
-        if processes <= 1 or _lock_module() is None:
+        if processes <= 1 or not numba_runtime.cache_saves_locked():
             for results in map(run, groups):
                 for result in results:
                     _report(result, log, failed)
         else:
             # spawned, not forked: a fork of a process whose LLVM is initialised is not safe
             context = multiprocessing.get_context("spawn")
-            with context.Pool(processes, initializer=_prepare, initargs=(lock,)) as pool:
+            with context.Pool(processes, initializer=_prepare) as pool:
                 for results in pool.imap_unordered(run, groups):
                     for result in results:
                         _report(result, log, failed)
@@ -260,44 +262,14 @@ def _cores():
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
-def _prepare(lock):
-    """Set a process up as a command sets itself up (numba's runtime library cached too), with
-    its saves into numba's cache under ``lock``."""
+def _prepare():
+    """Set a process up as a command sets itself up: numba's runtime library cached too, and
+    its saves into numba's cache locked (numba_runtime.install)."""
     from streamherd import compilation, numba_runtime
 
     numba_runtime.install()
     compilation.watch(quiet=True)
     _start_up()
-    _lock_cache_saves(lock)
-
-
-def _lock_module():
-    try:
-        import fcntl
-    except ImportError:   # (not on Windows: the jobs run one after the other there)
-        return None
-    return fcntl
-
-
-def _lock_cache_saves(lock):
-    """numba saves a cache entry by reading its function's index file, adding the entry (and
-    choosing its data file's name from the entries it read) and writing the index back: two
-    processes saving entries of one function at once would lose one of them, or give both one
-    data file. Each save here holds an exclusive lock on the file ``lock``."""
-    from numba.core import caching
-
-    fcntl = _lock_module()
-    save = getattr(caching.IndexDataCacheFile, "save", None)
-    if fcntl is None or save is None or getattr(save, "streamherd_locked", False):
-        return
-
-    def locked_save(cache_file, key, data):
-        with open(lock, "a") as held:
-            fcntl.flock(held, fcntl.LOCK_EX)   # released when the file closes
-            return save(cache_file, key, data)
-
-    locked_save.streamherd_locked = True
-    caching.IndexDataCacheFile.save = locked_save
 
 
 def _kernel_groups(descriptions, first):

@@ -195,7 +195,7 @@ def test_the_build_runs_it_on_the_package_being_built(tmp_path, monkeypatch):
 SAVER = """
 import os, sys, time
 from numba.core import caching
-from streamherd import precompile
+from streamherd import numba_runtime
 
 lock, kind, folder = sys.argv[1], sys.argv[2], sys.argv[3]
 write_index = caching.IndexDataCacheFile._save_index
@@ -205,14 +205,14 @@ def slow_write_index(cache_file, overloads):
     # the other waits for this save: a pause leaves it the time to try)
     open(os.path.join(folder, kind + '.read'), 'w').close()
     others = [os.path.join(folder, other + '.read') for other in ('int', 'float')]
-    deadline = time.monotonic() + (60 if lock == '-' else 1)
+    deadline = time.monotonic() + (1 if lock == 'locked' else 60)
     while time.monotonic() < deadline and not all(map(os.path.exists, others)):
         time.sleep(0.01)
     write_index(cache_file, overloads)
 
 caching.IndexDataCacheFile._save_index = slow_write_index
-if lock != "-":
-    precompile._lock_cache_saves(lock)
+if lock == "locked":
+    numba_runtime.lock_cache_saves()
 sys.path.insert(0, folder)
 from twice import twice
 twice(1) if kind == "int" else twice(1.5)
@@ -222,16 +222,16 @@ twice(1) if kind == "int" else twice(1.5)
 @pytest.mark.parametrize("lock", [True, False], ids=["locked", "unlocked"])
 def test_processes_saving_one_functions_entries_at_once_keep_them_all(tmp_path, lock):
     """Two processes compile one function for two argument types and save both into its cache
-    at once: under the precompile's lock its index keeps both entries. Unlocked, each process
-    reads the index before the other writes it back, and one entry is lost (the race the lock
-    is for, made certain)."""
+    at once: under the lock every command holds (numba_runtime.lock_cache_saves) its index keeps
+    both entries. Unlocked, each process reads the index before the other writes it back, and
+    one entry is lost (the race the lock is for, made certain)."""
     (tmp_path / "twice.py").write_text("from numba import njit\n\n\n"
                                        "@njit(cache=True)\ndef twice(x):\n    return 2 * x\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     savers = [subprocess.Popen([sys.executable, "-c", SAVER,
-                                str(tmp_path / "saves.lock") if lock else "-", kind, tmp_path],
+                                "locked" if lock else "unlocked", kind, tmp_path],
                                env=env, cwd=tmp_path) for kind in ("int", "float")]
     assert [saver.wait(timeout=120) for saver in savers] == [0, 0]
     index, = (tmp_path / "cache").rglob("*.nbi")
@@ -239,3 +239,12 @@ def test_processes_saving_one_functions_entries_at_once_keep_them_all(tmp_path, 
         pickle.load(f)   # numba's version
         _, overloads = pickle.loads(f.read())
     assert len(overloads) == (2 if lock else 1)
+    assert sorted(p.name for p in (tmp_path / "cache").rglob("*") if p.is_file()) == sorted(
+        [index.name, *overloads.values()])   # the lock is the folder's: no file of its own
+
+
+def test_every_command_locks_its_saves_into_the_cache():
+    from streamherd import numba_runtime
+
+    numba_runtime.install()   # what every command runs before its kernels load
+    assert numba_runtime.cache_saves_locked()
