@@ -71,7 +71,9 @@ README_BANKS = ("nherd-p", "arow-p", "pa2")
 
 
 def jobs(everything=False):
-    """The runs, in order: (description, function of the scratch folder)."""
+    """The runs, in order: (description, function of the scratch folder, the learner whose
+    kernels it compiles, or None for a run whose kernels are its own: the README's commands,
+    herd, a bank)."""
     from streamherd import learners
 
     names = [name for name in learners.REGISTRY if everything or not name.endswith("-full")]
@@ -80,33 +82,36 @@ def jobs(everything=False):
     bits = {name: 8 if name.endswith("-full") else None for name in names}
     out = []
     for fmt in DATA:   # the README's train and predict first, in each format
-        out.append((f"train and predict, {fmt}", _binary(fmt, "pa2", ("binary", "binary10"))))
+        out.append((f"train and predict, {fmt}", _binary(fmt, "pa2", ("binary", "binary10")),
+                    None))
     for name in names:
         out.append((f"train and predict --algo {name}",
-                    _binary("svmlight", name, ("binary",), bits=bits[name])))
+                    _binary("svmlight", name, ("binary",), bits=bits[name]), name))
     # the multiclass learners whose kernels no other run here compiles
     out.append(("train and predict --algo pa2 --multiclass mira",
-                _binary("svmlight", "pa2", ("multiclass",), multiclass="mira")))
+                _binary("svmlight", "pa2", ("multiclass",), multiclass="mira"), "pa2"))
     out.append(("train and predict --algo voted-perceptron --multiclass joint",
-                _binary("svmlight", "voted-perceptron", ("multiclass",), multiclass="joint")))
-    out.append(("herd (joint and ova) and predict", _herd("svmlight")))
+                _binary("svmlight", "voted-perceptron", ("multiclass",), multiclass="joint"),
+                "voted-perceptron"))
+    out.append(("herd (joint and ova) and predict", _herd("svmlight"), None))
     # auto's bank kernels (one per family, for the group size of this machine's cores:
     # selection/packed.py group_sizes): the README's, then (--all) every family
     for name in banked_learners(everything):
         auto = learners.spec(name).hyperparameters[0].name
         out.append((f"train --algo {name}, {auto} auto",
-                    _train("svmlight", "binary", name, options={auto: "auto"})))
+                    _train("svmlight", "binary", name, options={auto: "auto"}), None))
     if everything:
         for name in names:
             out.append((f"train --algo {name} --normalize",
-                        _train("svmlight", "binary", name, bits=bits[name], normalize=True)))
+                        _train("svmlight", "binary", name, bits=bits[name], normalize=True),
+                        name))
             out.append((f"train --algo {name} --loss squared",
                         _binary("svmlight", name, ("regression",), bits=bits[name],
-                                loss="squared")))
+                                loss="squared"), name))
             for mode in ("joint", "ova"):
                 out.append((f"train --algo {name} --multiclass {mode}",
                             _binary("svmlight", name, ("multiclass",), bits=bits[name],
-                                    multiclass=mode)))
+                                    multiclass=mode), name))
     return out
 
 
@@ -227,6 +232,7 @@ def precompile(everything=False, log=None, processes=None):
     (default: one per core) in groups that share kernels (_kernel_groups), each job in a scratch
     folder of its own."""
     from streamherd import numba_runtime
+    from streamherd.selection.threads import usable_cores
 
     folder = cache_folder()
     if folder is not None:
@@ -235,11 +241,10 @@ def precompile(everything=False, log=None, processes=None):
     scratch = tempfile.mkdtemp(prefix="streamherd-precompile-", dir=folder)
     try:
         _prepare()
-        descriptions = [description for description, _ in jobs(everything)]
         for index in range(len(DATA)):
             _report(_run_job(index, everything, scratch), log, failed)
-        groups = _kernel_groups(descriptions[len(DATA):], first=len(DATA))
-        processes = min(processes or _cores(), len(groups))
+        groups = _kernel_groups(jobs(everything), first=len(DATA))
+        processes = min(processes or usable_cores(), len(groups))
         run = functools.partial(_run_jobs, everything=everything, scratch=scratch)
         if processes <= 1 or not numba_runtime.cache_saves_locked():
             for results in map(run, groups):
@@ -257,11 +262,6 @@ def precompile(everything=False, log=None, processes=None):
     return failed
 
 
-def _cores():
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
-
-
 def _prepare():
     """Set a process up as a command sets itself up: numba's runtime library cached too, and
     its saves into numba's cache locked (numba_runtime.install)."""
@@ -272,22 +272,21 @@ def _prepare():
     _start_up()
 
 
-def _kernel_groups(descriptions, first):
-    """The indices of the jobs (``descriptions``, the first of index ``first``) in groups that
-    run in one process each: a learner's runs on every task with those of the learners that share
-    its kernels (its module's diagonal or full-covariance form), so that two processes do not
-    compile one kernel; largest group first."""
+def _kernel_groups(all_jobs, first):
+    """The indices of the jobs from index ``first`` on in groups that run in one process each:
+    a learner's runs on every task with those of the learners that share its kernels (its
+    module's diagonal or full-covariance form), so that two processes do not compile one
+    kernel; largest group first."""
     from streamherd import learners
 
     groups = {}
-    for index, description in enumerate(descriptions, first):
-        words = description.split()
-        algo = words[words.index("--algo") + 1].rstrip(",") if "--algo" in words else None
-        if algo in learners.REGISTRY and "auto" not in words:
-            spec = learners.spec(algo)
-            key = (spec.module, spec.covariance)
-        else:   # a bank, herd, the README's commands: kernels of their own
+    for index in range(first, len(all_jobs)):
+        description, _, learner = all_jobs[index]
+        if learner is None:   # kernels of its own
             key = description
+        else:
+            spec = learners.spec(learner)
+            key = (spec.module, spec.covariance)
         groups.setdefault(key, []).append(index)
     return sorted(groups.values(), key=len, reverse=True)
 
@@ -301,7 +300,7 @@ def _run_job(index, everything, scratch):
     refusals, the traceback of its failure or None)."""
     from streamherd import compilation
 
-    description, run = jobs(everything)[index]
+    description, run, _ = jobs(everything)[index]
     folder = os.path.join(scratch, f"job-{index}")
     os.makedirs(folder, exist_ok=True)
     watch = compilation.watch(quiet=True)
