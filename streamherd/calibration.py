@@ -530,7 +530,9 @@ class MulticlassCalibration:
 
     def to_meta(self):
         rows = min(self.seen, len(self.kept))
-        sample = [[None if np.isnan(x) else float(x) for x in row] for row in self.kept[:rows]]
+        sample = self.kept[:rows].tolist()
+        for row in np.flatnonzero(np.isnan(self.kept[:rows]).any(axis=1)):  # classes not known
+            sample[row] = [None if math.isnan(x) else x for x in sample[row]]
         return usable({"method": self.method, "seen": self.seen, "scores": sample,
                        "classes": self.kept_classes[:rows].tolist(),
                        "params": self.params if self.params is not None else self.fit()})

@@ -1056,7 +1056,7 @@ def load_npz(path):
     if "meta" not in arrays:
         return arrays, "no meta array"
     try:
-        json.loads(str(arrays["meta"]))
+        json.loads(arrays["meta"].item())
     except ValueError as e:
         return arrays, f"meta is not JSON: {e}"
     for name, array in arrays.items():
@@ -1132,7 +1132,7 @@ def _reasons(reasons):
 
 
 def _meta(arrays):
-    return json.loads(str(arrays["meta"]))
+    return json.loads(arrays["meta"].item())
 
 
 def _line(ref, line):

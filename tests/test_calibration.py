@@ -379,7 +379,7 @@ def _without_calibration(model, path):
         for item in source.infolist():
             data = source.read(item)
             if item.filename == "meta.npy":
-                meta = json.loads(str(np.load(model)["meta"]))
+                meta = json.loads(np.load(model)["meta"].item())
                 meta.pop("calibration")
                 buffer = __import__("io").BytesIO()
                 np.save(buffer, np.array(json.dumps(meta, sort_keys=True)))

@@ -36,7 +36,7 @@ def test_format_3_files_of_every_task_and_array_kind():
     versions = {}
     for name in EXPECTED:
         with np.load(COMPAT / name, allow_pickle=False) as archive:
-            versions[name] = json.loads(str(archive["meta"]))["format_version"]
+            versions[name] = json.loads(archive["meta"].item())["format_version"]
     format_3 = {name for name, version in versions.items() if version == 3}
     assert format_3 == {name for name in EXPECTED if name.endswith(".format3.npz")}
     assert {versions[name] for name in EXPECTED if name.endswith(".format1.npz")} == {1}

@@ -29,7 +29,7 @@ def write_data(path, labels):
 def rewritten(model, target, **changes):
     """A copy of ``model`` (its arrays as they are) whose meta says ``changes``."""
     with np.load(model) as archive:
-        meta = json.loads(str(archive["meta"]))
+        meta = json.loads(archive["meta"].item())
         arrays = {name: archive[name] for name in archive.files if name != "meta"}
     meta.update(changes)
     meta.pop("calibration", None)   # its statistics are per class
@@ -132,7 +132,7 @@ def test_inspect_lists_a_model_too_large_to_build_from_what_it_stores(models, tm
     if "classes" in changes:
         # the -b 12 model's slot s of class block z is slot z 2^12 + s of block 0 at -b 18
         with np.load(source) as archive:
-            classes = json.loads(str(archive["meta"]))["classes"]
+            classes = json.loads(archive["meta"].item())["classes"]
         rows = [json.loads(line) for line in source_rows.splitlines()]
         expected = sorted(((classes.index(row["class"]) << 12) + row["slot"], row["weight"],
                            row["variance"]) for row in rows)

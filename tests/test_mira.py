@@ -273,7 +273,7 @@ def test_a_mira_model_of_another_learner_is_damaged(run_cli, three_classes, tmp_
     assert run_cli("train", path, "--algo", "pa", "--multiclass", "mira", "-b", "4", "--quiet",
                    "-f", model).returncode == 0
     with np.load(model, allow_pickle=False) as archive:
-        meta = json.loads(str(archive["meta"]))
+        meta = json.loads(archive["meta"].item())
         members = {name: archive[name] for name in archive.files if name != "meta"}
     for algo, works in (("pa", True), ("perceptron", False)):   # both keep only "mean"
         edited = tmp_path / f"{algo}.npz"

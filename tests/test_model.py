@@ -39,7 +39,7 @@ def test_round_trip(tmp_path):
     # It is a plain npz: numpy alone can read it, without pickle; format 3 holds the slots that
     # differ from a fresh learner's (the averaged perceptron's: 0), as indices and values.
     with np.load(path, allow_pickle=False) as archive:
-        meta = json.loads(str(archive["meta"]))
+        meta = json.loads(archive["meta"].item())
         assert meta["algo"] == "avg-perceptron" and meta["fill"] == {"mean": 0.0, "average": 0.0}
         mean = np.zeros(1 << BITS)
         mean[archive["mean.indices"]] = archive["mean.values"]
@@ -89,11 +89,11 @@ def test_failed_save_leaves_the_existing_model_untouched(tmp_path, monkeypatch, 
     save_model(path, _meta(), _arrays(1))
     before = path.read_bytes()
 
-    def failing_savez(file, *args, **kwargs):
+    def failing_write(file, *args, **kwargs):
         file.write(b"half a model")
         raise error
 
-    monkeypatch.setattr(np, "savez_compressed", failing_savez)
+    monkeypatch.setattr(np.lib.format, "write_array", failing_write)
     expected = StreamherdError if isinstance(error, OSError) else type(error)
     with pytest.raises(expected) as info:
         save_model(path, _meta(), _arrays(2))
@@ -106,7 +106,7 @@ def test_failed_save_leaves_the_existing_model_untouched(tmp_path, monkeypatch, 
 
 
 def test_failed_save_of_a_new_model_creates_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(np, "savez_compressed",
+    monkeypatch.setattr(np.lib.format, "write_array",
                         lambda *a, **k: (_ for _ in ()).throw(RuntimeError("x")))
     with pytest.raises(RuntimeError):
         save_model(tmp_path / "new.npz", _meta(), _arrays())
@@ -151,6 +151,10 @@ def _bad_files(tmp_path):
     files["no-meta"] = _npz(tmp_path / "nometa.npz", **good)
     files["meta-not-json"] = _npz(tmp_path / "notjson.npz", meta=np.array("{not json"), **good)
     files["meta-list"] = _npz(tmp_path / "list.npz", meta=np.array("[1, 2]"), **good)
+    files["meta-not-utf8"] = _npz(tmp_path / "latin1.npz", meta=np.array(json.dumps(
+        {"format": "streamherd-model", "format_version": 2, **_meta(), "note": "\u00e9"},
+        ensure_ascii=False).encode("latin-1")), **good)
+    files["meta-numbers"] = _npz(tmp_path / "numbers.npz", meta=np.arange(3), **good)
     files["wrong-marker"] = _npz(tmp_path / "marker.npz", meta=_meta_entry(format="other-tool"),
                                  **good)
     files["no-marker"] = _npz(tmp_path / "nomarker.npz",
@@ -175,7 +179,8 @@ def _bad_files(tmp_path):
 
 
 BAD_KINDS = ["text", "empty", "npy", "zip-not-npz", "truncated", "no-meta", "meta-not-json",
-             "meta-list", "wrong-marker", "no-marker", "future-version", "version-missing",
+             "meta-list", "meta-not-utf8", "meta-numbers", "wrong-marker", "no-marker",
+             "future-version", "version-missing",
              "bad-bits", "no-mean", "wrong-shape", "wrong-shape-2", "wrong-dtype", "nan",
              "object-array"]
 
@@ -188,6 +193,28 @@ def test_bad_model_file_is_a_one_line_error(tmp_path, kind):
     message = str(info.value)
     assert str(path) in message
     assert "\n" not in message
+
+
+def test_meta_is_written_as_utf8_and_read_in_either_encoding(tmp_path):
+    path = tmp_path / "m.npz"
+    save_model(path, {**_meta(), "note": "caf\u00e9"}, _arrays())
+    with np.load(path) as archive:
+        entry = archive["meta"]
+    assert entry.dtype.kind == "S"
+    assert json.loads(entry.item().decode("utf-8"))["note"] == "caf\u00e9"
+    # the files written before hold the meta as a NumPy unicode string
+    older = _npz(tmp_path / "older.npz", meta=np.array(entry.item().decode("utf-8")),
+                 **{name: value for name, value in np.load(path).items() if name != "meta"})
+    assert load_model(older)[0] == load_model(path)[0]
+    assert load_model(older)[0]["note"] == "caf\u00e9"
+
+
+def test_bad_meta_encodings_say_what_is_wrong(tmp_path):
+    files = _bad_files(tmp_path)
+    with pytest.raises(StreamherdError, match="not UTF-8 text"):
+        load_model(files["meta-not-utf8"])
+    with pytest.raises(StreamherdError, match="not a JSON text"):
+        load_model(files["meta-numbers"])
 
 
 def test_missing_expected_array(tmp_path):

@@ -75,7 +75,7 @@ def model(folder):
 def _raw(path):
     """(meta, members) read with numpy and json alone, no check: what the file holds."""
     with np.load(path, allow_pickle=False) as archive:
-        meta = json.loads(str(archive["meta"]))
+        meta = json.loads(archive["meta"].item())
         arrays = {name: archive[name] for name in archive.files if name != "meta"}
     return meta, arrays
 
@@ -622,7 +622,8 @@ WRITTEN = [
     ("meta-deeply-nested", _deeply_nested, "not a streamherd model"),
     ("meta-only-nesting", _raw_meta_text(_NESTED), "not a streamherd model"),
     ("meta-1d", _meta_entry(lambda meta: np.array([json.dumps(meta)])), "not a streamherd model"),
-    ("meta-bytes", _meta_entry(lambda meta: np.array(json.dumps(meta).encode())),
+    ("meta-bytes-not-utf8",   # UTF-8 bytes are the meta as written; these are not UTF-8
+     _meta_entry(lambda meta: np.array(b"\xff" + json.dumps(meta).encode())),
      "not a streamherd model"),
     ("meta-number", _meta_entry(lambda meta: np.array(5)), "not a streamherd model"),
     ("meta-not-utf8",   # a lone surrogate: no UTF-8 text holds one

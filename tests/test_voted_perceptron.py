@@ -313,7 +313,7 @@ def test_a_damaged_update_list_is_a_one_line_error(tmp_path, run_cli):
                    "--quiet").returncode == 0
     with np.load(model) as archive:
         members = {name: archive[name] for name in archive.files}
-    meta = json.loads(str(members["meta"]))
+    meta = json.loads(members["meta"].item())
     meta["learner"]["support_nonzeros"] += 1   # one entry more than the rows say
     members["meta"] = np.array(json.dumps(meta))
     members["support_indices.indices"] = np.append(members["support_indices.indices"],

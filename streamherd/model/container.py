@@ -1,4 +1,4 @@
-"""Models as ``.npz``: a JSON ``meta`` string, ``mean`` and the learner's named state arrays.
+"""Models as ``.npz``: a JSON ``meta`` text, ``mean`` and the learner's named state arrays.
 
 Format 3 stores each state array sparsely against the value a fresh learner holds there (its
 ``fill``, in the meta): a vector as ``NAME.indices`` (int64, strictly increasing) and
@@ -6,9 +6,10 @@ Format 3 stores each state array sparsely against the value a fresh learner hold
 learners' covariance or inverse: square blocks, one, or one per class for one-versus-all, whose
 fresh value is fill on the diagonal and 0 elsewhere) as ``NAME.slots``, the rows of each block
 whose row or column differs from the fresh one, and ``NAME.values``, each block's submatrix on
-those rows and columns, row by row. Compressed (deflate). Loading rebuilds the dense arrays
-bit for bit, reading the members in pieces straight into them. Formats 1 and 2 held the dense
-arrays under their own names; they still load.
+those rows and columns, row by row. Compressed (deflate, COMPRESS_LEVEL). Loading rebuilds the
+dense arrays bit for bit, reading the members in pieces straight into them. Formats 1 and 2 held
+the dense arrays under their own names; they still load. The meta is UTF-8 bytes (a NumPy
+string of four bytes a character in the files written before: they load as well).
 
 Written atomically (temporary file in the target's folder, then rename), so a failed or
 interrupted run never leaves a half-written or clobbered model. Loaded with
@@ -37,6 +38,10 @@ READABLE_VERSIONS = (1, 2, 3)
 SPARSE_SINCE = 3
 MODEL_MARKER = "streamherd-model"
 
+# deflate's fastest level: a model's arrays are mostly float64 bits, which the slower levels
+# hardly shrink more, at several times the time (benchmarks/README.md, "Model file sizes")
+COMPRESS_LEVEL = 1
+
 # the entries of a member read at a time (8 MB): loading needs no full-size temporary
 _PIECE = 1 << 20
 _INT64_MAX = 2 ** 63 - 1
@@ -64,9 +69,13 @@ def write_archive(path, meta, members):
     meta = {"format": MODEL_MARKER, "format_version": FORMAT_VERSION,
             "streamherd_version": __version__, **meta}
     path = os.fspath(path)
+    text = np.array(json.dumps(meta, sort_keys=True).encode("utf-8"))
     try:
-        with replaced_on_success(path, "wb", what="model") as f:
-            np.savez_compressed(f, meta=np.array(json.dumps(meta, sort_keys=True)), **members)
+        with replaced_on_success(path, "wb", what="model") as f, \
+                zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL) as zf:
+            for name, array in {"meta": text, **members}.items():
+                with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
     except OSError as e:
         raise StreamherdError(f"cannot write model {path}: {e.strerror}") from None
     except MemoryError:
@@ -255,10 +264,11 @@ def _read_meta(path, archive):
         entry = archive["meta"]
     except _READ_ERRORS:
         raise StreamherdError(f"{not_ours} (no readable 'meta' entry)") from None
-    if not isinstance(entry, np.ndarray) or entry.shape != () or entry.dtype.kind != "U":
+    if not isinstance(entry, np.ndarray) or entry.shape != () or entry.dtype.kind not in "US":
         raise StreamherdError(f"{not_ours} (its 'meta' is not a JSON text)")
     try:
         text = entry.item()
+        text = text.decode("utf-8") if isinstance(text, bytes) else text
         text.encode("utf-8")
     except _READ_ERRORS:
         raise StreamherdError(f"{not_ours} (its 'meta' is not UTF-8 text)") from None

@@ -128,7 +128,7 @@ def write_format_1(path, target):
     """The binary model as format 1 wrote it: the same arrays, a meta without ``task``."""
     with np.load(path, allow_pickle=False) as archive:
         arrays = {name: archive[name] for name in archive.files}
-    meta = json.loads(str(arrays.pop("meta")))
+    meta = json.loads(arrays.pop("meta").item())
     del meta["task"]
     meta["format_version"] = 1
     with open(target, "wb") as f:
