@@ -39,7 +39,7 @@ SPARSE_SINCE = 3
 MODEL_MARKER = "streamherd-model"
 
 # deflate's fastest level: a model's arrays are mostly float64 bits, which the slower levels
-# hardly shrink more, at several times the time (benchmarks/README.md, "Model file sizes")
+# hardly shrink more, at several times the time (benchmarks/README.md, "Writing a model")
 COMPRESS_LEVEL = 1
 
 # the entries of a member read at a time (8 MB): loading needs no full-size temporary
