@@ -14,6 +14,15 @@ linear algebra...), of use only to a compilation. streamherd's kernels use none 
 registers at run time (no typed containers, no hash(), no numba random), so for them
 ``install`` loads the cache entry with the runtime initialised and nothing else, and refreshes
 only when there is no entry (numba then compiles, and refreshes again itself).
+Before that, at a function's first call, numba runs its extensions' entry points
+("numba_extensions"): it reads the entry points of every installed distribution, so that an
+extension's types are known before the arguments are typed. streamherd's kernels take arrays,
+numbers and tuples of them, and their cached code is what numba compiled: for them the
+entry points are run by the refresh of a cache miss instead (numba runs them in every
+refresh), before anything is compiled.
+Typing an array argument, numba checks that it is no masked array, importing numpy.ma for
+that; an array of exactly numpy's ndarray type is none, so streamherd types it as numba does
+without that import (any other array, or once numpy.ma is imported: numba's own typing).
 Functions from other modules load as numba always loads them.
 """
 import contextlib
@@ -28,10 +37,23 @@ _state = {"loaded_from_cache": False}
 
 def install():
     """Before numba's target loads: its runtime through the cache, streamherd's kernels loaded
-    without the compiler's registries, and every save into numba's cache locked."""
+    without the compiler's registries or the extensions' entry points, arrays typed without
+    numpy.ma, and every save into numba's cache locked."""
     _install_runtime_cache()
     _install_light_kernel_loading()
+    _install_light_first_call()
+    _install_array_typing()
     lock_cache_saves()
+
+
+def start_target():
+    """Create numba's CPU target and initialise its runtime (through the cache once install
+    ran): what loading streamherd's first kernel would do first. Its compiler registries are
+    left to the first cache miss (light_load_overload)."""
+    from numba.core.registry import cpu_target
+    from numba.core.runtime import rtsys
+
+    rtsys.initialize(cpu_target.target_context)
 
 
 def lock_cache_saves():
@@ -75,6 +97,68 @@ def cache_saves_locked():
     return getattr(getattr(caching.IndexDataCacheFile, "save", None), "streamherd_locked", False)
 
 
+@contextlib.contextmanager
+def hidden_modules(*names):
+    """While inside, importing one of ``names`` that is not imported yet fails at once (None
+    in sys.modules makes "import" raise ImportError); afterwards it imports normally."""
+    hidden = [name for name in names if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None
+    try:
+        yield
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
+
+
+def _streamherds(function):
+    """Whether ``function`` (a jitted function's Python function) is one of streamherd's."""
+    return (getattr(function, "__module__", None) or "").startswith("streamherd.")
+
+
+def _install_light_first_call():
+    from numba.core import dispatcher
+
+    hook = getattr(dispatcher.Dispatcher, "_compilation_chain_init_hook", None)
+    if hook is None or getattr(hook, "streamherd_light", False):
+        return
+
+    def light_first_call(jitted):
+        if not _streamherds(getattr(jitted, "py_func", None)):
+            hook(jitted)
+
+    light_first_call.streamherd_light = True
+    dispatcher.Dispatcher._compilation_chain_init_hook = light_first_call
+
+
+def _install_array_typing():
+    import numpy as np
+    from numba.core import types
+    from numba.core.typing import typeof as numba_typeof
+    from numba.np import numpy_support
+
+    registry = getattr(numba_typeof, "typeof_impl", None)
+    if registry is None or not hasattr(numpy_support, "map_layout"):
+        return
+    numbas = registry.dispatch(np.ndarray)
+    if getattr(numbas, "streamherd_light", False):
+        return
+
+    def typeof_ndarray(val, c):
+        if type(val) is not np.ndarray or "numpy.ma" in sys.modules:
+            return numbas(val, c)
+        try:
+            dtype = numpy_support.from_dtype(val.dtype)
+        except Exception:   # an unsupported dtype: numba's own error
+            return numbas(val, c)
+        return types.Array(dtype, val.ndim, numpy_support.map_layout(val),
+                           readonly=not val.flags.writeable)
+
+    typeof_ndarray.streamherd_light = True
+    registry.register(np.ndarray)(typeof_ndarray)
+
+
 def _install_light_kernel_loading():
     from numba.core import caching
 
@@ -85,8 +169,7 @@ def _install_light_kernel_loading():
         return
 
     def light_load_overload(cache, sig, target_context):
-        module = getattr(getattr(cache, "_py_func", None), "__module__", None) or ""
-        if not module.startswith("streamherd."):
+        if not _streamherds(getattr(cache, "_py_func", None)):
             return load_overload(cache, sig, target_context)
         from numba.core.runtime import rtsys
 
@@ -94,8 +177,13 @@ def _install_light_kernel_loading():
         # target context registered when it was created): the runtime's functions.
         rtsys.initialize(target_context)
         loaded = cache._load_overload(sig, target_context)
-        if loaded is None:
-            target_context.refresh()  # a miss: as numba, ready to compile
+        if loaded is None:   # a miss: as numba, ready to compile
+            # numba's array functions import scipy's BLAS only to learn whether it is there,
+            # for np.correlate and np.convolve, which no streamherd kernel calls; jitted code
+            # that needs BLAS (np.dot) still gets it, as numba imports it when compiling such
+            # code
+            with hidden_modules("scipy.linalg.cython_blas"):
+                target_context.refresh()
         return loaded
 
     light_load_overload.streamherd_light = True

@@ -99,3 +99,117 @@ def test_a_damaged_or_foreign_cache_file_is_compiled_again_and_rewritten(warm, c
     check_runtime_works(result)
     assert run(cache_dir)["loaded"] is True
 
+
+
+# A numba extension (an entry point of the "numba_extensions" group, as numba finds them in
+# every installed distribution) that writes a line each time numba initialises it.
+EXTENSION = {
+    "streamherd_probe_extension.py": "import os\n\ndef init():\n"
+                                     "    with open(os.environ['EXTENSION_LOG'], 'a') as f:\n"
+                                     "        f.write('init\\n')\n",
+    "streamherd_probe_extension-1.0.dist-info/METADATA": "Metadata-Version: 2.1\n"
+                                                         "Name: streamherd-probe-extension\n"
+                                                         "Version: 1.0\n",
+    "streamherd_probe_extension-1.0.dist-info/entry_points.txt": "[numba_extensions]\n"
+                                                                 "init = streamherd_probe_"
+                                                                 "extension:init\n",
+}
+
+# Which of the program's steps find the extension initialised: after a streamherd kernel's first
+# call, then after a function of another module's first call.
+EXTENSION_PROGRAM = """
+import json, os
+from streamherd import numba_runtime
+numba_runtime.install()
+import numpy as np
+from numba import njit
+from streamherd.io.block import count_newlines
+
+def initialised():
+    return os.path.exists(os.environ["EXTENSION_LOG"])
+
+lines = count_newlines(np.frombuffer(b"a\\nb\\n", np.uint8), 4)
+after_kernel = initialised()
+
+@njit
+def other(n):
+    return n + 1
+
+other(1)
+print(json.dumps({"lines": lines, "after_kernel": after_kernel, "after_other": initialised()}))
+"""
+
+
+def run_with_extension(cache_dir, tmp_path):
+    folder = tmp_path / "site"
+    for name, text in EXTENSION.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    log = tmp_path / "extension.log"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), EXTENSION_LOG=str(log),
+               PYTHONPATH=os.pathsep.join([str(folder), *filter(None, [os.environ.get(
+                   "PYTHONPATH")])]))
+    proc = subprocess.run([sys.executable, "-c", EXTENSION_PROGRAM], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["lines"] == 2
+    return result, log.read_text().splitlines() if log.exists() else []
+
+
+def test_a_cached_kernel_loads_without_numbas_extensions_and_other_functions_still_get_them(
+        warm, tmp_path):
+    cache_dir, _ = warm
+    result, log = run_with_extension(cache_dir, tmp_path)
+    assert result == {"lines": 2, "after_kernel": False, "after_other": True}
+    assert log == ["init"]
+
+
+def test_a_kernel_compiled_for_want_of_a_cache_entry_has_the_extensions_initialised_first(
+        tmp_path):
+    result, log = run_with_extension(tmp_path / "empty-cache", tmp_path)
+    assert result["after_kernel"] is True
+    assert log == ["init"]
+
+
+# numba's type of each array, printed one per line
+TYPES_PROGRAM = """
+import sys
+if sys.argv[1] == "installed":
+    from streamherd import numba_runtime
+    numba_runtime.install()
+import numpy as np
+from numba import typeof
+base = np.arange(24, dtype=np.float64).reshape(4, 6)
+readonly = np.zeros(3)
+readonly.flags.writeable = False
+class Sub(np.ndarray):
+    pass
+arrays = [base, base.T, base[:, ::2], base[1], base[:, 1], np.zeros(0), np.zeros((2, 0, 3)),
+          readonly, np.zeros(5, np.uint8), np.zeros(3, np.int32)[::-1], np.zeros(2, np.bool_),
+          np.zeros(2, np.complex128), np.zeros(2, "M8[s]"), np.zeros(2, [("a", "f8"), ("b", "i4")]),
+          np.zeros(()), np.frombuffer(b"abcd", np.uint8)]
+for array in arrays:
+    print(repr(typeof(array)))
+print("numpy.ma" in sys.modules)
+print(repr(typeof(np.zeros(4).view(Sub))))
+try:
+    print(repr(typeof(np.zeros(2, object))))
+except Exception as e:
+    print(type(e).__name__, e)
+"""
+
+
+def test_arrays_are_typed_as_numba_types_them_without_importing_numpy_ma():
+    outputs = {}
+    for mode in ("installed", "numba's own"):
+        proc = subprocess.run([sys.executable, "-c", TYPES_PROGRAM, mode], capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        outputs[mode] = proc.stdout.splitlines()
+    # the last lines: an ndarray subclass and an object array (untyped), typed by numba's own
+    # code once installed too, after the line that says whether numpy.ma was imported
+    flag = len(outputs["installed"]) - 3
+    assert outputs["installed"][flag] == "False" and outputs["numba's own"][flag] == "True"
+    del outputs["installed"][flag], outputs["numba's own"][flag]
+    assert outputs["installed"] == outputs["numba's own"]
