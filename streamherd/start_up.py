@@ -21,13 +21,17 @@ def begin():
 
 
 def import_numba():
-    """numba's import also imports pyyaml, to read a .numba_config.yaml in the current folder,
-    and scipy, only to check its version. Both are hidden while numba imports (pyyaml only when
-    there is no such file); what needs scipy later imports it."""
+    """numba's import also imports pyyaml, to read a .numba_config.yaml in the current folder;
+    scipy, only to check its version; and colorama, to colour its error messages, which it does
+    only with a colour scheme chosen (NUMBA_COLOR_SCHEME, or such a file). They are hidden while
+    numba imports (pyyaml and colorama only when there is no such file, colorama only when no
+    scheme is chosen); what needs scipy later imports it."""
     if "numba" in sys.modules:
         return
     config_file = os.path.exists(".numba_config.yaml")
-    with numba_runtime.hidden_modules("scipy", *(() if config_file else ("yaml",))):
+    colours = config_file or os.environ.get("NUMBA_COLOR_SCHEME", "no_color") != "no_color"
+    with numba_runtime.hidden_modules("scipy", *(() if config_file else ("yaml",)),
+                                      *(() if colours else ("colorama",))):
         import numba  # noqa: F401
 
 
