@@ -24,6 +24,14 @@ Typing an array argument, numba checks that it is no masked array, importing num
 that; an array of exactly numpy's ndarray type is none, so streamherd types it as numba does
 without that import (any other array, or once numpy.ma is imported: numba's own typing).
 Functions from other modules load as numba always loads them.
+
+A cached kernel's entry holds its object code and its LLVM module as bitcode, which numba
+parses at every load although only a compilation that links the kernel into new code reads
+it; the load itself needs only the names of the symbols the module defines (numba's execution
+engine tracks them). ``install`` keeps the bitcode unparsed until it is linked, and takes the
+names from a small file beside the runtime's cache file, keyed by the bitcode's digest and
+written when the entry is saved, or else the first time that bitcode is parsed (no file, or a
+damaged one: parsed, as numba does).
 """
 import contextlib
 import hashlib
@@ -41,6 +49,7 @@ def install():
     numpy.ma, and every save into numba's cache locked."""
     _install_runtime_cache()
     _install_light_kernel_loading()
+    _install_linking_module_on_demand()
     _install_light_first_call()
     _install_array_typing()
     lock_cache_saves()
@@ -190,6 +199,85 @@ def _install_light_kernel_loading():
     caching.Cache.load_overload = light_load_overload
 
 
+def _install_linking_module_on_demand():
+    from numba.core import codegen
+
+    library_class = getattr(codegen, "JITCodeLibrary", None)
+    unserialize = getattr(library_class, "_unserialize", None)
+    for_linking = getattr(library_class, "_get_module_for_linking", None)
+    numbas_serialize = getattr(library_class, "serialize_using_object_code", None)
+    if unserialize is None or for_linking is None or numbas_serialize is None or \
+            getattr(for_linking, "streamherd_on_demand", False):
+        return
+    numbas_unserialize = unserialize.__func__
+
+    def unserialize_on_demand(cls, code_generator, state):
+        name, kind, data = state
+        digest = defined = None
+        if kind == "object" and issubclass(cls, library_class):
+            digest = hashlib.sha256(data[1]).hexdigest()
+            defined = _read_defined_symbols(digest)
+        if defined is None:
+            library = numbas_unserialize(cls, code_generator, state)
+            if digest is not None and library._shared_module is not None:
+                _write_defined_symbols(digest, library._shared_module)
+            return library
+        object_code, linking_bitcode = data
+        library = code_generator.create_library(name)
+        library.enable_object_caching()
+        library._set_compiled_object(object_code)
+        library.streamherd_linking_bitcode = linking_bitcode
+        library._finalize_final_module()
+        code_generator._engine._defined_symbols |= defined
+        return library
+
+    def module_for_linking(library):
+        bitcode = getattr(library, "streamherd_linking_bitcode", None)
+        if bitcode is not None and library._shared_module is None:
+            import llvmlite.binding as llvm
+
+            library._shared_module = llvm.parse_bitcode(bitcode)
+        library.streamherd_linking_bitcode = None
+        return for_linking(library)
+
+    def serialize_with_symbols(library):
+        state = numbas_serialize(library)
+        _write_defined_symbols(hashlib.sha256(state[2][1]).hexdigest(),
+                               library._get_module_for_linking())
+        return state
+
+    module_for_linking.streamherd_on_demand = True
+    library_class._unserialize = classmethod(unserialize_on_demand)
+    library_class._get_module_for_linking = module_for_linking
+    library_class.serialize_using_object_code = serialize_with_symbols
+
+
+def _defined_symbols(module):
+    """The names of what an LLVM module defines, as numba's execution engine collects them."""
+    return {value.name for values in (module.functions, module.global_variables)
+            for value in values if not value.is_declaration}
+
+
+def _symbols_path(digest):
+    try:
+        folder = _cache_folder()
+    except Exception:   # no folder to keep the names in: the module is parsed, as numba does
+        return None
+    return None if folder is None else os.path.join(folder, f"symbols-{digest[:32]}.nbsym")
+
+
+def _read_defined_symbols(digest):
+    path = _symbols_path(digest)
+    names = None if path is None else _read(path, digest)
+    return names if isinstance(names, frozenset) else None
+
+
+def _write_defined_symbols(digest, module):
+    path = _symbols_path(digest)
+    if path is not None:
+        _write(path, digest, frozenset(_defined_symbols(module)))
+
+
 def _install_runtime_cache():
     from numba.core.runtime import nrtdynmod
 
@@ -242,16 +330,26 @@ def _cached_library(ctx, create_nrt_module):
 
 
 def _cache_path(key):
+    folder = _cache_folder()
+    return None if folder is None else os.path.join(folder, f"numba_runtime-{key[:16]}.nrt")
+
+
+def _cache_folder():
     """Beside streamherd's kernel cache files: the directory numba's locators choose for this
     module (NUMBA_CACHE_DIR, else __pycache__ if writable, else the user-wide cache)."""
+    if "folder" in _state:
+        return _state["folder"]
     from numba.core import caching
 
+    folder = None
     for locator_class in caching.CacheImpl._locator_classes:
         locator = locator_class.from_function(install, __file__)
         if locator is not None:
             locator.ensure_cache_path()
-            return os.path.join(locator.get_cache_path(), f"numba_runtime-{key[:16]}.nrt")
-    return None
+            folder = locator.get_cache_path()
+            break
+    _state["folder"] = folder
+    return folder
 
 
 def _read(path, key):

@@ -213,3 +213,72 @@ def test_arrays_are_typed_as_numba_types_them_without_importing_numpy_ma():
     assert outputs["installed"][flag] == "False" and outputs["numba's own"][flag] == "True"
     del outputs["installed"][flag], outputs["numba's own"][flag]
     assert outputs["installed"] == outputs["numba's own"]
+
+
+# A cached streamherd kernel loads (its LLVM module left unparsed once its symbols are known),
+# then a function compiled in this process calls it: numba links the kernel's module into the
+# new code. The LLVM modules parsed along the way are counted.
+LINKING_PROGRAM = """
+import json
+import llvmlite.binding as llvm
+from numba.core import codegen
+parsed = []
+parse_bitcode = llvm.parse_bitcode
+def counted(data, *args):
+    parsed.append(len(data))
+    return parse_bitcode(data, *args)
+codegen.ll.parse_bitcode = counted
+llvm.parse_bitcode = counted
+from streamherd import numba_runtime
+numba_runtime.install()
+import numpy as np
+from numba import njit
+from streamherd.io.block import count_newlines
+
+text = np.frombuffer(b"a\\nb\\nc\\n", np.uint8)
+lines = count_newlines(text, 6)
+parsed_loading = len(parsed)
+
+@njit
+def twice(buf, n):
+    return count_newlines(buf, n) * 2
+
+print(json.dumps({"lines": lines, "twice": twice(text, 6), "parsed_loading": parsed_loading,
+                  "parsed_linking": len(parsed) - parsed_loading}))
+"""
+
+
+def run_linking(cache_dir):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir))
+    proc = subprocess.run([sys.executable, "-c", LINKING_PROGRAM], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (result["lines"], result["twice"]) == (3, 6)
+    return result
+
+
+def symbols_files(cache_dir):
+    return [os.path.join(d, f) for d, _, fs in os.walk(cache_dir) for f in fs
+            if f.startswith("symbols-")]
+
+
+def test_a_cached_kernel_loads_without_parsing_its_module_until_new_code_links_it(warm):
+    cache_dir, _ = warm
+    run_linking(cache_dir)   # the kernel's and the runtime's symbols known from here on
+    result = run_linking(cache_dir)
+    assert result["parsed_loading"] == 0
+    assert result["parsed_linking"] >= 1
+
+
+@pytest.mark.parametrize("content", [b"", b"not a pickle"])
+def test_a_damaged_symbols_file_is_parsed_for_and_rewritten(warm, content):
+    cache_dir, _ = warm
+    run_linking(cache_dir)
+    files = symbols_files(cache_dir)
+    assert files
+    for path in files:
+        with open(path, "wb") as f:
+            f.write(content)
+    assert run_linking(cache_dir)["parsed_loading"] >= 1
+    assert run_linking(cache_dir)["parsed_loading"] == 0
