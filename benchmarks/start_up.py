@@ -322,7 +322,7 @@ def breakdown(argv, repeat, env):
     for run in runs:
         seen = set()
         for name, thread, seconds in run["kernels"]:
-            key = name if name not in seen else f"{name} (again, thread {thread})"
+            key = name if name not in seen else f"{name}, again"
             seen.add(name)
             kernels[key] = (thread, min(kernels.get(key, (thread, seconds))[1], seconds))
     timers = {name: min(run["timers"].get(name, 0.0) for run in runs)

@@ -241,9 +241,9 @@ def _install_linking_module_on_demand():
         return for_linking(library)
 
     def serialize_with_symbols(library):
-        state = numbas_serialize(library)
+        state = numbas_serialize(library)   # (also to pickle a compiled function: written once)
         _write_defined_symbols(hashlib.sha256(state[2][1]).hexdigest(),
-                               library._get_module_for_linking())
+                               library._get_module_for_linking(), again=False)
         return state
 
     module_for_linking.streamherd_on_demand = True
@@ -272,9 +272,10 @@ def _read_defined_symbols(digest):
     return names if isinstance(names, frozenset) else None
 
 
-def _write_defined_symbols(digest, module):
+def _write_defined_symbols(digest, module, again=True):
+    """The names ``module`` defines into its file; ``again``: also over an existing file."""
     path = _symbols_path(digest)
-    if path is not None:
+    if path is not None and (again or not os.path.exists(path)):
         _write(path, digest, frozenset(_defined_symbols(module)))
 
 
