@@ -7,8 +7,6 @@ import importlib
 import os
 import sys
 
-from streamherd import numba_runtime
-
 
 def begin():
     """Start-up (imports, and numba loading its compiler target) creates about a million
@@ -28,6 +26,8 @@ def import_numba():
     scheme is chosen); what needs scipy later imports it."""
     if "numba" in sys.modules:
         return
+    from streamherd import numba_runtime
+
     config_file = os.path.exists(".numba_config.yaml")
     colours = config_file or os.environ.get("NUMBA_COLOR_SCHEME", "no_color") != "no_color"
     with numba_runtime.hidden_modules("scipy", *(() if config_file else ("yaml",)),
@@ -43,6 +43,8 @@ def end():
     numba_runtime.install: numba's runtime functions come from an object-code cache instead of
     LLVM, and streamherd's cached kernels load without numba's compiler registries, its
     extensions' entry points or numpy.ma."""
+    from streamherd import numba_runtime
+
     numba_runtime.install()
     numba_runtime.start_target()
     gc.freeze()
