@@ -107,6 +107,11 @@ def imported(name):
     training = sys.modules["streamherd.training"]
     training.save_model = timed("model written (save_model)", training.save_model)
     training.for_predicting = timed("model read (for_predicting)", training.for_predicting)
+    import numpy as np
+    from streamherd.selection import packed
+    packed.populated_zeros = timed("a bank's memory mapped (selection.packed.populated_zeros)",
+                                   packed.populated_zeros)
+    np.unique = timed("np.unique (its first call imports numpy.ma)", np.unique)
     return module
 start_up.imported = imported
 run_started = time.perf_counter()
@@ -326,7 +331,7 @@ def breakdown(argv, repeat, env):
             seen.add(name)
             kernels[key] = (thread, min(kernels.get(key, (thread, seconds))[1], seconds))
     timers = {name: min(run["timers"].get(name, 0.0) for run in runs)
-              for name in runs[0]["timers"]}
+              for name in dict.fromkeys(name for run in runs for name in run["timers"])}
     # the rest: what the command does after start-up besides its kernels' first calls on the
     # main thread and the model's input and output
     rest = min(run["run"] - sum(run["steps"].values()) + run["steps"][next(iter(run["steps"]))]
@@ -403,12 +408,15 @@ def main():
             aot = aot_lines(result, floor_times, args.repeat)
     vw_label = "VW: python -m vowpalwabbit -d one.vw"
     lines = [START, "## Start-up (one-line files)", "",
-             f"`python benchmarks/start_up.py --repeat {args.repeat}`, "
+             f"`python benchmarks/start_up.py --repeat {args.repeat}"
+             f"{' --aot' if args.aot else ''}`, "
              f"{datetime.date.today().isoformat()}, {os.cpu_count()} cores, load average "
              f"{load_before[0]:.2f} before, {load_after[0]:.2f} after; Python "
              f"{sys.version.split()[0]} at {sys.executable}. Whole processes, the rounds "
              f"alternating; min: the quietest of {args.repeat} runs. Stages are cumulative "
-             f"(see the script's docstring): the difference of two is that step's cost.", "",
+             f"(see the script's docstring): the difference of two is that step's cost, when "
+             f"the machine is quiet enough that a later stage's minimum is not below an "
+             f"earlier one's (the in-process breakdowns below are steadier).", "",
              *table(times, cases, vw_label), "",
              *breakdown_lines("train one.svm -f model", train_breakdown),
              *breakdown_lines("predict -m model one.svm", predict_breakdown), *aot, END]
