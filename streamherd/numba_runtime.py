@@ -46,13 +46,41 @@ _state = {"loaded_from_cache": False}
 def install():
     """Before numba's target loads: its runtime through the cache, streamherd's kernels loaded
     without the compiler's registries or the extensions' entry points, arrays typed without
-    numpy.ma, and every save into numba's cache locked."""
+    numpy.ma, cache folders checked once (check_cache_folders_once), and every save into
+    numba's cache locked."""
+    check_cache_folders_once()
     _install_runtime_cache()
     _install_light_kernel_loading()
     _install_linking_module_on_demand()
     _install_light_first_call()
     _install_array_typing()
     lock_cache_saves()
+
+
+def check_cache_folders_once():
+    """numba checks that a cached function's cache folder is writable by creating and deleting
+    a file in it, for every function as it is defined (every @njit(cache=True) of every module
+    imported) and before each save; after this, a folder found writable once is taken as such
+    for as long as it exists (a save into a folder that became read-only fails as it would
+    have: the check raised the same OSError). Called before the modules that define kernels
+    are imported."""
+    from numba.core import caching
+
+    locator_class = getattr(caching, "_CacheLocator", None)
+    check = getattr(locator_class, "ensure_cache_path", None)
+    if check is None or getattr(check, "streamherd_once", False):
+        return
+    writable = set()
+
+    def ensure_cache_path(locator):
+        path = locator.get_cache_path()
+        if path in writable and os.path.isdir(path):
+            return
+        check(locator)
+        writable.add(path)
+
+    ensure_cache_path.streamherd_once = True
+    locator_class.ensure_cache_path = ensure_cache_path
 
 
 def start_target():

@@ -33,6 +33,7 @@ def import_numba():
     with numba_runtime.hidden_modules("scipy", *(() if config_file else ("yaml",)),
                                       *(() if colours else ("colorama",))):
         import numba  # noqa: F401
+    numba_runtime.check_cache_folders_once()   # before the kernels' modules define them
 
 
 def end():

@@ -282,3 +282,57 @@ def test_a_damaged_symbols_file_is_parsed_for_and_rewritten(warm, content):
             f.write(content)
     assert run_linking(cache_dir)["parsed_loading"] >= 1
     assert run_linking(cache_dir)["parsed_loading"] == 0
+
+
+# Three cached functions of one module, defined after numba_runtime.install; then the cache
+# folder removed and one more defined and called (its entry saved).
+FOLDER_MODULE = """
+from numba import njit
+
+@njit(cache=True)
+def one(x):
+    return x + 1
+
+@njit(cache=True)
+def two(x):
+    return x + 2
+
+@njit(cache=True)
+def three(x):
+    return x + 3
+"""
+FOLDER_PROGRAM = """
+import json, os, shutil, sys, tempfile
+from streamherd import numba_runtime
+numba_runtime.install()
+checks = []
+temporary_file = tempfile.TemporaryFile
+def counted(*args, **kwargs):
+    checks.append(kwargs.get("dir"))
+    return temporary_file(*args, **kwargs)
+tempfile.TemporaryFile = counted
+sys.path.insert(0, sys.argv[1])
+import three_kernels
+defined = len(checks)
+folder = os.path.join(sys.argv[1], "__pycache__")
+shutil.rmtree(folder)
+from numba import njit
+exec(compile("@njit(cache=True)\\ndef four(x):\\n    return x + 4\\n",
+             os.path.join(sys.argv[1], "three_kernels.py"), "exec"), vars(three_kernels))
+result = three_kernels.four(1)
+print(json.dumps({"defined": defined, "after_removal": len(checks) - defined, "result": result,
+                  "saved": sorted(os.listdir(folder))}))
+"""
+
+
+def test_a_cache_folder_is_checked_writable_once_while_it_exists(tmp_path):
+    (tmp_path / "three_kernels.py").write_text(FOLDER_MODULE)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    proc = subprocess.run([sys.executable, "-c", FOLDER_PROGRAM, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["defined"] == 1   # numba's own check: one per function, 3
+    assert result["after_removal"] >= 1   # the folder made again, and checked
+    assert result["result"] == 5
+    assert any(name.endswith(".nbi") for name in result["saved"])
