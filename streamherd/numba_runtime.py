@@ -29,9 +29,9 @@ A cached kernel's entry holds its object code and its LLVM module as bitcode, wh
 parses at every load although only a compilation that links the kernel into new code reads
 it; the load itself needs only the names of the symbols the module defines (numba's execution
 engine tracks them). ``install`` keeps the bitcode unparsed until it is linked, and takes the
-names from a small file beside the runtime's cache file, keyed by the bitcode's digest and
-written when the entry is saved, or else the first time that bitcode is parsed (no file, or a
-damaged one: parsed, as numba does).
+names from a small file beside the runtime's cache file (symbols-*.nrt, shipped with it), keyed
+by the bitcode's digest and written when the entry is saved, or else the first time that
+bitcode is parsed (no file, or a damaged one: parsed, as numba does).
 """
 import contextlib
 import hashlib
@@ -291,7 +291,7 @@ def _symbols_path(digest):
         folder = _cache_folder()
     except Exception:   # no folder to keep the names in: the module is parsed, as numba does
         return None
-    return None if folder is None else os.path.join(folder, f"symbols-{digest[:32]}.nbsym")
+    return None if folder is None else os.path.join(folder, f"symbols-{digest[:32]}.nrt")
 
 
 def _read_defined_symbols(digest):
