@@ -1,4 +1,5 @@
-"""numba's runtime functions, cached as object code like streamherd's own kernels.
+"""numba as a streamherd command uses it: its runtime functions cached as object code like
+streamherd's own kernels, and cached kernels loaded with what running them needs, no more.
 
 At every start-up numba builds its runtime's reference-counting functions (NRT_incref,
 NRT_decref, ...) as LLVM IR and runs LLVM's optimizer and code generator on them, even when
