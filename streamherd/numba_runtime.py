@@ -238,6 +238,12 @@ def _install_linking_module_on_demand():
     if unserialize is None or for_linking is None or numbas_serialize is None or \
             getattr(for_linking, "streamherd_on_demand", False):
         return
+    # what unserialize_on_demand does in numba's place (numba internals: another numba may
+    # lack them, and then loads as it always does)
+    if not all(hasattr(library_class, name) for name in (
+            "enable_object_caching", "_set_compiled_object", "_finalize_final_module")) or \
+            not hasattr(getattr(codegen, "JitEngine", None), "_load_defined_symbols"):
+        return
     numbas_unserialize = unserialize.__func__
 
     def unserialize_on_demand(cls, code_generator, state):
