@@ -7,7 +7,6 @@ abbreviated. Every mistake is a UsageError: one line, exit 2. argparse (imported
 ``--help``) lays out the help's groups; the left column of each entry is written here, so
 that every spelling of an option shows its value's name once (``-b, --bits BITS``).
 """
-import difflib
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -305,6 +304,8 @@ def read(options, positional, argv, hint=lambda flag: None, clash=lambda flag: N
 
 
 def _no_such_option(flag, by_flag):
+    import difflib   # on this error only
+
     message = f"No such option: {flag}"
     if flag.startswith("--"):
         close = difflib.get_close_matches(flag, [f for f in by_flag if f.startswith("--")])

@@ -2,7 +2,6 @@
 its compiler target loaded while the cycle collector is off, then every start-up object frozen
 out of the collector's sight.
 """
-import contextlib
 import gc
 import importlib
 import os
@@ -20,50 +19,35 @@ def begin():
 
 
 def import_numba():
-    """numba's import also imports pyyaml, to read a .numba_config.yaml in the current folder,
-    and scipy, only to check its version. Both are hidden while numba imports (pyyaml only when
-    there is no such file); what needs scipy later imports it."""
+    """numba's import also imports pyyaml, to read a .numba_config.yaml in the current folder;
+    scipy, only to check its version; and colorama, to colour its error messages, which it does
+    only with a colour scheme chosen (NUMBA_COLOR_SCHEME, or such a file). They are hidden while
+    numba imports (pyyaml and colorama only when there is no such file, colorama only when no
+    scheme is chosen); what needs scipy later imports it."""
     if "numba" in sys.modules:
         return
+    from streamherd import numba_runtime
+
     config_file = os.path.exists(".numba_config.yaml")
-    with hidden_modules("scipy", *(() if config_file else ("yaml",))):
+    colours = config_file or os.environ.get("NUMBA_COLOR_SCHEME", "no_color") != "no_color"
+    with numba_runtime.hidden_modules("scipy", *(() if config_file else ("yaml",)),
+                                      *(() if colours else ("colorama",))):
         import numba  # noqa: F401
-
-
-@contextlib.contextmanager
-def hidden_modules(*names):
-    """While inside, importing one of ``names`` that is not imported yet fails at once (None
-    in sys.modules makes "import" raise ImportError); afterwards it imports normally."""
-    hidden = [name for name in names if name not in sys.modules]
-    for name in hidden:
-        sys.modules[name] = None
-    try:
-        yield
-    finally:
-        for name in hidden:
-            if sys.modules.get(name, 0) is None:
-                del sys.modules[name]
+    numba_runtime.check_cache_folders_once()   # before the kernels' modules define them
 
 
 def end():
-    """Load numba's compiler target while the collector is off, then move everything alive
-    to the permanent generation (gc.freeze: never walked again) and turn the collector on.
+    """Create numba's compiler target and initialise its runtime while the collector is off,
+    then move everything alive to the permanent generation (gc.freeze: never walked again) and
+    turn the collector on.
 
-    While the target loads, numba imports scipy.linalg.cython_blas only to learn whether BLAS
-    is there (numba.np.arraymath), for np.correlate and np.convolve, which no streamherd kernel
-    calls. Hiding the module for that moment skips the import; jitted code that needs BLAS
-    (np.dot) still gets it, as numba imports it again when compiling such code.
     numba_runtime.install: numba's runtime functions come from an object-code cache instead of
-    LLVM, and streamherd's cached kernels load without numba's compiler registries."""
-    import numpy as np
-
+    LLVM, and streamherd's cached kernels load without numba's compiler registries, its
+    extensions' entry points or numpy.ma."""
     from streamherd import numba_runtime
-    from streamherd.io.block import count_newlines
 
     numba_runtime.install()
-
-    with hidden_modules("scipy.linalg.cython_blas"):
-        count_newlines(np.zeros(1, np.uint8), 1)
+    numba_runtime.start_target()
     gc.freeze()
     gc.enable()
 

@@ -18,16 +18,12 @@ import time
 from streamherd.errors import StreamherdError
 from streamherd.io.linecodes import BYTE_ORDER_MARK
 
-try:  # ISA-L's inflate is several times faster than zlib's; the stdlib is the fallback
-    from isal import isal_zlib as _inflate
-except ImportError:  # pragma: no cover - isal is a declared dependency
-    import zlib as _inflate
-
 _MAGIC = {
     b"\x1f\x8b": "gzip",
     b"\xfd7zXZ\x00": "xz",
     b"\x28\xb5\x2f\xfd": "zstd",
 }
+
 # bzip2: "BZh", the block size ('1' to '9'), then the magic of a first block (pi) or of the end
 # of the stream (sqrt(pi), an empty file). "BZh" alone starts text too ("BZh 1:1" is not bzip2).
 _BZIP2_BLOCK_MAGICS = (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90")
@@ -36,6 +32,16 @@ _TEST_COMMAND = {"gzip": "gzip -t", "bzip2": "bzip2 -t", "xz": "xz -t"}
 GROWTH_WAIT_SECONDS = 0.2
 RECENT_WRITE_SECONDS = 2.0
 _LINE_ENDS = (ord("\n"), ord("\r"))
+
+
+def _inflate():
+    """ISA-L's inflate, several times faster than zlib's (the stdlib's is the fallback);
+    imported for a gzip input only."""
+    try:
+        from isal import isal_zlib
+    except ImportError:  # pragma: no cover - isal is a declared dependency
+        import zlib as isal_zlib
+    return isal_zlib
 
 
 class _Prefixed(io.RawIOBase):
@@ -247,7 +253,7 @@ class _Decompressed(io.RawIOBase):
 
     def _new_decompressor(self):
         if self._kind == "gzip":
-            return _inflate.decompressobj(wbits=16 + 15)   # one gzip member
+            return _inflate().decompressobj(wbits=16 + 15)   # one gzip member
         if self._kind == "bzip2":
             return bz2.BZ2Decompressor()
         return lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
