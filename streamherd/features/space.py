@@ -26,6 +26,9 @@ DEFAULT_BITS = 18
 _WHEN_GIVEN = tuple(o.key for o in FEATURE_OPTIONS if o.key not in ("bits", "bias", "normalize"))
 # the features of one block of lines with its crosses (12 bytes each, twice: io/csr)
 MAX_CROSSED_FEATURES = 1 << 28
+# the positions a crossed row's usual -q takes in its merge table (interactions.cross_row): a
+# longer row's crosses take the general way
+CROSSED_ROW_SCRATCH = 1 << 12
 
 
 @dataclass(frozen=True)
@@ -96,19 +99,26 @@ class FeatureSpace:
     def kernel_params(self, naming=()):
         """What the feature stage's numba functions take (features/stage.py): (mask, bias,
         bias slot, crossing, hashing, naming). Crossing: when namespaces are crossed or kept,
-        (the letters read (a bit set), the crosses' program (interactions.cross_row)); hashing:
-        (True,) with --hash all; ``naming``: the arrays of names.new_naming, when the parse
-        kernels are to note where each feature's name is. Each empty when not used: its code
-        is then not compiled (io/feature_stage.py)."""
-        crossing = ((self._read, (*self._program, self._linear_ignored))
-                    if self.crosses_namespaces else ())
+        (the letters read, the letters of --ignore_linear: bit sets of numbers, no arrays; the
+        crosses' program goes in the merge table, see there); hashing: (True,) with --hash
+        all; ``naming``: the arrays of names.new_naming, when the parse kernels are to note
+        where each feature's name is. Each empty when not used: its code is then not compiled
+        (io/feature_stage.py)."""
+        crossing = (self._read, self._linear_ignored) if self.crosses_namespaces else ()
         hashing = (True,) if self.hash_all else ()
         return (self.mask, self.bias, self.bias_slot, crossing, hashing, naming)
 
     def new_merge_table(self):
-        """The scratch the parse kernels merge a row's repeated slots in (rows.merge_row): one
-        per thread that parses."""
-        return new_merge_table()
+        """The scratch the parse kernels end a row with (rows.merge_row's table, and the bit
+        set of interactions.repeats_a_slot): one per thread that parses. A space that crosses
+        or keeps namespaces adds the crosses' program (interactions.program), the arrays
+        interactions.cross_row reads when a row ends (stage.merge_repeats): in the kernel
+        params, which every feature's inlined call takes, numba would count references to
+        them on every feature."""
+        table = new_merge_table()
+        if not self.crosses_namespaces:
+            return table
+        return (*table, self._program, np.empty(CROSSED_ROW_SCRATCH, np.int64))
 
     @property
     def cross_width(self):
