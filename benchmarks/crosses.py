@@ -1,11 +1,11 @@
 """Training with crosses of namespaces against VW with the same crosses (issues 18 and 33).
 
-    python benchmarks/crosses.py [--lines 200000] [--ff-lines 100000] [--repeat 5]
+    python benchmarks/crosses.py [--lines 200000 500000] [--ff-lines 100000] [--repeat 5]
         [--write-readme]
 
 Two inputs, each trained on once by whole commands in subprocesses, with ``-b 20``:
 
-* ``-q ab``: a generated VW file of ``--lines`` lines with two namespaces, ``a`` and ``b``, of
+* ``-q ab``: a generated VW file of each ``--lines`` lines with two namespaces, ``a`` and ``b``, of
   20 features each (400 crosses a line; written once under the temporary folder, seeded, see
   two_namespace_file), by ``streamherd train --algo nherd-p`` and ``--algo pa2`` and by
   ``python -m vowpalwabbit`` (its default learner);
@@ -135,7 +135,7 @@ def table(title, cross, runs, times, load):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lines", type=int, default=200_000)
+    ap.add_argument("--lines", type=int, nargs="+", default=[200_000, 500_000])
     ap.add_argument("--ff-lines", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--write-readme", action="store_true")
@@ -150,16 +150,17 @@ def main(argv=None):
              f"time of all its threads: less swayed than the wall clock by other work on the "
              f"machine, {os.cpu_count()} cores, shared). VW / this above 1: streamherd is "
              f"faster.", ""]
-    path = two_namespace_file(args.lines)
-    runs = commands(path, ["-q", "ab"], ["nherd-p", "pa2"])
-    times, load = measure(runs, args.repeat)
-    lines += table(f"`-q ab` on {args.lines:,} generated lines of two namespaces, `a` and `b`, "
-                   f"of {FEATURES_PER_NAMESPACE} features each ({FEATURES_PER_NAMESPACE ** 2} "
-                   f"crosses a line; `two_namespace_file`)", "-q ab", runs, times, load)
+    for count in args.lines:
+        runs = commands(two_namespace_file(count), ["-q", "ab"], ["nherd-p", "pa2"])
+        times, load = measure(runs, args.repeat)
+        lines += table(f"`-q ab` on {count:,} generated lines of two namespaces, `a` and `b`, "
+                       f"of {FEATURES_PER_NAMESPACE} features each "
+                       f"({FEATURES_PER_NAMESPACE ** 2} crosses a line; `two_namespace_file`)",
+                       "-q ab", runs, times, load) + [""]
     if args.ff_lines:
         runs = commands(ff_file(args.ff_lines), ["-q", "ff"], ["nherd-p"])
         times, load = measure(runs, args.repeat)
-        lines += [""] + table(f"`-q ff` on the first {args.ff_lines:,} lines of the generated "
+        lines += table(f"`-q ff` on the first {args.ff_lines:,} lines of the generated "
                               f"VW file of make_data.py (one namespace, about 40 features and "
                               f"820 crosses a line)", "-q ff", runs, times, load)
     text = "\n".join(lines)

@@ -169,21 +169,14 @@ def program(letter_terms, full_name_terms):
 # ------------------------------------------------------------------ the kernel (per row)
 
 @njit(cache=True, nogil=True)
-def cross_row(indices, values, start, nnz, mask, program, linear_masks, naming, positions):
+def cross_row(indices, values, start, nnz, mask, program, linear_masks, naming):
     """Append the crosses of the row ``indices[start:nnz]`` (namespaces noted at the mirror
     positions) after it, as ``program`` (see there) says, then drop the linear features of the
     --ignore_linear namespaces (``linear_masks``, a bit set); returns the row's new end. A
     ``naming`` (features/names.py) notes each cross's members, and marks the linear features
-    of --ignore_linear unread instead of dropping them (the positions of the members stay).
-    ``positions``: int64 scratch (the usual -q's crosses use it when the row fits)."""
-    letters, seeds, orders, letters_sorted, wildcard_orders = program
+    of --ignore_linear unread instead of dropping them (the positions of the members stay)."""
     mirror = len(indices) - 1 + start   # position p's note at mirror - p
-    if (len(naming) == 0 and nnz - start <= len(positions)
-            and _letter_pairs_only(seeds, orders, wildcard_orders)):
-        out = _letter_pair_crosses(indices, values, start, nnz, mirror, letters,
-                                   np.uint64(mask), positions)
-    else:
-        out = _crosses(indices, values, start, nnz, mirror, mask, program, naming)
+    out = _crosses(indices, values, start, nnz, mirror, mask, program, naming)
     if linear_masks[0] | linear_masks[1] | linear_masks[2] | linear_masks[3]:
         if len(naming) > 0:
             mark_unread(naming, indices, start, nnz, mirror, linear_masks)
@@ -192,33 +185,35 @@ def cross_row(indices, values, start, nnz, mask, program, linear_masks, naming, 
     return out
 
 
-@njit(cache=True, nogil=True)
-def _letter_pairs_only(seeds, orders, wildcard_orders):
-    """Whether every interaction crosses two letters (the usual -q: no wildcard, no full
-    names, no third term)."""
-    if len(wildcard_orders) > 0:
-        return False
-    for i in range(len(orders)):
-        if orders[i] != 2 or seeds[i, 0] != ANY_NAMESPACE or seeds[i, 1] != ANY_NAMESPACE:
-            return False
-    return True
+def usual_pairs(program, linear_masks):
+    """Whether cross_letter_pairs makes this program's crosses: every interaction crosses two
+    letters (no wildcard, no full names, no third term), and no namespace's linear features
+    are dropped (--ignore_linear)."""
+    _, seeds, orders, _, wildcard_orders = program
+    return bool(len(wildcard_orders) == 0 and np.all(orders == 2)
+                and np.all(seeds[:, :2] == ANY_NAMESPACE) and not any(linear_masks))
 
 
 @njit(cache=True, nogil=True)
-def _letter_pair_crosses(indices, values, start, nnz, mirror, letters, umask, positions):
-    """The crosses of interactions of two letters each, written at ``nnz`` in _cross's order:
-    for each feature of the first letter in row order, each of the second letter in row
-    order (from that feature itself when the letters are the same); returns the new end.
-    Read straight from the row's notes into ``positions``, with no grouping by letter: its
-    arrays would cost more than these crosses (allocation, numba's reference counting)."""
+def cross_letter_pairs(indices, values, start, nnz, mask, letters, slots, products):
+    """cross_row for a program of usual_pairs, its interactions' ``letters``; ``slots`` and
+    ``products``: scratch (uint64, float64) as long as the row. The same crosses in the same
+    order as _cross's: for each feature of the first letter in row order, each of the second
+    letter in row order (from that feature itself when the letters are the same). Read
+    straight from the row's notes, with no grouping by letter: its arrays would cost more than
+    these crosses (allocation, numba's reference counting of each); the second letter's slots
+    and values gathered first, so that the loop over them is one the compiler vectorises."""
+    mirror = len(indices) - 1 + start
+    umask = np.uint64(mask)
     out = nnz
     for i in range(letters.shape[0]):
         first = letters[i, 0]
         second = letters[i, 1]
-        seconds = 0   # the positions of the second letter's features, in row order
+        seconds = 0   # the second letter's features, in row order
         for k in range(start, nnz):
             if indices[mirror - k] == second:
-                positions[seconds] = k
+                slots[seconds] = np.uint64(indices[k])
+                products[seconds] = values[k]
                 seconds += 1
         same = first == second
         firsts = 0
@@ -227,13 +222,23 @@ def _letter_pair_crosses(indices, values, start, nnz, mirror, letters, umask, po
                 continue
             half_hash = np.uint64(indices[k]) * FNV_PRIME
             value = values[k]
-            for j in range(firsts if same else 0, seconds):
-                q = positions[j]
-                indices[out] = np.int32((half_hash ^ np.uint64(indices[q])) & umask)
-                values[out] = value * values[q]
-                out += 1
+            skipped = firsts if same else 0
+            out = _write_crosses(indices, values, out, half_hash, value, slots, products,
+                                 skipped, seconds, umask)
             firsts += 1
     return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _write_crosses(indices, values, out, half_hash, value, slots, products, first, end, umask):
+    """The crosses of one feature (its hash times FNV_PRIME, ``half_hash``; its ``value``)
+    with the gathered ``slots[first:end]`` and ``products[first:end]``, at ``out``; returns
+    the new end."""
+    shift = out - first
+    for j in range(first, end):
+        indices[shift + j] = np.int32((half_hash ^ slots[j]) & umask)
+        values[shift + j] = value * products[j]
+    return out + max(end - first, 0)
 
 
 @njit(cache=True, nogil=True)

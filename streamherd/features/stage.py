@@ -18,7 +18,7 @@ from numba import njit
 from numba.extending import overload
 
 from streamherd.features.hashing import hashstring, murmur3_32
-from streamherd.features.interactions import cross_row, repeats_a_slot
+from streamherd.features.interactions import cross_letter_pairs, cross_row, repeats_a_slot
 from streamherd.features.names import note_bias, note_feature
 from streamherd.features.rows import merge_row
 from streamherd.io import feature_stage as calls
@@ -235,11 +235,16 @@ def _merge_repeats_of_space(space, indices, values, start, end, merge_table, sta
 
 @njit(cache=True, nogil=True)
 def _end_crossed_row(space, indices, values, start, nnz, merge_table, stamp):
-    """The crosses of the row ``start:nnz``, its bias, its repeated slots summed; returns its
-    end (-1: a sum overflowed). A call, not inlined: the merge table's arrays are counted once
-    a row, not at each use."""
-    end = cross_row(indices, values, start, nnz, space[0], merge_table[4], space[3][1],
-                    space[5], merge_table[5])
+    """The crosses of the row ``start:nnz`` (the usual -q's by cross_letter_pairs when the row
+    fits its scratch, see FeatureSpace.new_merge_table for the merge table's items), its
+    bias, its repeated slots summed; returns its end (-1: a sum overflowed). A call, not
+    inlined: the merge table's arrays are counted once a row, not at each use."""
+    if space[3][2] and len(space[5]) == 0 and nnz - start <= len(merge_table[4]):
+        end = cross_letter_pairs(indices, values, start, nnz, space[0], merge_table[6],
+                                 merge_table[4], merge_table[5])
+    else:
+        end = cross_row(indices, values, start, nnz, space[0], merge_table[6:], space[3][1],
+                        space[5])
     indices[end] = space[2]
     values[end] = 1.0
     note_bias(space[5], end)
