@@ -15,6 +15,10 @@ Two inputs, each trained on once by whole commands in subprocesses, with ``-b 20
 Each input's commands run after a warm-up round, alternating, ``--repeat`` rounds; a row gives
 the shortest of its runs (min-of-N: the machine is shared) of the wall clock and of the CPU time
 (user + system, all threads), and the load average before and after the input's runs.
+
+Where the time goes (the first ``--lines`` file): each command on its first line alone (its
+start-up), and, in one process on one thread, the parse of each block (reading, hashing, the
+crosses) and each learner's learning from it, timed apart, per crossed feature.
 """
 import argparse
 import os
@@ -119,6 +123,68 @@ def measure(runs, repeat):
     return shortest, (load_before, os.getloadavg()[0])
 
 
+BREAKDOWN_CODE = """\
+import sys, time
+import numpy as np
+from streamherd.io.reader import ChunkReader
+from streamherd.model import ModelFlags, OnlineModel
+path, algos = sys.argv[1], sys.argv[2:]
+models = {a: OnlineModel.new(ModelFlags(algo=a, bits=int(BITS),
+                                        namespaces={"quadratic": ("ab",)})) for a in algos}
+space = models[algos[0]].read_space
+for repeat in range(2):   # the first round loads the kernels
+    parse, learn, features = 0.0, dict.fromkeys(algos, 0.0), 0
+    started = time.perf_counter()
+    for chunk in ChunkReader([path], fmt="vw", features=space, workers=0):
+        parse += time.perf_counter() - started
+        features += int(chunk.indptr[-1])
+        for algo, model in models.items():
+            began = time.perf_counter()
+            model.learn(chunk)
+            learn[algo] += time.perf_counter() - began
+        started = time.perf_counter()
+print(features, parse, *(learn[a] for a in algos))
+""".replace("BITS", repr(BITS))
+
+
+def breakdown(path, algos, repeat):
+    """(start-up seconds of each command on the file's first line, shortest of ``repeat``
+    runs; crossed features, seconds of parsing, seconds of each learner's learning)."""
+    first_line = path.with_name(path.stem + "-first.vw")
+    with open(path) as f:
+        first_line.write_text(f.readline())
+    runs = commands(first_line, ["-q", "ab"], algos)
+    startup = {name: min(timed(cmd, env)[0] for _ in range(repeat))
+               for name, (cmd, env) in runs.items()}
+    out = subprocess.run([sys.executable, "-c", BREAKDOWN_CODE, str(path), *algos],
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True,
+                         capture_output=True, text=True).stdout.split()
+    features, parse, *learn = float(out[0]), *map(float, out[1:])
+    return startup, (features, parse, dict(zip(algos, learn)))
+
+
+def breakdown_lines(count, startup, split, whole):
+    """The rows of breakdown's figures; ``whole``: the shortest whole runs (measure)."""
+    features, parse, learn = split
+    lines = [f"Where the time goes, `-q ab` on {count:,} lines ({features:,.0f} features with "
+             f"the crosses): each command on the file's first line alone (start-up: imports, "
+             f"numba's cache load), shortest of its runs, and its whole run above less that; "
+             f"and, in one "
+             f"process on one thread after a first round that loads the kernels, the parse of "
+             f"each block (reading, hashing, the crosses, the repeated slots summed) and each "
+             f"learner's learning from it, timed apart.", "",
+             "| step | seconds | ns per feature |", "|:---|---:|---:|"]
+    lines += [f"| start-up: {name} -q ab on one line | {seconds:.2f} | |"
+              for name, seconds in startup.items()]
+    lines += [f"| {name} -q ab less its start-up (wall) | {whole[name][0] - seconds:.2f} | "
+              f"{(whole[name][0] - seconds) / features * 1e9:.1f} |"
+              for name, seconds in startup.items()]
+    lines.append(f"| parse with the crosses | {parse:.2f} | {parse / features * 1e9:.1f} |")
+    lines += [f"| learn: {algo} | {seconds:.2f} | {seconds / features * 1e9:.1f} |"
+              for algo, seconds in learn.items()]
+    return lines
+
+
 def table(title, cross, runs, times, load):
     vw_wall, vw_cpu = times["VW"]
     lines = [f"{title}; load average (1 min) {load[0]:.2f} before its runs, {load[1]:.2f} "
@@ -127,8 +193,9 @@ def table(title, cross, runs, times, load):
     for name, (wall, cpu) in times.items():
         lines.append(f"| {name} {cross} | {wall:.2f} | {vw_wall / wall:.2f}x | {cpu:.2f} | "
                      f"{vw_cpu / cpu:.2f}x |")
-    shown = {name: " ".join(shlex.quote(Path(a).name if a == sys.executable else a)
-                            for a in cmd) for name, (cmd, _) in runs.items()}
+    shown = {name: " ".join(shlex.quote(Path(a).name if a == sys.executable
+                                        else a.replace(f"{ROOT}/", "")) for a in cmd)
+             for name, (cmd, _) in runs.items()}
     lines += ["", "Commands:", "", "```", *shown.values(), "```"]
     return lines
 
@@ -146,23 +213,28 @@ def main(argv=None):
              f"included), `-b {BITS}`, one pass; for each input a warm-up round, then "
              f"{args.repeat} round{'s' * (args.repeat > 1)} of every command once, "
              f"alternating; a row gives the shortest of its runs, of the wall clock and of "
-             f"the CPU time (user and system "
-             f"time of all its threads: less swayed than the wall clock by other work on the "
-             f"machine, {os.cpu_count()} cores, shared). VW / this above 1: streamherd is "
-             f"faster.", ""]
+             f"the CPU time (user and system time of all its threads: less swayed than the "
+             f"wall clock by other work on the machine, {os.cpu_count()} cores, shared). "
+             f"VW / this above 1: streamherd is faster. VW's times vary with the machine's "
+             f"load more than streamherd's: compare the ratios with the load beside them.", ""]
+    wholes = []   # each file's shortest runs
     for count in args.lines:
         runs = commands(two_namespace_file(count), ["-q", "ab"], ["nherd-p", "pa2"])
         times, load = measure(runs, args.repeat)
+        wholes.append(times)
         lines += table(f"`-q ab` on {count:,} generated lines of two namespaces, `a` and `b`, "
                        f"of {FEATURES_PER_NAMESPACE} features each "
                        f"({FEATURES_PER_NAMESPACE ** 2} crosses a line; `two_namespace_file`)",
                        "-q ab", runs, times, load) + [""]
+    startup, split = breakdown(two_namespace_file(args.lines[0]), ["nherd-p", "pa2"],
+                               args.repeat)
+    lines += breakdown_lines(args.lines[0], startup, split, wholes[0]) + [""]
     if args.ff_lines:
         runs = commands(ff_file(args.ff_lines), ["-q", "ff"], ["nherd-p"])
         times, load = measure(runs, args.repeat)
-        lines += table(f"`-q ff` on the first {args.ff_lines:,} lines of the generated "
-                              f"VW file of make_data.py (one namespace, about 40 features and "
-                              f"820 crosses a line)", "-q ff", runs, times, load)
+        lines += table(f"`-q ff` on the first {args.ff_lines:,} lines of the generated VW "
+                       f"file of make_data.py (one namespace, about 40 features and 820 "
+                       f"crosses a line)", "-q ff", runs, times, load)
     text = "\n".join(lines)
     print(text)
     if args.write_readme:
