@@ -19,8 +19,8 @@ The parse kernels (features/stage.py) note each feature's namespace at the mirro
 the output arrays (``len - 1 - k`` for the row's k-th feature: the top half, which the rows
 never reach, see space.max_block_features; the same few pages for every row, so they stay in
 the cache and a block's notes fault in no memory of their own), and ``cross_row`` forms the
-crosses when the row ends, before repeated slots are merged (VW crosses the features as
-written).
+crosses when the row ends (``cross_letter_pairs`` the usual -q's), before repeated slots are
+merged (VW crosses the features as written).
 """
 import numpy as np
 from numba import njit
@@ -238,7 +238,7 @@ def _write_crosses(indices, values, out, half_hash, value, slots, products, firs
     for j in range(first, end):
         indices[shift + j] = np.int32((half_hash ^ slots[j]) & umask)
         values[shift + j] = value * products[j]
-    return out + max(end - first, 0)
+    return out + end - first
 
 
 @njit(cache=True, nogil=True)
@@ -568,9 +568,9 @@ def _zero_bytes(word):
 
 @njit(cache=True, nogil=True, inline="always")
 def _token_starts(word, in_token):
-    """(bit 0 of each byte of ``word``, little-endian, that starts a token: above 0x20, not
-    '|', after a byte that is not; whether its last byte is a token's), ``in_token`` for the
-    byte before the word."""
+    """(bit 0 of each byte of ``word`` that starts a token: above 0x20, not '|', after a byte
+    that is not; whether its last byte is a token's), ``in_token`` for the byte before the
+    word. The word's first byte is its lowest, as the lexers' SWAR reads words."""
     above = (((word & _LOW_7_BITS) + _ABOVE_32) | word) & _HIGH_BITS
     token_bytes = (above & ~_zero_bytes(word ^ _BARS)) >> _SEVEN
     starts = token_bytes & ~((token_bytes << _EIGHT) | in_token)
@@ -584,8 +584,6 @@ def _plus_line_bound(total, tokens, orders):
     for i in range(len(orders)):   # (by index: an array's iterator costs reference counting)
         total += float(tokens) ** orders[i]
     return total
-
-
 
 
 @njit(cache=True, nogil=True)

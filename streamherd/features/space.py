@@ -69,6 +69,8 @@ class FeatureSpace:
         object.__setattr__(self, "_read", crossing.kept_masks(self.ignore, self.keep))
         object.__setattr__(self, "_linear_ignored",
                            crossing.letter_masks("--ignore_linear", self.ignore_linear))
+        object.__setattr__(self, "_usual_pairs",
+                           crossing.usual_pairs(self._program, self._linear_ignored))
 
     @property
     def crosses_namespaces(self):
@@ -105,8 +107,7 @@ class FeatureSpace:
         the arrays of names.new_naming, when the parse kernels are to note where each
         feature's name is. Each empty when not used: its code is then not compiled
         (io/feature_stage.py)."""
-        crossed = ((self._read, self._linear_ignored,
-                    crossing.usual_pairs(self._program, self._linear_ignored))
+        crossed = ((self._read, self._linear_ignored, self._usual_pairs)
                    if self.crosses_namespaces else ())
         hashing = (True,) if self.hash_all else ()
         return (self.mask, self.bias, self.bias_slot, crossed, hashing, naming)
