@@ -111,6 +111,73 @@ def test_long_lines_get_room_for_their_crosses(read_rows, data_dir, tmp_path):
                       vw_audit_slots(path, ["--cubic", "www"]))
 
 
+def _crossed_entries(path, **flags):
+    from streamherd.io.reader import ChunkReader
+
+    chunks = list(ChunkReader([str(path)], features=FeatureSpace(BITS, True, **flags)))
+    return [(c.indptr.copy(), c.indices[:c.indptr[-1]].copy(), c.values[:c.indptr[-1]].copy())
+            for c in chunks]
+
+
+@pytest.mark.parametrize("letters", ["ab", "aa"])
+def test_pairs_of_letters_cross_as_the_general_interactions_do(tmp_path, letters):
+    """-q of two letters (a way of its own, that groups no features by namespace) makes the
+    rows --interactions of the same two full names makes (the general crosses), entry for
+    entry in the same order (learners sum in row order), on short lines and on a line whose
+    namespace a has more features than that way takes (FeatureSpace.CROSSED_ROW_SCRATCH)."""
+    from streamherd.features.space import CROSSED_ROW_SCRATCH
+
+    rng = np.random.default_rng(7)
+    lines = [f"1 |a {' '.join(f'w{i}:{rng.integers(1, 4)}' for i in range(5))} |b x y:2 z\n",
+             "-1 |b y |a w1 w3 w1\n", "1 |a w1\n", "-1 |b x\n", "1 | x |a x w2 |b x\n",
+             f"1 |b x:3 |a {' '.join(f'w{i}' for i in range(CROSSED_ROW_SCRATCH + 5))} |b y\n"]
+    path = tmp_path / "pairs.vw"
+    path.write_text("".join(lines))
+    usual = _crossed_entries(path, quadratic=(letters,))
+    general = _crossed_entries(path, interactions=("|".join(letters),))
+    assert len(usual) == len(general)
+    for ours, theirs in zip(usual, general):
+        for mine, other in zip(ours, theirs):
+            np.testing.assert_array_equal(mine, other)
+
+
+def test_a_line_longer_than_the_usual_crosses_take_crosses_as_vw(read_rows, tmp_path):
+    from streamherd.features.space import CROSSED_ROW_SCRATCH
+
+    path = tmp_path / "long.vw"
+    path.write_text(f"1 |a {' '.join(f'w{i}:2' for i in range(CROSSED_ROW_SCRATCH + 5))} "
+                    f"|b x y:0.5\n-1 |b x |a w1\n")
+    assert_same_slots(streamherd_slots(read_rows, path, quadratic=("ab",)),
+                      vw_audit_slots(path, ["-q", "ab"]))
+
+
+def test_the_crossed_bound_counts_tokens_in_any_bytes():
+    """The output bound (t + 1 + t^k a line, t its runs of bytes above 0x20 other than '|')
+    on random blocks of any bytes and lengths, against the count written out in Python."""
+    rng = np.random.default_rng(11)
+    alphabet = np.frombuffer(b"ab1:|\n \t\x00\x7f\x80\xff\x20\x21\x7c\x7d\x0b", np.uint8)
+    space = FeatureSpace(12, quadratic=("ab",), cubic=("abc",))
+    for trial in range(400):
+        n = int(rng.integers(0, 120))
+        block = (rng.choice(alphabet, n) if trial % 2 else rng.integers(0, 256, n)).astype(
+            np.uint8)
+        expected = 1   # (FeatureSpace's one more, for the rounding of the float count)
+        for line in bytes(block).split(b"\n"):
+            tokens = _tokens(line)
+            expected += tokens + 1 + tokens ** 2 + tokens ** 3
+        assert space.max_crossed_features(block) == expected, bytes(block)
+
+
+def _tokens(line):
+    """The runs of bytes above 0x20 other than '|' in ``line``."""
+    count, inside = 0, False
+    for c in line:
+        token_byte = c > 32 and c != ord("|")
+        count += token_byte and not inside
+        inside = token_byte
+    return count
+
+
 @pytest.mark.parametrize("flags,message", [
     (dict(quadratic=("abc",)), "-q 'abc' names 3 namespaces, not 2"),
     (dict(cubic=("ab",)), "--cubic 'ab' names 2 namespaces, not 3"),

@@ -19,8 +19,8 @@ The parse kernels (features/stage.py) note each feature's namespace at the mirro
 the output arrays (``len - 1 - k`` for the row's k-th feature: the top half, which the rows
 never reach, see space.max_block_features; the same few pages for every row, so they stay in
 the cache and a block's notes fault in no memory of their own), and ``cross_row`` forms the
-crosses when the row ends, before repeated slots are merged (VW crosses the features as
-written).
+crosses when the row ends (``cross_letter_pairs`` the usual -q's), before repeated slots are
+merged (VW crosses the features as written).
 """
 import numpy as np
 from numba import njit
@@ -169,15 +169,83 @@ def program(letter_terms, full_name_terms):
 # ------------------------------------------------------------------ the kernel (per row)
 
 @njit(cache=True, nogil=True)
-def cross_row(indices, values, start, nnz, mask, crossing, naming):
+def cross_row(indices, values, start, nnz, mask, program, linear_masks, naming):
     """Append the crosses of the row ``indices[start:nnz]`` (namespaces noted at the mirror
-    positions) after it, then drop the linear features of --ignore_linear namespaces; returns
-    the row's new end. A ``naming`` (features/names.py) notes each cross's members, and marks
-    the linear features of --ignore_linear unread instead of dropping them (the positions of
-    the members stay)."""
-    letters, seeds, orders, letters_sorted, wildcard_orders, linear_masks = crossing
-    n = nnz - start
+    positions) after it, as ``program`` (see there) says, then drop the linear features of the
+    --ignore_linear namespaces (``linear_masks``, a bit set); returns the row's new end. A
+    ``naming`` (features/names.py) notes each cross's members, and marks the linear features
+    of --ignore_linear unread instead of dropping them (the positions of the members stay)."""
     mirror = len(indices) - 1 + start   # position p's note at mirror - p
+    out = _crosses(indices, values, start, nnz, mirror, mask, program, naming)
+    if linear_masks[0] | linear_masks[1] | linear_masks[2] | linear_masks[3]:
+        if len(naming) > 0:
+            mark_unread(naming, indices, start, nnz, mirror, linear_masks)
+            return out
+        return _drop_ignored_linear(indices, values, start, nnz, out, mirror, linear_masks)
+    return out
+
+
+def usual_pairs(program, linear_masks):
+    """Whether cross_letter_pairs makes this program's crosses: every interaction crosses two
+    letters (no wildcard, no full names, no third term), and no namespace's linear features
+    are dropped (--ignore_linear)."""
+    _, seeds, orders, _, wildcard_orders = program
+    return bool(len(wildcard_orders) == 0 and np.all(orders == 2)
+                and np.all(seeds[:, :2] == ANY_NAMESPACE) and not any(linear_masks))
+
+
+@njit(cache=True, nogil=True)
+def cross_letter_pairs(indices, values, start, nnz, mask, letters, slots, products):
+    """cross_row for a program of usual_pairs, its interactions' ``letters``; ``slots`` and
+    ``products``: scratch (uint64, float64) as long as the row. The same crosses in the same
+    order as _cross's: for each feature of the first letter in row order, each of the second
+    letter in row order (from that feature itself when the letters are the same). Read
+    straight from the row's notes, with no grouping by letter: its arrays would cost more than
+    these crosses (allocation, numba's reference counting of each); the second letter's slots
+    and values gathered first, so that the loop over them is one the compiler vectorises."""
+    mirror = len(indices) - 1 + start
+    umask = np.uint64(mask)
+    out = nnz
+    for i in range(letters.shape[0]):
+        first = letters[i, 0]
+        second = letters[i, 1]
+        seconds = 0   # the second letter's features, in row order
+        for k in range(start, nnz):
+            if indices[mirror - k] == second:
+                slots[seconds] = np.uint64(indices[k])
+                products[seconds] = values[k]
+                seconds += 1
+        same = first == second
+        firsts = 0
+        for k in range(start, nnz):
+            if indices[mirror - k] != first:
+                continue
+            half_hash = np.uint64(indices[k]) * FNV_PRIME
+            value = values[k]
+            skipped = firsts if same else 0
+            out = _write_crosses(indices, values, out, half_hash, value, slots, products,
+                                 skipped, seconds, umask)
+            firsts += 1
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _write_crosses(indices, values, out, half_hash, value, slots, products, first, end, umask):
+    """The crosses of one feature (its hash times FNV_PRIME, ``half_hash``; its ``value``)
+    with the gathered ``slots[first:end]`` and ``products[first:end]``, at ``out``; returns
+    the new end."""
+    shift = out - first
+    for j in range(first, end):
+        indices[shift + j] = np.int32((half_hash ^ slots[j]) & umask)
+        values[shift + j] = value * products[j]
+    return out + end - first
+
+
+@njit(cache=True, nogil=True)
+def _crosses(indices, values, start, nnz, mirror, mask, program, naming):
+    """The crosses of any program, written at ``nnz``; returns the new end."""
+    letters, seeds, orders, letters_sorted, wildcard_orders = program
+    n = nnz - start
     width = letters.shape[1]
     # one allocation per kind for the scratch: a row's allocations cost as much as its crosses
     whole = np.empty(4 * n + 4 + 2 * width, np.int64)
@@ -202,14 +270,9 @@ def cross_row(indices, values, start, nnz, mask, crossing, naming):
             term_seeds[t] = seeds[i, t]
         out = _cross(indices, values, mirror, grouping, orders[i], scratch, mask, out)
     explicit = (seeds, orders, letters_sorted)
-    for order in wildcard_orders:
-        out = _cross_wildcard(indices, values, mirror, grouping, order, scratch, explicit,
-                              mask, out)
-    if linear_masks[0] | linear_masks[1] | linear_masks[2] | linear_masks[3]:
-        if len(naming) > 0:
-            mark_unread(naming, indices, start, nnz, mirror, linear_masks)
-            return out
-        return _drop_ignored_linear(indices, values, start, nnz, out, mirror, linear_masks)
+    for i in range(len(wildcard_orders)):
+        out = _cross_wildcard(indices, values, mirror, grouping, wildcard_orders[i], scratch,
+                              explicit, mask, out)
     return out
 
 
@@ -445,29 +508,82 @@ def max_crossed_features(buf, n, orders):
     """An upper bound on the features of the lines in ``buf[:n]`` with crosses of these
     ``orders``: each line's tokens t
     between blanks and '|' (a feature is at most one), t + 1 linear,
-    and t^k crosses for each interaction of order k (a wildcard's combinations included)."""
+    and t^k crosses for each interaction of order k (a wildcard's combinations included).
+
+    Eight bytes at a time (the bytes of a word that holds no line end counted at once, see
+    _token_starts): the bound is counted on every block's bytes, as many as the parse reads."""
     total = 0.0   # a float: a long line's t^k would overflow an int64
     tokens = np.int64(0)
-    in_token = False
-    for p in range(n + 1):
-        c = buf[p] if p < n else np.uint8(10)
+    in_token = np.uint64(0)   # whether the byte before is a token's (1 or 0)
+    whole_words = n // 8
+    words = buf[:whole_words * 8].view(np.uint64)
+    for w in range(whole_words):
+        word = words[w]
+        if _zero_bytes(word ^ _LINE_FEEDS) == 0:
+            starts, in_token = _token_starts(word, in_token)
+            tokens += np.int64((starts * _LOW_BITS) >> _BYTE_SUM_SHIFT)
+            continue
+        for p in range(8 * w, 8 * w + 8):   # a line ends in this word
+            c = buf[p]
+            if c == 10:
+                total = _plus_line_bound(total, tokens, orders)
+                tokens = 0
+                in_token = np.uint64(0)
+            else:
+                token_byte = np.uint64((c > 32) & (c != 124))
+                tokens += np.int64(token_byte & (_ONE - in_token))
+                in_token = token_byte
+    for p in range(8 * whole_words, n):
+        c = buf[p]
         if c == 10:
-            total += tokens + 1
-            for k in orders:
-                total += float(tokens) ** k
+            total = _plus_line_bound(total, tokens, orders)
             tokens = 0
-            in_token = False
-        elif c <= 32 or c == 124:   # any blank, and '|': finer than the lexers' tokens
-            in_token = False
+            in_token = np.uint64(0)
         else:
-            tokens += not in_token
-            in_token = True
-    return total
+            token_byte = np.uint64((c > 32) & (c != 124))
+            tokens += np.int64(token_byte & (_ONE - in_token))
+            in_token = token_byte
+    return _plus_line_bound(total, tokens, orders)   # the rest after the last line end
 
 
 _SIX = np.uint64(6)
 _LOW_6_BITS = np.uint64(63)
 _ONE = np.uint64(1)
+_LOW_7_BITS = np.uint64(0x7F7F7F7F7F7F7F7F)
+_HIGH_BITS = np.uint64(0x8080808080808080)
+_LOW_BITS = np.uint64(0x0101010101010101)
+_LINE_FEEDS = np.uint64(0x0A0A0A0A0A0A0A0A)
+_BARS = np.uint64(0x7C7C7C7C7C7C7C7C)
+_ABOVE_32 = np.uint64(0x5F5F5F5F5F5F5F5F)   # 127 - 32 in each byte
+_SEVEN = np.uint64(7)
+_EIGHT = np.uint64(8)
+_BYTE_SUM_SHIFT = np.uint64(56)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _zero_bytes(word):
+    """The high bit of each byte of ``word`` that is 0 (exact: no carry between bytes)."""
+    return ~(((word & _LOW_7_BITS) + _LOW_7_BITS) | word) & _HIGH_BITS
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _token_starts(word, in_token):
+    """(bit 0 of each byte of ``word`` that starts a token: above 0x20, not '|', after a byte
+    that is not; whether its last byte is a token's), ``in_token`` for the byte before the
+    word. The word's first byte is its lowest, as the lexers' SWAR reads words."""
+    above = (((word & _LOW_7_BITS) + _ABOVE_32) | word) & _HIGH_BITS
+    token_bytes = (above & ~_zero_bytes(word ^ _BARS)) >> _SEVEN
+    starts = token_bytes & ~((token_bytes << _EIGHT) | in_token)
+    return starts, token_bytes >> _BYTE_SUM_SHIFT
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _plus_line_bound(total, tokens, orders):
+    """``total`` plus the bound of a line of ``tokens`` tokens."""
+    total += tokens + 1
+    for i in range(len(orders)):   # (by index: an array's iterator costs reference counting)
+        total += float(tokens) ** orders[i]
+    return total
 
 
 @njit(cache=True, nogil=True)

@@ -26,6 +26,9 @@ DEFAULT_BITS = 18
 _WHEN_GIVEN = tuple(o.key for o in FEATURE_OPTIONS if o.key not in ("bits", "bias", "normalize"))
 # the features of one block of lines with its crosses (12 bytes each, twice: io/csr)
 MAX_CROSSED_FEATURES = 1 << 28
+# the features a crossed row's usual -q gathers in its merge table
+# (interactions.cross_letter_pairs): a longer row's crosses take the general way
+CROSSED_ROW_SCRATCH = 1 << 12
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,8 @@ class FeatureSpace:
         object.__setattr__(self, "_read", crossing.kept_masks(self.ignore, self.keep))
         object.__setattr__(self, "_linear_ignored",
                            crossing.letter_masks("--ignore_linear", self.ignore_linear))
+        object.__setattr__(self, "_usual_pairs",
+                           crossing.usual_pairs(self._program, self._linear_ignored))
 
     @property
     def crosses_namespaces(self):
@@ -96,19 +101,30 @@ class FeatureSpace:
     def kernel_params(self, naming=()):
         """What the feature stage's numba functions take (features/stage.py): (mask, bias,
         bias slot, crossing, hashing, naming). Crossing: when namespaces are crossed or kept,
-        (the letters read (a bit set), the crosses' program (interactions.cross_row)); hashing:
-        (True,) with --hash all; ``naming``: the arrays of names.new_naming, when the parse
-        kernels are to note where each feature's name is. Each empty when not used: its code
-        is then not compiled (io/feature_stage.py)."""
-        crossing = ((self._read, (*self._program, self._linear_ignored))
-                    if self.crosses_namespaces else ())
+        (the letters read, the letters of --ignore_linear: bit sets of numbers; whether
+        interactions.cross_letter_pairs makes the crosses: no arrays, the crosses' program
+        goes in the merge table, see there); hashing: (True,) with --hash all; ``naming``:
+        the arrays of names.new_naming, when the parse kernels are to note where each
+        feature's name is. Each empty when not used: its code is then not compiled
+        (io/feature_stage.py)."""
+        crossed = ((self._read, self._linear_ignored, self._usual_pairs)
+                   if self.crosses_namespaces else ())
         hashing = (True,) if self.hash_all else ()
-        return (self.mask, self.bias, self.bias_slot, crossing, hashing, naming)
+        return (self.mask, self.bias, self.bias_slot, crossed, hashing, naming)
 
     def new_merge_table(self):
-        """The scratch the parse kernels merge a row's repeated slots in (rows.merge_row): one
-        per thread that parses."""
-        return new_merge_table()
+        """The scratch the parse kernels end a row with (rows.merge_row's table, and the bit
+        set of interactions.repeats_a_slot): one per thread that parses. A space that crosses
+        or keeps namespaces adds the scratch of interactions.cross_letter_pairs and the
+        crosses' program (interactions.program: its arrays, each an item, so that a row takes
+        only those it uses), which the crosses read when a row ends (stage.merge_repeats): in
+        the kernel params, which every feature's inlined call takes, numba would count
+        references to them on every feature."""
+        table = new_merge_table()
+        if not self.crosses_namespaces:
+            return table
+        return (*table, np.empty(CROSSED_ROW_SCRATCH, np.uint64),
+                np.empty(CROSSED_ROW_SCRATCH, np.float64), *self._program)
 
     @property
     def cross_width(self):

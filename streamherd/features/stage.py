@@ -18,7 +18,7 @@ from numba import njit
 from numba.extending import overload
 
 from streamherd.features.hashing import hashstring, murmur3_32
-from streamherd.features.interactions import cross_row, repeats_a_slot
+from streamherd.features.interactions import cross_letter_pairs, cross_row, repeats_a_slot
 from streamherd.features.names import note_bias, note_feature
 from streamherd.features.rows import merge_row
 from streamherd.io import feature_stage as calls
@@ -29,6 +29,7 @@ _LOW_32_BITS = np.uint64(0xFFFFFFFF)
 _SIX = np.uint64(6)
 _LOW_6_BITS = np.uint64(63)
 _ONE = np.uint64(1)
+_ZERO = np.uint64(0)
 
 
 @overload(calls.default_namespace, inline="always")
@@ -151,11 +152,21 @@ def _add_feature_of_space(space, indices, values, row, namespace, key, value):
         mirror = len(indices) - 1 - (row[1] - row[0])   # the row's k-th at len - 1 - k
         indices[mirror] = np.int32(letter)
         values[mirror] = np.float64(seed)
-        read = np.int64((space[3][0][letter >> _SIX] >> (letter & _LOW_6_BITS)) & _ONE)
+        read = np.int64((_word_of(space[3][0], letter >> _SIX) >> (letter & _LOW_6_BITS))
+                        & _ONE)
         start, nnz, last_slot, falls, bias_seen = _append(space, indices, values, row, key,
                                                           value)
         return start, nnz - 1 + read, last_slot, falls, bias_seen
     return noted
+
+
+@njit(cache=True, inline="always")
+def _word_of(words, k):
+    """``words[k]`` of four uint64 words, without a branch: numba indexes a tuple at a
+    run-time position by a jump table, and a branch in an inlined function that takes
+    arrays makes numba count references to them on every feature."""
+    return ((words[0] & (_ZERO - np.uint64(k == 0))) | (words[1] & (_ZERO - np.uint64(k == 1)))
+            | (words[2] & (_ZERO - np.uint64(k == 2))) | (words[3] & (_ZERO - np.uint64(k == 3))))
 
 
 @njit(cache=True, inline="always")
@@ -185,8 +196,9 @@ def _finish_of_space(space, indices, values, row):
     Without crosses: the bias, and whether the row is distinct. Distinct: no bias slot
     written, and the slots rise strictly, or rise, fall once and then rise strictly up to a
     last slot below the first one. Without a branch: the bias is written either way, and
-    counted if added. With crosses (interactions.cross_row) the row is merged always: crosses
-    repeat slots often, and a kept feature's slot may follow a dropped one's."""
+    counted if added. With crosses or kept namespaces the row goes to merge_repeats always,
+    which crosses it, adds the bias and merges it (crosses repeat slots often, and a kept
+    feature's slot may follow a dropped one's): the crosses' program is in the merge table."""
     unmerged = _names_features(space)
     if not _crosses_namespaces(space):
         def plain(space, indices, values, row):
@@ -201,31 +213,48 @@ def _finish_of_space(space, indices, values, row):
         return plain
 
     def crossed(space, indices, values, row):
-        end = cross_row(indices, values, row[0], row[1], space[0], space[3][1], space[5])
-        indices[end] = space[2]
-        values[end] = 1.0
-        note_bias(space[5], end)
-        return end + space[1], unmerged
+        return row[1], False   # its crosses and its bias come at merge_repeats
     return crossed
 
 
 @overload(calls.merge_repeats, inline="always")
 def _merge_repeats_of_space(space, indices, values, start, end, merge_table, stamp):
-    """rows.merge_row; a crossed row is first checked for repeats (interactions.repeats_a_slot):
-    most have none."""
+    """rows.merge_row. With crosses, the row is first ended: its crosses
+    (interactions.cross_row, whose program is in the merge table: FeatureSpace.new_merge_table)
+    and its bias; then checked for repeats (interactions.repeats_a_slot: most rows have
+    none), unless the space names features."""
     if not _crosses_namespaces(space):
         def merged(space, indices, values, start, end, merge_table, stamp):
             return _merge_row(indices, values, start, end, merge_table, stamp)
         return merged
 
-    def checked(space, indices, values, start, end, merge_table, stamp):
-        if not repeats_a_slot(indices, start, end, merge_table[3]):
-            return end
-        return _merge_row(indices, values, start, end, merge_table, stamp)
-    return checked
+    def crossed(space, indices, values, start, end, merge_table, stamp):
+        return _end_crossed_row(space, indices, values, start, end, merge_table, stamp)
+    return crossed
+
+
+@njit(cache=True, nogil=True)
+def _end_crossed_row(space, indices, values, start, nnz, merge_table, stamp):
+    """The crosses of the row ``start:nnz`` (the usual -q's by cross_letter_pairs when the row
+    fits its scratch, see FeatureSpace.new_merge_table for the merge table's items), its
+    bias, its repeated slots summed; returns its end (-1: a sum overflowed). A call, not
+    inlined: the merge table's arrays are counted once a row, not at each use."""
+    if space[3][2] and len(space[5]) == 0 and nnz - start <= len(merge_table[4]):
+        end = cross_letter_pairs(indices, values, start, nnz, space[0], merge_table[6],
+                                 merge_table[4], merge_table[5])
+    else:
+        end = cross_row(indices, values, start, nnz, space[0], merge_table[6:], space[3][1],
+                        space[5])
+    indices[end] = space[2]
+    values[end] = 1.0
+    note_bias(space[5], end)
+    end += space[1]
+    if len(space[5]) > 0 or not repeats_a_slot(indices, start, end, merge_table[3]):
+        return end
+    return _merge_row(indices, values, start, end, merge_table, stamp)
 
 
 @njit(cache=True, inline="always")
 def _merge_row(indices, values, start, end, merge_table, stamp):
-    keys, stamps, positions, _ = merge_table
-    return merge_row(indices, values, start, end, keys, stamps, positions, stamp)
+    return merge_row(indices, values, start, end, merge_table[0], merge_table[1],
+                     merge_table[2], stamp)

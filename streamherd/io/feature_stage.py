@@ -51,11 +51,13 @@ def add(space, indices, values, row, namespace, key, value, name_start):
 
 def finish_row(space, indices, values, row):
     """End the row; returns (the position after it, distinct): ``distinct`` False when the row
-    may hold a slot twice, which merge_repeats then sums."""
+    may hold a slot twice, which merge_repeats then sums (a space that crosses namespaces
+    leaves the rest of the row to merge_repeats: the position is then its last feature's)."""
     raise _compiled_only("finish_row")
 
 
 def merge_repeats(space, indices, values, start, end, merge_table, stamp):
-    """Sum the repeated slots of the row at ``start:end``; returns its new end, or -1 when a
-    sum overflows (a malformed line)."""
+    """Sum the repeated slots of the row at ``start:end`` (with crosses of namespaces, after
+    adding what finish_row left: its crosses, from the space's ``merge_table``, and its bias);
+    returns its new end, or -1 when a sum overflows (a malformed line)."""
     raise _compiled_only("merge_repeats")
