@@ -435,7 +435,8 @@ def test_train_start_up_imports_neither_pydantic_nor_scipy_nor_numba_compiler(tm
     """Start-up weight (its cost is measured in benchmarks/, not here): a plain train
     or predict loads neither typer's pydantic conversion nor scipy (numba's version check and
     BLAS probe, scipy.special) nor pyyaml (numba's config file) nor colorama (numba's coloured
-    error messages, without a colour scheme chosen) nor, with its kernels cached,
+    error messages, without a colour scheme chosen) nor numpy.ma (np.unique's first call) nor,
+    with its kernels cached,
     what only numba's compiler needs (its registries, here the typed dict's) nor numba's array
     module (which loading a kernel that allocates or sorts imports). The first run may compile
     (a cold cache); the second must not."""
@@ -447,7 +448,7 @@ def test_train_start_up_imports_neither_pydantic_nor_scipy_nor_numba_compiler(tm
              "             ['predict', '-m', sys.argv[2], sys.argv[1], '--quiet']):\n"
              "    try:\n        run(argv)\n    except SystemExit as e:\n"
              "        assert e.code == 0, e.code\n"
-             "print(sorted(m for m in ('pydantic', 'scipy', 'yaml', 'colorama',"
+             "print(sorted(m for m in ('pydantic', 'scipy', 'yaml', 'colorama', 'numpy.ma',"
              " 'numba.typed.dictimpl', 'numba.np.arrayobj') if m in sys.modules))\n")
     for _ in range(2):
         proc = subprocess.run([sys.executable, "-c", probe, str(data), str(model)],

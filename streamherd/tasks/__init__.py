@@ -98,6 +98,15 @@ FEW_CLASSES = 20
 ROWS_PER_CLASS = 5
 
 
+def _distinct(values):
+    """The distinct values, sorted: np.unique's own steps, without its first call's import of
+    numpy.ma (to look for masked arrays), a cost of every run's start-up otherwise."""
+    ordered = np.sort(values)
+    first = np.ones(len(ordered), np.bool_)
+    first[1:] = ordered[1:] != ordered[:-1]
+    return ordered[first]
+
+
 def detect(chunk, skip_bad=False):
     """Without --multiclass, --classes or --loss, the first chunk decides, and the preamble says
     what it chose. Class names (labels that are not numbers; a damaged number such as nan or
@@ -112,7 +121,7 @@ def detect(chunk, skip_bad=False):
     - more whole numbers than classes usually are but repeated as values seldom are: neither,
       a one-line error naming the flags that choose."""
     names = int(class_name_rows(chunk).sum())
-    labels = np.unique(chunk.labels[~np.isnan(chunk.labels)])
+    labels = _distinct(chunk.labels[~np.isnan(chunk.labels)])
     numeric_rows = int((~np.isnan(chunk.labels)).sum())
     if names and names >= numeric_rows:
         return MulticlassTask(skip_bad=skip_bad)
