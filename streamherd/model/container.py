@@ -30,7 +30,7 @@ from streamherd import __version__, calibration, herding, learners, tasks
 from streamherd.errors import SavedMeta, StreamherdError, is_finite, is_int, is_real, shown
 from streamherd.features.space import FeatureSpace
 from streamherd.learners.base import check_memory, memory_text
-from streamherd.outputs import replaced_on_success
+from streamherd.outputs import replaced_on_success, write_error
 
 # a version 1 file is a binary model (version 2 has a meta "task"); version 3: sparse arrays
 FORMAT_VERSION = 3
@@ -70,14 +70,15 @@ def write_archive(path, meta, members):
             "streamherd_version": __version__, **meta}
     path = os.fspath(path)
     text = np.array(json.dumps(meta, sort_keys=True).encode("utf-8"))
+    kept = os.path.lexists(path)
     try:
         with replaced_on_success(path, "wb", what="model") as f, \
                 zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL) as zf:
             for name, array in {"meta": text, **members}.items():
                 with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
-    except OSError as e:
-        raise StreamherdError(f"cannot write model {path}: {e.strerror}") from None
+    except OSError as e:   # (the zip's last flush, outside the file's reported writes)
+        raise write_error("model", path, e, kept) from None
     except MemoryError:
         raise StreamherdError(f"cannot write model {path}: not enough memory to compress it; "
                               f"free memory or use a smaller -b") from None
