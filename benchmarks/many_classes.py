@@ -23,8 +23,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from throughput import replace_section  # noqa: E402
 ROOT = HERE.parent
-README = HERE / "README.md"
 START, END = "<!-- many-classes:start -->", "<!-- many-classes:end -->"
 VW = "VW --oaa 10"
 
@@ -115,12 +116,7 @@ def main(argv=None):
         "--write-readme", "```", "", *table(times), "", END])
     print(block)
     if args.write_readme:
-        text = README.read_text()
-        if START in text:
-            text = text[:text.index(START)] + block + text[text.index(END) + len(END):]
-        else:
-            text = text.rstrip("\n") + "\n\n" + block + "\n"
-        README.write_text(text)
+        replace_section(START, END, block)
 
 
 if __name__ == "__main__":

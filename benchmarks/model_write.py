@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-README = HERE / "README.md"
+sys.path.insert(0, str(HERE))
+from throughput import replace_section  # noqa: E402
 START, END = "<!-- model-write:start -->", "<!-- model-write:end -->"
 # (name, train file in the shared data, extra train flags)
 CASES = [
@@ -88,12 +89,7 @@ def main(argv=None):
         f"{args.repeat} writes. Load average at the end: {load}.", "",
         "```", "python benchmarks/model_write.py --write-readme", "```", "", *lines, "", END])
     if args.write_readme:
-        text = README.read_text()
-        if START in text:
-            text = text[:text.index(START)] + block + text[text.index(END) + len(END):]
-        else:
-            text = text.rstrip("\n") + "\n\n" + block + "\n"
-        README.write_text(text)
+        replace_section(START, END, block)
     else:
         print(block)
 

@@ -524,26 +524,19 @@ def max_crossed_features(buf, n, orders):
             tokens += np.int64((starts * _LOW_BITS) >> _BYTE_SUM_SHIFT)
             continue
         for p in range(8 * w, 8 * w + 8):   # a line ends in this word
-            c = buf[p]
-            if c == 10:
-                total = _plus_line_bound(total, tokens, orders)
-                tokens = 0
-                in_token = np.uint64(0)
-            else:
-                token_byte = np.uint64((c > 32) & (c != 124))
-                tokens += np.int64(token_byte & (_ONE - in_token))
-                in_token = token_byte
+            total, tokens, in_token = _counted_byte(buf[p], total, tokens, in_token, orders)
     for p in range(8 * whole_words, n):
-        c = buf[p]
-        if c == 10:
-            total = _plus_line_bound(total, tokens, orders)
-            tokens = 0
-            in_token = np.uint64(0)
-        else:
-            token_byte = np.uint64((c > 32) & (c != 124))
-            tokens += np.int64(token_byte & (_ONE - in_token))
-            in_token = token_byte
+        total, tokens, in_token = _counted_byte(buf[p], total, tokens, in_token, orders)
     return _plus_line_bound(total, tokens, orders)   # the rest after the last line end
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _counted_byte(c, total, tokens, in_token, orders):
+    """max_crossed_features's count after one byte ``c``: a line end adds its line's bound."""
+    if c == 10:
+        return _plus_line_bound(total, tokens, orders), np.int64(0), np.uint64(0)
+    token_byte = np.uint64((c > 32) & (c != 124))
+    return total, tokens + np.int64(token_byte & (_ONE - in_token)), token_byte
 
 
 _SIX = np.uint64(6)
