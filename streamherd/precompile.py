@@ -215,8 +215,8 @@ def cache_folder():
     return None
 
 
-def _start_up():
-    """What a command runs before its work (start_up.end loads numba's target with it)."""
+def _audit_line_count():
+    """Compile io.block.count_newlines, which --audit runs (audit.py) and no job below does."""
     import numpy as np
 
     from streamherd.io.block import count_newlines
@@ -269,7 +269,8 @@ def _prepare():
 
     numba_runtime.install()
     compilation.watch(quiet=True)
-    _start_up()
+    numba_runtime.start_target()   # as start_up.end
+    _audit_line_count()
 
 
 def _kernel_groups(all_jobs, first):
