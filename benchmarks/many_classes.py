@@ -1,16 +1,16 @@
 """Training with ten classes against Vowpal Wabbit's one-against-all (``--oaa 10``), side by side.
 
 The input is mnist5k (shared data: 5000 digits, 784 raw pixel features, about 152 non-zero a
-line) repeated to ``--lines`` lines (the copies in the stored order), written as svmlight for
+line) repeated to each length of ``--lines`` (the copies in the stored order), as svmlight for
 streamherd and as its VW twin (labels 1..10, one namespace) for VW. Every command is a whole
 process (Python start-up, imports and the numba cache load included) that writes its model
 (``-f``), run in rounds: a warm-up round, then ``--repeat`` rounds of every command once, so that
 the machine's slow and fast minutes spread over all rows; a row gives the median and the shortest
 wall time, the median CPU time (user + system, all threads) and the peak RSS (wait4). "vs VW" is
 VW's median wall time divided by the row's (above 1: faster than VW). The load average is read
-before and after.
+before and after each length.
 
-    python benchmarks/many_classes.py [--lines 200000] [--repeat 5] [--write-readme]
+    python benchmarks/many_classes.py [--lines 200000 1000000] [--repeat 5] [--write-readme]
 """
 import argparse
 import gzip
@@ -96,27 +96,35 @@ def table(times):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    parser.add_argument("--lines", type=int, default=200_000)
+    parser.add_argument("--lines", type=int, nargs="+", default=[200_000, 1_000_000],
+                        help="one table for each input length")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--write-readme", action="store_true")
     args = parser.parse_args(argv)
-    load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory() as folder:
-        svm, vw = inputs(args.data, args.lines, folder)
-        times = measure(commands(svm, vw, Path(folder) / "model.npz"), args.repeat)
-    load = ", ".join(f"{x:.1f}" for x in (*load_before, *os.getloadavg()))
-    block = "\n".join([
-        START, f"## Ten classes against VW --oaa 10 ({args.lines:,} lines)", "",
-        f"mnist5k repeated to {args.lines:,} lines, svmlight for streamherd and its VW twin for "
-        f"VW; each command a whole process writing its model, a warm-up round then "
-        f"{args.repeat} rounds of every command once; median and best wall time, median CPU "
-        f"time, peak RSS; vs VW = VW's median wall time / the row's. Load average (1, 5, 15 "
-        f"min) before, then after: {load}. {os.cpu_count()} cores.", "",
-        "```", f"python benchmarks/many_classes.py --lines {args.lines} --repeat {args.repeat} "
-        "--write-readme", "```", "", *table(times), "", END])
-    print(block)
+    lines = " ".join(map(str, args.lines))
+    parts = [START, "## Ten classes against VW --oaa 10", "",
+             "mnist5k repeated to each length, svmlight for streamherd and its VW twin for VW; "
+             "each command a whole process writing its model, a warm-up round then "
+             f"{args.repeat} rounds of every command once; median and best wall time, median "
+             "CPU time, peak RSS; vs VW = VW's median wall time / the row's (above 1: faster "
+             f"than VW). {os.cpu_count()} cores.", "",
+             "```", f"python benchmarks/many_classes.py --lines {lines} --repeat {args.repeat} "
+             "--write-readme", "```"]
+    for count in args.lines:
+        load_before = os.getloadavg()
+        with tempfile.TemporaryDirectory() as folder:
+            svm, vw = inputs(args.data, count, folder)
+            times = measure(commands(svm, vw, Path(folder) / "model.npz"), args.repeat)
+        load = ", ".join(f"{x:.1f}" for x in (*load_before, *os.getloadavg()))
+        rows = table(times)
+        parts += ["", f"{count:,} lines; load average (1, 5, 15 min) before, then after: "
+                      f"{load}.", "", *rows]
+        print(f"{count:,} lines", *rows, sep="\n", flush=True)
+    block = "\n".join([*parts, "", END])
     if args.write_readme:
         replace_section(START, END, block)
+    else:
+        print(block)
 
 
 if __name__ == "__main__":
