@@ -28,6 +28,7 @@ from numba import njit
 from streamherd.errors import StreamherdError
 from streamherd.features.hashing import hashstring
 from streamherd.features.names import mark_unread, note_cross, note_cross_members
+from streamherd.io.lexing import swar_separators
 
 FNV_PRIME = np.uint64(16777619)
 WILDCARD = ord(":")
@@ -547,7 +548,6 @@ _HIGH_BITS = np.uint64(0x8080808080808080)
 _LOW_BITS = np.uint64(0x0101010101010101)
 _LINE_FEEDS = np.uint64(0x0A0A0A0A0A0A0A0A)
 _BARS = np.uint64(0x7C7C7C7C7C7C7C7C)
-_ABOVE_32 = np.uint64(0x5F5F5F5F5F5F5F5F)   # 127 - 32 in each byte
 _SEVEN = np.uint64(7)
 _EIGHT = np.uint64(8)
 _BYTE_SUM_SHIFT = np.uint64(56)
@@ -564,8 +564,8 @@ def _token_starts(word, in_token):
     """(bit 0 of each byte of ``word`` that starts a token: above 0x20, not '|', after a byte
     that is not; whether its last byte is a token's), ``in_token`` for the byte before the
     word. The word's first byte is its lowest, as the lexers' SWAR reads words."""
-    above = (((word & _LOW_7_BITS) + _ABOVE_32) | word) & _HIGH_BITS
-    token_bytes = (above & ~_zero_bytes(word ^ _BARS)) >> _SEVEN
+    above_space = swar_separators(word) ^ _HIGH_BITS
+    token_bytes = (above_space & ~_zero_bytes(word ^ _BARS)) >> _SEVEN
     starts = token_bytes & ~((token_bytes << _EIGHT) | in_token)
     return starts, token_bytes >> _BYTE_SUM_SHIFT
 
