@@ -280,6 +280,10 @@ class ClassLabels:
         if not labeled.any():
             return chunk, cls
         keys = label_keys(chunk.block, chunk.label_start, chunk.label_end)
+        known = self._known_ids(keys[labeled])
+        if known is not None:   # the usual chunk: every label a class already
+            cls[labeled] = known
+            return chunk, cls
         distinct, first, inverse = np.unique(keys[labeled], return_index=True,
                                              return_inverse=True)
         rows = np.flatnonzero(labeled)
@@ -315,6 +319,19 @@ class ClassLabels:
                 f"{where} is not one of --classes {','.join(self.texts)}; fix the line, add the "
                 f"class to --classes, or pass --skip-bad to skip such lines")
         return chunk, cls
+
+    def _known_ids(self, keys):
+        """The class id of each of ``keys`` when every one is a class's, else None: a binary
+        search in the sorted keys of the classes (remade when a class joins)."""
+        if getattr(self, "_sorted", (None, None, -1))[2] != len(self.ids):
+            order = sorted(self.ids)
+            self._sorted = (np.array(order, np.uint64),
+                            np.array([self.ids[key] for key in order], np.int64), len(self.ids))
+        sorted_keys, sorted_ids, _ = self._sorted
+        if not len(sorted_keys):
+            return None
+        at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+        return sorted_ids[at] if np.array_equal(sorted_keys[at], keys) else None
 
     def value_ids(self, values):
         """(rows whose label value is a class, their class ids): in-memory numeric labels, keyed

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from streamherd import learners
+from streamherd.learners.kernels.multiclass import all_class_scores, chunk_spread, distinct_slots
 from streamherd.learners.reductions.ova import OneVersusAll
 from streamherd.model import load_model, save_model
 
@@ -154,6 +155,57 @@ def test_joint_resume_from_saved_model_equals_one_run(name, data, tmp_path):
     for key, value in whole.state().items():   # the averaged perceptron saves the average and
         # recovers its running sum from it, exact up to rounding
         np.testing.assert_allclose(resumed.state()[key], value, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["arow-p", "pa2", "sop", "avg-perceptron", "nherd-d"])
+def test_joint_with_eleven_classes_matches_dense_delta_construction(name):
+    """Eleven classes: the class scores run eight, then two, then one class at a time."""
+    many = make_data(5, k=11)
+    learner, predicted, _ = run_joint(name, many, 11, options_for(name))
+    ref_predicted, ref_arrays = joint_reference(name, many, 11, options_for(name))
+    np.testing.assert_array_equal(predicted, ref_predicted)
+    assert_state(learner, ref_arrays)
+
+
+@pytest.mark.parametrize("classes", [1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 19])
+def test_class_scores_add_each_row_in_its_order(classes):
+    """Whatever the grouping of classes, score z is the row's terms w[z D + j] x_j added one by
+    one in the row's order: the same floats as a plain loop."""
+    rng = np.random.default_rng(classes)
+    dim = 64
+    w = rng.normal(size=dim * classes) * 10.0 ** rng.integers(-8, 8, size=dim * classes)
+    indptr = np.array([0, 0, 1, 9, 40, 41], np.int64)
+    indices = rng.integers(0, dim, size=indptr[-1]).astype(np.int64)
+    values = rng.normal(size=indptr[-1]) * 10.0 ** rng.integers(-8, 8, size=indptr[-1])
+    expected = np.zeros((len(indptr) - 1, classes))
+    for i in range(len(indptr) - 1):
+        for z in range(classes):
+            total = 0.0
+            for k in range(indptr[i], indptr[i + 1]):
+                total += float(w[z * dim + indices[k]]) * float(values[k])
+            expected[i, z] = total
+    out = np.full_like(expected, np.nan)
+    all_class_scores(w, dim, classes, indptr, indices, values, out)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_chunk_spread_tells_hashed_words_from_repeated_numbered_features():
+    learner = learners.create("arow-p", 1 << 18, {}, blocks=10)
+    rng = np.random.default_rng(0)
+    pixels = np.tile(np.arange(700, dtype=np.int64) * 373 % (1 << 18), 40)   # 40 rows of 700
+    words = rng.integers(0, 1 << 18, size=28_000).astype(np.int64)
+    for indices, spread in ((pixels, False), (words, True), (pixels[:0], False)):
+        indptr = np.arange(0, len(indices) + 1, 700, dtype=np.int64)
+        assert chunk_spread(learner, indptr, indices) == spread
+
+
+def test_distinct_slots_estimates_the_count_of_distinct_slots():
+    rng = np.random.default_rng(1)
+    for distinct in (1, 50, 800, 3000):
+        slots = rng.choice(1 << 30, size=distinct, replace=False)
+        indices = np.concatenate([slots, rng.choice(slots, size=4 * distinct)]).astype(np.int64)
+        estimate = distinct_slots(indices, 0, len(indices), np.zeros(1 << 14, np.bool_))
+        assert abs(estimate - distinct) <= 0.05 * distinct + 1
 
 
 def test_grow_keeps_old_blocks_and_adds_fresh_ones():

@@ -493,9 +493,9 @@ class Learner:
         """
         from streamherd.learners.kernels.multiclass import joint_workspace
 
-        nnz_max = int(np.max(np.diff(indptr))) if len(indptr) > 1 else 0
         return self.checked(*self._run_joint(cls, importance, indptr, indices, values, known,
-                                             predicted_out, joint_workspace(self, nnz_max)))
+                                             predicted_out,
+                                             joint_workspace(self, indptr, indices)))
 
     def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         """The family's joint kernel (``work``: multiclass.joint_workspace); returns (updates,

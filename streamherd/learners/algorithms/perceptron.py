@@ -103,7 +103,7 @@ def _averaged_joint(cls, importance, indptr, indices, values, w, u, seen, D, kno
     average = np.zeros(len(scores))
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row_blocks(w, D, known, indptr, indices, i)  # and u (interleaved)
+        prefetch_next_row_blocks(w, D, known, indptr, indices, i, work[3])  # and u (interleaved)
         visible = visible_classes(known, cls[i])
         class_scores(u, D, visible, indices, values, start, end, average)
         class_scores(w, D, visible, indices, values, start, end, scores)

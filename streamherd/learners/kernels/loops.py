@@ -119,7 +119,7 @@ def joint_loop(scores, margin, step, cls, importance, indptr, indices, values, s
     updates = 0
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row_blocks(state[0], D, known, indptr, indices, i)
+        prefetch_next_row_blocks(state[0], D, known, indptr, indices, i, work[3])
         scores(state, D, visible_classes(known, cls[i]), indices, values, start, end, work[0])
         predicted_out[i], known, n = joint_prepare(work[0], known, cls, importance, indices,
                                                    values, start, end, D, i, work)

@@ -117,16 +117,17 @@ def _update_blocks(w, D, K, tau, indices, values, start, end):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def mira_chunk(w, D, known, cls, importance, indptr, indices, values, variant, c, predicted_out,
-               scores, tau, active):
+               scores, tau, active, spread):
     """Predict-then-update over one chunk with MIRA's update (the joint loop's conventions,
     loops.joint_loop: the prediction over the ``known`` classes, a new label joins before its
-    update). Returns (updates, index of a bad example or -1, known)."""
+    update; ``spread``: multiclass.chunk_spread). Returns (updates, index of a bad example or
+    -1, known)."""
     updates = 0
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
         label = cls[i]
         visible = visible_classes(known, label)
-        prefetch_next_row_blocks(w, D, known, indptr, indices, i)
+        prefetch_next_row_blocks(w, D, known, indptr, indices, i, spread)
         class_scores(w, D, visible, indices, values, start, end, scores)
         predicted_out[i] = best_class(scores, known, -1)
         if not scores_finite(scores, known):

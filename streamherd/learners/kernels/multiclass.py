@@ -20,6 +20,13 @@ from numba import njit
 
 from streamherd.learners.kernels.prefetch import prefetch
 
+# Half the smallest L2 cache of a core in common x86 servers (512 KiB): slots read within it
+# stay cached between rows, and prefetching them is wasted work (chunk_spread).
+CACHED_BYTES = 256 * 1024
+SPREAD_SAMPLE = 1 << 13   # a chunk's first entries that chunk_spread reads,
+DISTINCT_FLAGS = 1 << 14  # the flags it counts their slots on,
+SATURATED = 4             # and how many reads a slot at least, on average, saturate it
+
 
 @njit(cache=True, inline="always")
 def visible_classes(known, label):
@@ -30,14 +37,70 @@ def visible_classes(known, label):
 @njit(cache=True, inline="always")
 def class_sums(term, first, second, D, K, indices, values, start, end, scores):
     """scores[z] = the sum over x's features of term(first[s], second[s], x_j), s = z D + j the
-    slot of feature j in block z, for the first K classes (a state of two per-slot arrays)."""
-    for z in range(K):
-        scores[z] = 0.0
+    slot of feature j in block z, for the first K classes (a state of two per-slot arrays).
+
+    Eight classes to a pass over the row (then four, two, one), each class's sum in a register
+    of its own: the blocks lie 2^b slots apart, so the K slots of one feature fall in one cache
+    set, and more blocks at a time than a set has ways (8) evict each other's lines. Each sum
+    still adds the row's terms in the row's order (the same floats as one class at a time)."""
+    z = 0
+    while z + 8 <= K:
+        eight_sums(term, first, second, z * D, D, indices, values, start, end, scores, z)
+        z += 8
+    if z + 4 <= K:
+        four_sums(term, first, second, z * D, D, indices, values, start, end, scores, z)
+        z += 4
+    if z + 2 <= K:
+        two_sums(term, first, second, z * D, D, indices, values, start, end, scores, z)
+        z += 2
+    if z < K:
+        total = 0.0
+        for k in range(start, end):
+            s = z * D + indices[k]
+            total += term(first[s], second[s], values[k])
+        scores[z] = total
+
+
+@njit(cache=True, inline="always")
+def eight_sums(term, first, second, offset, D, indices, values, start, end, scores, z):
+    """class_sums of classes z..z+7 (block z starts at slot ``offset``)."""
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
     for k in range(start, end):
-        j = indices[k]
-        x = values[k]
-        for z in range(K):
-            scores[z] += term(first[z * D + j], second[z * D + j], x)
+        s, x = offset + indices[k], values[k]
+        a0 += term(first[s], second[s], x)
+        a1 += term(first[s + D], second[s + D], x)
+        a2 += term(first[s + 2 * D], second[s + 2 * D], x)
+        a3 += term(first[s + 3 * D], second[s + 3 * D], x)
+        a4 += term(first[s + 4 * D], second[s + 4 * D], x)
+        a5 += term(first[s + 5 * D], second[s + 5 * D], x)
+        a6 += term(first[s + 6 * D], second[s + 6 * D], x)
+        a7 += term(first[s + 7 * D], second[s + 7 * D], x)
+    scores[z], scores[z + 1], scores[z + 2], scores[z + 3] = a0, a1, a2, a3
+    scores[z + 4], scores[z + 5], scores[z + 6], scores[z + 7] = a4, a5, a6, a7
+
+
+@njit(cache=True, inline="always")
+def four_sums(term, first, second, offset, D, indices, values, start, end, scores, z):
+    """class_sums of classes z..z+3."""
+    a0 = a1 = a2 = a3 = 0.0
+    for k in range(start, end):
+        s, x = offset + indices[k], values[k]
+        a0 += term(first[s], second[s], x)
+        a1 += term(first[s + D], second[s + D], x)
+        a2 += term(first[s + 2 * D], second[s + 2 * D], x)
+        a3 += term(first[s + 3 * D], second[s + 3 * D], x)
+    scores[z], scores[z + 1], scores[z + 2], scores[z + 3] = a0, a1, a2, a3
+
+
+@njit(cache=True, inline="always")
+def two_sums(term, first, second, offset, D, indices, values, start, end, scores, z):
+    """class_sums of classes z and z+1."""
+    a0 = a1 = 0.0
+    for k in range(start, end):
+        s, x = offset + indices[k], values[k]
+        a0 += term(first[s], second[s], x)
+        a1 += term(first[s + D], second[s + D], x)
+    scores[z], scores[z + 1] = a0, a1
 
 
 @njit(cache=True, inline="always")
@@ -52,10 +115,12 @@ def class_scores(w, D, K, indices, values, start, end, scores):
 
 
 @njit(cache=True, inline="always")
-def prefetch_next_row_blocks(w, D, K, indptr, indices, i):
+def prefetch_next_row_blocks(w, D, K, indptr, indices, i, spread):
     """Ask the cache for the next row's slots in every class block (see prefetch.py: the K
-    blocks lie 2^b slots apart, so each feature costs K cache misses)."""
-    if i + 2 < len(indptr):
+    blocks lie 2^b slots apart, so each feature costs K cache misses), when the chunk's slots
+    are ``spread`` (chunk_spread): else they stay cached from row to row, and the K requests a
+    feature would be pure cost."""
+    if spread and i + 2 < len(indptr):
         for k in range(indptr[i + 1], indptr[i + 2]):
             j = indices[k]
             for z in range(K):
@@ -105,14 +170,14 @@ def joint_prepare(predict_scores, known, cls, importance, indices, values, start
                   work):
     """Example i of a joint kernel, before the family's step.
 
-    work = (scores, delta_indices, delta_values), the scratch of joint_workspace. The caller has
-    filled ``predict_scores`` (the progressive prediction's, over the ``known`` classes) and
-    work[0] (the update's, over visible_classes(known, cls[i])); they are the same array except
-    for the averaged perceptron. Returns (predicted class or -1, known after this example, length
-    of the Delta row written to work[1], work[2]; 0 when there is no update to make: unlabeled
-    (class -1), importance <= 0, or no second class yet; -1 when a score of the prediction is not
-    finite: the kernel then returns the example as bad, kernels/sparse.py). The family's step
-    checks the margin on Delta.
+    work = (scores, delta_indices, delta_values, spread), the scratch of joint_workspace. The
+    caller has filled ``predict_scores`` (the progressive prediction's, over the ``known``
+    classes) and work[0] (the update's, over visible_classes(known, cls[i])); they are the same
+    array except for the averaged perceptron. Returns (predicted class or -1, known after this
+    example, length of the Delta row written to work[1], work[2]; 0 when there is no update to
+    make: unlabeled (class -1), importance <= 0, or no second class yet; -1 when a score of the
+    prediction is not finite: the kernel then returns the example as bad, kernels/sparse.py).
+    The family's step checks the margin on Delta.
     """
     predicted = best_class(predict_scores, known, -1)
     if not scores_finite(predict_scores, known):
@@ -130,17 +195,6 @@ def joint_prepare(predict_scores, known, cls, importance, indices, values, start
                                          work[2])
 
 
-@njit(cache=True, inline="always")
-def joint_row(w, D, known, cls, importance, indptr, indices, values, i, work):
-    """joint_prepare with the scores w . f(x, z) of the mean (every learner but the averaged
-    perceptron and the diagonal second-order perceptron, which score otherwise)."""
-    start, end = indptr[i], indptr[i + 1]
-    prefetch_next_row_blocks(w, D, known, indptr, indices, i)
-    class_scores(w, D, visible_classes(known, cls[i]), indices, values, start, end, work[0])
-    return joint_prepare(work[0], known, cls, importance, indices, values, start, end, D, i,
-                         work)
-
-
 @njit(cache=True, nogil=True)
 def all_class_scores(w, D, K, indptr, indices, values, out):
     """out[i, z] = w . f(x_i, z): prediction with a fixed joint model."""
@@ -148,9 +202,42 @@ def all_class_scores(w, D, K, indptr, indices, values, out):
         class_scores(w, D, K, indices, values, indptr[i], indptr[i + 1], out[i])
 
 
-def joint_workspace(learner, nnz_max):
-    """Scratch of a joint kernel call, ``work`` = (class scores, Delta's slots, Delta's values);
-    int64 slots: K D may pass 2^31."""
+def chunk_spread(learner, indptr, indices):
+    """Whether the slots that a chunk's rows read in the class blocks may overflow a core's own
+    cache (CACHED_BYTES), judged on its first SPREAD_SAMPLE entries: not when their slots repeat
+    (SATURATED: each read several times, so the sample has seen the chunk's working set) and
+    that many slots in every block fit the cache, as for a few hundred numbered features
+    (pixels, digits); hashed words bring new slots row after row."""
+    start = indptr[0]
+    entries = min(indptr[-1], start + SPREAD_SAMPLE) - start
+    if entries <= 0:
+        return False
+    distinct = distinct_slots(indices, start, start + entries, np.zeros(DISTINCT_FLAGS, np.bool_))
+    working_set = distinct * max(learner.blocks, 1) * learner.state_bytes_per_slot()
+    return not (distinct * SATURATED <= entries and working_set <= CACHED_BYTES)
+
+
+@njit(cache=True, nogil=True)
+def distinct_slots(indices, start, end, flags):
+    """The number of distinct slots in indices[start:end], estimated by linear counting on the
+    zeroed ``flags`` (a power of two long; a slot's low bits pick its flag: slots are hashes)."""
+    mask = len(flags) - 1
+    set_flags = 0
+    for k in range(start, end):
+        f = indices[k] & mask
+        if not flags[f]:
+            flags[f] = True
+            set_flags += 1
+    if set_flags >= len(flags):
+        return np.inf
+    return -len(flags) * np.log(1.0 - set_flags / len(flags))
+
+
+def joint_workspace(learner, indptr, indices):
+    """Scratch of a joint kernel call on a chunk, ``work`` = (class scores, Delta's slots,
+    Delta's values, chunk_spread); int64 slots: K D may pass 2^31."""
+    nnz_max = int(np.max(np.diff(indptr))) if len(indptr) > 1 else 0
     scores = np.zeros(max(learner.blocks, 1))
     size = 2 * max(nnz_max, 1)
-    return scores, np.empty(size, np.int64), np.empty(size)
+    return (scores, np.empty(size, np.int64), np.empty(size),
+            chunk_spread(learner, indptr, indices))

@@ -38,10 +38,12 @@ class Mira:
     def learn_joint(self, cls, importance, indptr, indices, values, known, predicted_out):
         """Learner.learn_joint's contract, with MIRA's update; returns (updates, known)."""
         from streamherd.learners.kernels.mira import mira_chunk
+        from streamherd.learners.kernels.multiclass import chunk_spread
 
         learner = self.learner
         variant, c, _ = learner.kernel_params()
         size = max(learner.blocks, 1)
         return learner.checked(*mira_chunk(
             learner.mean, learner.dim, known, cls, importance, indptr, indices, values, variant,
-            c, predicted_out, np.zeros(size), np.zeros(size), np.zeros(size, np.bool_)))
+            c, predicted_out, np.zeros(size), np.zeros(size), np.zeros(size, np.bool_),
+            chunk_spread(learner, indptr, indices)))
