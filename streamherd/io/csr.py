@@ -66,18 +66,23 @@ class Chunk:
         no Python work per row. The bad lines stay the chunk's: taking rows drops none as bad
         (see select)."""
         rows = np.asarray(rows, np.int64)
+        indptr, indices, values = self.rows_csr(rows)
+        return replace(
+            self, labels=self.labels[rows], importance=self.importance[rows],
+            line_numbers=self.line_numbers[rows], indptr=indptr, indices=indices,
+            values=values, tag_start=self.tag_start[rows], tag_end=self.tag_end[rows],
+            label_start=self.label_start[rows], label_end=self.label_end[rows], derived=None)
+
+    def rows_csr(self, rows):
+        """(indptr, indices, values) of the rows ``rows`` (an int64 index array) alone: take's
+        features, for a caller that needs nothing else of the rows."""
         starts = self.indptr[rows]
         lengths = self.indptr[rows + 1] - starts
         indptr = np.zeros(len(rows) + 1, np.int64)
         np.cumsum(lengths, out=indptr[1:])
         # entry k of the new rows is entry k - (new row start - old row start) of the old ones
         entries = np.arange(indptr[-1], dtype=np.int64) - np.repeat(indptr[:-1] - starts, lengths)
-        return replace(
-            self, labels=self.labels[rows], importance=self.importance[rows],
-            line_numbers=self.line_numbers[rows], indptr=indptr, indices=self.indices[entries],
-            values=self.values[entries], tag_start=self.tag_start[rows],
-            tag_end=self.tag_end[rows], label_start=self.label_start[rows],
-            label_end=self.label_end[rows], derived=None)
+        return indptr, self.indices[entries], self.values[entries]
 
     def select(self, keep, dropped_as_bad=True):
         """The chunk with only the rows where ``keep`` is True (the dropped rows count as bad

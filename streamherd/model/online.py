@@ -625,7 +625,7 @@ def _progressive_scores(task, learner, chunk, read, a, b):
     """What the calibration reads of rows a..b before they are learned, of the rows ``read``
     only (NaN elsewhere): a binary model's x' Sigma x (all rows), or every class's score
     (NaN: a class the learner does not know yet)."""
-    piece = chunk.take(read)
+    piece = _Piece(chunk.importance[read], *chunk.rows_csr(read), len(read))
     if task.kind == "binary":
         confidences = np.empty(piece.n_examples)
         learner.confidences(piece.indptr, piece.indices, piece.values, confidences)

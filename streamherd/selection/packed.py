@@ -7,11 +7,10 @@ The members' states are stored slot-major (line_aligned), in one array per group
 of its own: MemberGroup); each member learner's state arrays are views into its group's array,
 so a member is an ordinary learner of its value (its ``state()``, ``meta()``, ``options``).
 """
-import mmap
-
 import numpy as np
 
 from streamherd import learners
+from streamherd.learners.base import populated_zeros
 from streamherd.learners.kernels.bank import WORK_ROWS
 from streamherd.selection.bank import Bank
 from streamherd.selection.scores import margin_scores
@@ -46,18 +45,6 @@ def line_aligned(slots, arrays, members):
     buffer = populated_zeros(slots * width + LINE // 8)
     skip = (-buffer.ctypes.data % LINE) // 8
     return buffer[skip:skip + slots * width].reshape(slots, arrays, width // arrays)
-
-
-def populated_zeros(count):
-    """``count`` zero doubles whose pages are all mapped at once (MAP_POPULATE, where the
-    system has it), as a bank writes its starting variances into every page of them at once:
-    one mapping of them all takes a fraction of the time a page fault per page does (a
-    virtual machine's page faults are dear)."""
-    populate = getattr(mmap, "MAP_POPULATE", 0)
-    if not populate:
-        return np.zeros(count)
-    mapping = mmap.mmap(-1, 8 * count, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
-    return np.frombuffer(mapping, np.float64)
 
 
 def group_sizes(members, arrays, threads):
