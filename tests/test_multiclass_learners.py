@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from streamherd import learners
-from streamherd.learners.kernels.multiclass import all_class_scores, chunk_spread, distinct_slots
+from streamherd.learners.kernels.multiclass import (DISTINCT_FLAGS, all_class_scores,
+                                                    chunk_spread, flag_slots, flagged_slots)
 from streamherd.learners.reductions.ova import OneVersusAll
 from streamherd.model import load_model, save_model
 
@@ -190,22 +191,35 @@ def test_class_scores_add_each_row_in_its_order(classes):
 
 
 def test_chunk_spread_tells_hashed_words_from_repeated_numbered_features():
-    learner = learners.create("arow-p", 1 << 18, {}, blocks=10)
+    """Numbered features that come back row after row never overflow the cache; hashed words
+    do in their first chunk, and the learner remembers them."""
     rng = np.random.default_rng(0)
     pixels = np.tile(np.arange(700, dtype=np.int64) * 373 % (1 << 18), 40)   # 40 rows of 700
     words = rng.integers(0, 1 << 18, size=28_000).astype(np.int64)
-    for indices, spread in ((pixels, False), (words, True), (pixels[:0], False)):
-        indptr = np.arange(0, len(indices) + 1, 700, dtype=np.int64)
-        assert chunk_spread(learner, indptr, indices) == spread
+    rows = np.arange(0, 28_001, 700, dtype=np.int64)
+    learner = learners.create("arow-p", 1 << 18, {}, blocks=10)
+    assert not chunk_spread(learner, rows[:1], pixels[:0])   # an empty chunk
+    for _ in range(20):
+        assert not chunk_spread(learner, rows, pixels)
+    assert chunk_spread(learner, rows, words)
+    assert chunk_spread(learner, rows, pixels)
+    assert chunk_spread(learners.create("arow-p", 1 << 18, {}, blocks=10), rows, words)
 
 
-def test_distinct_slots_estimates_the_count_of_distinct_slots():
-    rng = np.random.default_rng(1)
-    for distinct in (1, 50, 800, 3000):
-        slots = rng.choice(1 << 30, size=distinct, replace=False)
-        indices = np.concatenate([slots, rng.choice(slots, size=4 * distinct)]).astype(np.int64)
-        estimate = distinct_slots(indices, 0, len(indices), np.zeros(1 << 14, np.bool_))
-        assert abs(estimate - distinct) <= 0.05 * distinct + 1
+@pytest.mark.parametrize("distinct", [1, 50, 800, 3000, 20_000])
+def test_flagged_slots_estimate_the_count_of_distinct_slots(distinct):
+    rng = np.random.default_rng(distinct)
+    slots = rng.choice(1 << 30, size=distinct, replace=False)
+    indices = np.concatenate([slots, rng.choice(slots, size=4 * distinct)]).astype(np.int64)
+    flags = np.zeros(DISTINCT_FLAGS, np.bool_)
+    flag_slots(indices, 0, len(indices), 1, flags)
+    assert abs(flagged_slots(flags) - distinct) <= 0.03 * distinct + 1
+
+
+def test_flag_slots_reads_every_step_th_entry():
+    flags = np.zeros(16, np.bool_)
+    flag_slots(np.arange(100, 120, dtype=np.int64), 2, 14, 3, flags)   # 102, 105, 108, 111
+    assert np.flatnonzero(flags).tolist() == [102 % 16, 105 % 16, 108 % 16, 111 % 16]
 
 
 def test_grow_keeps_old_blocks_and_adds_fresh_ones():

@@ -23,9 +23,8 @@ from streamherd.learners.kernels.prefetch import prefetch
 # Half the smallest L2 cache of a core in common x86 servers (512 KiB): slots read within it
 # stay cached between rows, and prefetching them is wasted work (chunk_spread).
 CACHED_BYTES = 256 * 1024
-SPREAD_SAMPLE = 1 << 13   # a chunk's first entries that chunk_spread reads,
-DISTINCT_FLAGS = 1 << 14  # the flags it counts their slots on,
-SATURATED = 4             # and how many reads a slot at least, on average, saturate it
+SPREAD_SAMPLE = 1 << 12   # entries of a chunk that chunk_spread reads at most,
+DISTINCT_FLAGS = 1 << 15  # and the flags it counts their slots on
 
 
 @njit(cache=True, inline="always")
@@ -203,34 +202,38 @@ def all_class_scores(w, D, K, indptr, indices, values, out):
 
 
 def chunk_spread(learner, indptr, indices):
-    """Whether the slots that a chunk's rows read in the class blocks may overflow a core's own
-    cache (CACHED_BYTES), judged on its first SPREAD_SAMPLE entries: not when their slots repeat
-    (SATURATED: each read several times, so the sample has seen the chunk's working set) and
-    that many slots in every block fit the cache, as for a few hundred numbered features
-    (pixels, digits); hashed words bring new slots row after row."""
-    start = indptr[0]
-    entries = min(indptr[-1], start + SPREAD_SAMPLE) - start
-    if entries <= 0:
-        return False
-    distinct = distinct_slots(indices, start, start + entries, np.zeros(DISTINCT_FLAGS, np.bool_))
-    working_set = distinct * max(learner.blocks, 1) * learner.state_bytes_per_slot()
-    return not (distinct * SATURATED <= entries and working_set <= CACHED_BYTES)
+    """Whether the slots that the learner has read so far, in all its class blocks, may
+    overflow a core's own cache (CACHED_BYTES): then the kernel asks for the class blocks of
+    the row ahead. The slots are counted, on a strided sample of each chunk's entries
+    (SPREAD_SAMPLE at most), by linear counting on the flags the learner keeps
+    (``seen_slots``): a few hundred numbered features (pixels, digits) stay below it for good,
+    and hashed words pass it in their first chunk. All slots ever read are an upper bound of
+    those the cache must hold, so the count errs on the side of prefetching."""
+    seen = getattr(learner, "seen_slots", None)
+    if seen is None:
+        seen = learner.seen_slots = np.zeros(DISTINCT_FLAGS, np.bool_)
+    start, end = indptr[0], indptr[-1]
+    flag_slots(indices, start, end, max(1, (end - start) // SPREAD_SAMPLE), seen)
+    working_set = flagged_slots(seen) * max(learner.blocks, 1) * learner.state_bytes_per_slot()
+    return working_set > CACHED_BYTES
+
+
+def flagged_slots(flags):
+    """The number of distinct slots that set ``flags`` (flag_slots), by linear counting:
+    -m ln(1 - set/m) for m flags; infinite once every flag is set."""
+    flagged = np.count_nonzero(flags)
+    if flagged >= len(flags):
+        return np.inf
+    return -len(flags) * np.log(1.0 - flagged / len(flags))
 
 
 @njit(cache=True, nogil=True)
-def distinct_slots(indices, start, end, flags):
-    """The number of distinct slots in indices[start:end], estimated by linear counting on the
-    zeroed ``flags`` (a power of two long; a slot's low bits pick its flag: slots are hashes)."""
+def flag_slots(indices, start, end, step, flags):
+    """Set the flag of every ``step``-th slot of indices[start:end] (``flags`` a power of two
+    long; a slot's low bits pick its flag: slots are hashes or numbers)."""
     mask = len(flags) - 1
-    set_flags = 0
-    for k in range(start, end):
-        f = indices[k] & mask
-        if not flags[f]:
-            flags[f] = True
-            set_flags += 1
-    if set_flags >= len(flags):
-        return np.inf
-    return -len(flags) * np.log(1.0 - set_flags / len(flags))
+    for k in range(start, end, step):
+        flags[indices[k] & mask] = True
 
 
 def joint_workspace(learner, indptr, indices):
