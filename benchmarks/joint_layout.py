@@ -1,16 +1,18 @@
-"""The joint multiclass kernel's memory layout, measured: streamherd's class blocks against
-Vowpal Wabbit's way, the classes of a feature side by side (issue 33).
+"""The joint multiclass kernel's memory layout, measured: streamherd's kernel against a plain
+transcription of the same step in Vowpal Wabbit's layout (issue 33).
 
-streamherd's joint learners keep class z's slot j at z 2^b + j (learners/kernels/multiclass.py):
-the K slots of one feature lie 2^b slots apart, on K cache lines (and K pages). VW's ``--oaa``
-interleaves them: feature j's K weights are adjacent. This script runs arow-p's joint step
+Model files hold class z's slot j at z 2^b + j (class blocks). In blocks, the K slots of one
+feature lie 2^b slots apart, on K cache lines (and K pages); VW's ``--oaa`` keeps a feature's
+classes side by side, and so do streamherd's joint diagonal and first-order learners while
+they train (Learner.side_by_side, kernels/multiclass.py). This script runs arow-p's joint step
 (AROW, Fig. 1, on Delta = f(x, y) - f(x, y')) over mnist5k (10 classes, about 152 features a
 row) in one process, one thread, in-memory rows, a few passes:
 
 * streamherd's own kernel (``Learner.learn_joint``, chunks of 1000 rows);
 * a transcription of the same step with the state as ``state[j, 0, z]`` (mean) and
   ``state[j, 1, z]`` (variance): class scores over contiguous means, the same arithmetic in the
-  same order, so its final state must equal the kernel's bit for bit (checked);
+  same order, so its final state must equal the kernel's bit for bit (checked, on the saved
+  class blocks);
 
 on the file's numbered features as streamherd reads them (pixel i at slot i: a few hundred
 adjacent slots) and on the same features hashed over the 2^18 slots (as any named feature is).
@@ -126,8 +128,9 @@ def main(argv=None):
         started = time.perf_counter()
         interleaved_passes(state, K, classes, indptr, slots, values, R, scores, args.passes)
         seconds = time.perf_counter() - started
-        equal = all(np.array_equal(learner.mean[z * D:(z + 1) * D], state[:, 0, z]) and
-                    np.array_equal(learner.variance[z * D:(z + 1) * D], state[:, 1, z])
+        saved = learner.state()   # class blocks, as model files hold them
+        equal = all(np.array_equal(saved["mean"][z * D:(z + 1) * D], state[:, 0, z]) and
+                    np.array_equal(saved["variance"][z * D:(z + 1) * D], state[:, 1, z])
                     for z in range(K))
         print(f"| {name} | {kernel_seconds / rows * 1e6:.2f} | {seconds / rows * 1e6:.2f} | "
               f"{kernel_seconds / seconds:.2f}x | {'yes' if equal else 'NO'} |")

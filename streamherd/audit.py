@@ -273,8 +273,8 @@ class LearningAudit:
         """Notes the weights ``learner`` holds for the example (a chunk of one) and each
         class's score, before it learns from it."""
         slots = self._example[1]
-        at_row = class_weights_at(learner, self.space.dim, example.indices)
-        self._before = (class_weights_at(learner, self.space.dim, slots),
+        at_row = class_weights_at(learner, example.indices)
+        self._before = (class_weights_at(learner, slots),
                         at_row @ example.values)
 
     def write(self, prediction_line, class_texts=None):
@@ -293,10 +293,12 @@ class LearningAudit:
         self.sink.write("\n".join([prediction_line, *lines]) + "\n")
 
 
-def class_weights_at(learner, dim, slots):
+def class_weights_at(learner, slots):
     """The weights (the ``mean`` the updates move) of every class block at ``slots``, one row
-    per class: a one-versus-all stack's per learner, else class k's at k * dim + slot."""
+    per class: a one-versus-all stack's per learner, else class k's where the learner's
+    layout puts it (kernels/multiclass.py)."""
     if hasattr(learner, "learners"):
         return np.array([one.mean[slots] for one in learner.learners]).reshape(-1, len(slots))
-    blocks = len(learner.mean) // dim
-    return learner.mean[np.add.outer(np.arange(blocks) * dim, slots)]
+    class_stride, feature_stride = learner.layout
+    return learner.mean[np.add.outer(np.arange(learner.blocks) * class_stride,
+                                     np.asarray(slots) * feature_stride)]

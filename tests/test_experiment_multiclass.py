@@ -49,7 +49,7 @@ def dense_predictions(learner, rows, k):
     for i in range(rows.n_examples):
         np.add.at(x[i], rows.indices[rows.indptr[i]:rows.indptr[i + 1]],
                   rows.values[rows.indptr[i]:rows.indptr[i + 1]])
-    return np.argmax(x @ learner.mean.reshape(k, learner.dim).T, axis=1)
+    return np.argmax(x @ learner.state()["mean"].reshape(k, learner.dim).T, axis=1)
 
 
 def by_hand(algo, options, bits, k, train, train_cls, passes=1):
@@ -92,7 +92,7 @@ def test_adapter_pass_and_predictions_equal_the_joint_api_by_hand(blobs, algo, o
         algo, options, blobs.bits, 3, [train], [class_ids(blobs.train.labels)])
     assert updates == ref_updates > 0
     assert np.array_equal(progressive, ref_progressive)
-    assert np.array_equal(model.arrays()["mean"], reference.mean)
+    assert np.array_equal(model.arrays()["mean"], reference.state()["mean"])
     test_cls = class_ids(blobs.test.labels)
     assert np.array_equal(predicted, dense_predictions(reference, blobs.test, 3))
     error = np.mean(predicted != problem.value_targets(blobs.test.labels)[1])

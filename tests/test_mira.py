@@ -106,8 +106,10 @@ def test_one_violated_constraint_is_the_joint_pa_update(algo):
         start = np.zeros(K * dim)
         start[0 * dim + 1], start[2 * dim + 1] = 1.0, 0.6   # scores: 1, 0, 0.6, -3 on x_1 = 1
         start[3 * dim + 1] = -3.0
-        for learner in (mira, joint):
-            learner.mean[:] = start
+        for learner in (mira, joint):   # class z's weight j where the learner keeps it
+            class_stride, feature_stride = learner.layout
+            learner.mean[np.add.outer(np.arange(K) * class_stride,
+                                      np.arange(dim) * feature_stride).ravel()] = start
         indptr = np.array([0, 3], np.int64)
         indices = np.array([1, 4, 6], np.int32)
         values = np.array([1.0, rng.normal(), rng.normal()]) * 0.1
@@ -117,7 +119,7 @@ def test_one_violated_constraint_is_the_joint_pa_update(algo):
                                                  values, K, np.empty(1, np.int64))
             assert (updates, known) == (1, K)
         np.testing.assert_allclose(mira.mean, joint.mean, rtol=0, atol=1e-15)
-        assert not np.array_equal(mira.mean, start)
+        assert not np.array_equal(mira.state()["mean"], start)
 
 
 def class_stream(rng, n=160, d=10, K=5, max_nnz=5):
@@ -176,7 +178,7 @@ def test_stream_equals_numpy_loop_over_scipy(algo):
     W, expected = numpy_mira(cls, importance, X, K, VARIANTS[algo], C)
     assert known == K
     assert predicted == expected
-    np.testing.assert_allclose(mira.mean.reshape(K, -1), W, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(mira.state()["mean"].reshape(K, -1), W, rtol=0, atol=1e-7)
 
 
 # ---------------------------------------------------------------- the command line

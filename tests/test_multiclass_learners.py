@@ -170,8 +170,9 @@ def test_joint_with_eleven_classes_matches_dense_delta_construction(name):
 
 @pytest.mark.parametrize("classes", [1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 19])
 def test_class_scores_add_each_row_in_its_order(classes):
-    """Whatever the grouping of classes, score z is the row's terms w[z D + j] x_j added one by
-    one in the row's order: the same floats as a plain loop."""
+    """Whatever the grouping of classes, and with the classes in blocks or side by side, score
+    z is the row's terms w_z,j x_j added one by one in the row's order: the same floats as a
+    plain loop."""
     rng = np.random.default_rng(classes)
     dim = 64
     w = rng.normal(size=dim * classes) * 10.0 ** rng.integers(-8, 8, size=dim * classes)
@@ -186,7 +187,11 @@ def test_class_scores_add_each_row_in_its_order(classes):
                 total += float(w[z * dim + indices[k]]) * float(values[k])
             expected[i, z] = total
     out = np.full_like(expected, np.nan)
-    all_class_scores(w, dim, classes, indptr, indices, values, out)
+    all_class_scores(w, (dim, 1), classes, indptr, indices, values, out)   # class blocks
+    np.testing.assert_array_equal(out, expected)
+    side_by_side = np.ascontiguousarray(w.reshape(classes, dim).T).reshape(-1)
+    out[:] = np.nan
+    all_class_scores(side_by_side, (1, classes), classes, indptr, indices, values, out)
     np.testing.assert_array_equal(out, expected)
 
 
@@ -220,6 +225,38 @@ def test_flag_slots_reads_every_step_th_entry():
     flags = np.zeros(16, np.bool_)
     flag_slots(np.arange(100, 120, dtype=np.int64), 2, 14, 3, flags)   # 102, 105, 108, 111
     assert np.flatnonzero(flags).tolist() == [102 % 16, 105 % 16, 108 % 16, 111 % 16]
+
+
+@pytest.mark.parametrize("name", ["arow-p", "pa2", "perceptron"])
+def test_classes_side_by_side_are_saved_as_blocks_and_grow_in_place(name, tmp_path):
+    """Class z's slot of feature j is j C + z in a learner with room for C classes; its saved
+    arrays are class blocks (z D + j) whatever C, and a model loads back into the layout."""
+    dim = 8
+    learner = learners.create(name, dim, {}, blocks=2, task="multiclass")
+    assert learner.layout == (1, 2)
+    learner.mean[:] = np.arange(2 * dim)
+    blocks = [[2 * j + z for j in range(dim)] for z in range(2)]
+    np.testing.assert_array_equal(learner.state()["mean"], blocks[0] + blocks[1])
+    prior = learners.create(name, dim, {}).state()
+    learner.grow(5)
+    assert learner.layout == (1, learner.capacity) and learner.capacity >= 5
+    saved = learner.state()
+    np.testing.assert_array_equal(saved["mean"], blocks[0] + blocks[1] + [0.0] * 3 * dim)
+    for key, value in prior.items():   # the new classes start as a fresh model
+        np.testing.assert_array_equal(saved[key][2 * dim:], np.tile(value, 3))
+    path = tmp_path / "m.npz"
+    save_model(path, {"algo": learner.name, "bits": 3, "hyperparameters": learner.options,
+                      "learner": learner.meta(), "task": "multiclass", "bias": True,
+                      "multiclass": "joint", "classes": [str(z) for z in range(5)]}, saved)
+    _, arrays = load_model(path, expected_arrays=type(learner).state_arrays)
+    again = learners.create(name, dim, learner.options, arrays, task="multiclass")
+    assert again.layout == (1, 5)
+    for key, value in saved.items():
+        np.testing.assert_array_equal(again.state()[key], value)
+    x_slots, x_values = np.array([1, 6], np.int64), np.array([0.5, -2.0])
+    scores = np.empty((1, 5))
+    again.class_scores(np.array([0, 2], np.int64), x_slots, x_values, scores)
+    np.testing.assert_array_equal(scores[0], saved["mean"].reshape(5, dim)[:, x_slots] @ x_values)
 
 
 def test_grow_keeps_old_blocks_and_adds_fresh_ones():
@@ -367,8 +404,8 @@ def test_diagonal_class_probabilities_match_monte_carlo(data):
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)
     rng = np.random.default_rng(0)
     X = data["X"][rows]
-    mu = learner.mean.reshape(K, D)
-    sd = np.sqrt(learner.variance.reshape(K, D))
+    mu = learner.state()["mean"].reshape(K, D)
+    sd = np.sqrt(learner.state()["variance"].reshape(K, D))
     for i in range(len(X)):
         draws = mu[None] + sd[None] * rng.standard_normal((200000, K, D))   # weights ~ N(mu, Sigma)
         winners = np.argmax(draws @ X[i], axis=1)

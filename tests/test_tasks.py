@@ -135,7 +135,7 @@ def test_multiclass_predict_outputs_from_the_saved_classes(tmp_path, mode):
         assert isinstance(learner, OneVersusAll)
         means = np.stack([one.mean for one in learner.learners])
     else:
-        means = learner.mean.reshape(len(task.labels), DIM)
+        means = learner.state()["mean"].reshape(len(task.labels), DIM)
     expected = dense(chunk) @ means.T
     np.testing.assert_allclose(scored.scores, expected, rtol=1e-12, atol=1e-12)
     texts = task.labels.texts

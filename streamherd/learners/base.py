@@ -226,8 +226,14 @@ class Learner:
     # live arrays the kernels read together for every feature (e.g. mean and variance), kept
     # as the columns of one (size, k) array: a slot's entries then share a cache line, so a
     # random feature costs one miss instead of k. The attributes are views into it; saved
-    # models hold plain arrays.
+    # models hold plain arrays. (Not in a joint learner that keeps its classes side by side:
+    # see ``paired``.)
     interleaved: tuple = ()
+    # whether, for joint multiclass, the 1-d live arrays keep the classes of a feature side by
+    # side (``layout``, kernels/multiclass.py) rather than in blocks as model files hold them:
+    # a feature's classes then lie on a few cache lines instead of one line each. The learners
+    # whose every joint kernel reads slots through the layout.
+    side_by_side = False
     # what a model file's check reads of the saved arrays: those that are matrices over the
     # slots (square blocks), those whose entries (a matrix's diagonal) must be > 0, and the
     # scalars of meta() (each a count)
@@ -261,20 +267,34 @@ class Learner:
             self.size = len(self.mean)
             self.blocks = max(1, self.size // dim)
             self.load_state(state, learner_meta or {})
+            if self.side_by_side and self.blocks > 1:
+                for attr in self.live_arrays:   # the file's blocks, side by side
+                    setattr(self, attr, np.ascontiguousarray(
+                        getattr(self, attr).reshape(self.blocks, dim).T).reshape(-1))
             self._interleave()   # a fresh model's init_state made them so (new_interleaved)
-        # class blocks allocated (grow); the 1-d live arrays are then views of the first
-        # ``blocks`` of the arrays in _whole (none until a grow reallocates)
+        # class blocks allocated (grow); the 1-d live arrays are then the arrays in _whole
+        # (none until a grow reallocates), or in blocks their views of the first ``blocks``
         self.capacity = self.blocks
         self._whole = {}
 
     def new_interleaved(self, **fill):
-        """Fresh ``interleaved`` arrays, as columns of one array: each is zero, or ``fill[name]``
-        (init_state uses it, so the arrays are not built apart and copied)."""
-        packed = np.zeros((self.size, len(self.interleaved)))
-        for k, attr in enumerate(self.interleaved):
+        """Fresh ``interleaved`` arrays, as columns of one array (or apart, see paired): each is
+        zero, or ``fill[name]`` (init_state uses it, so the arrays are not built apart and
+        copied)."""
+        pairs = self.paired(self.blocks)
+        packed = np.zeros((self.size, len(pairs)))
+        for attr in self.interleaved:
+            array = packed[:, pairs.index(attr)] if attr in pairs else np.zeros(self.size)
             if fill.get(attr, 0.0) != 0.0:
-                packed[:, k] = fill[attr]
-            setattr(self, attr, packed[:, k])
+                array[:] = fill[attr]
+            setattr(self, attr, array)
+
+    def paired(self, blocks):
+        """The ``interleaved`` arrays of a state of ``blocks`` class blocks: none when its
+        classes lie side by side (a joint learner of that kind: each array then holds a
+        feature's classes in a row of their own, which the class scores read at once)."""
+        side_by_side = self.side_by_side and (self.task == "multiclass" or blocks > 1)
+        return () if side_by_side else self.interleaved
 
     def spread_over(self, dim, arrays):
         """A fresh learner of one slot (binary or regression) becomes one of ``dim`` slots whose
@@ -299,7 +319,11 @@ class Learner:
     def _interleave(self):
         """Copy the ``interleaved`` arrays (loaded or grown apart) into the columns of one array
         (see there); model.load_model reads them so already (then no copy)."""
-        if not self.interleaved or self._interleaved_already():
+        if not self.paired(self.blocks):
+            for attr in self.interleaved:
+                setattr(self, attr, np.ascontiguousarray(getattr(self, attr)))
+            return
+        if self._interleaved_already():
             return
         packed = np.empty((self.size, len(self.interleaved)))
         for k, attr in enumerate(self.interleaved):
@@ -362,7 +386,24 @@ class Learner:
 
     def state(self):
         """Arrays to save: ``mean`` plus the learner's named state arrays."""
-        return {"mean": self.mean}
+        return {"mean": self.in_blocks(self.mean)}
+
+    @property
+    def layout(self):
+        """(class stride, feature stride) of the live arrays: class z's slot of feature j is
+        z * layout[0] + j * layout[1] (kernels/multiclass.py)."""
+        return (1, self.capacity) if self.side_by_side else (self.dim, 1)
+
+    def in_blocks(self, array):
+        """A live 1-d array as model files hold it, class block after class block (a copy
+        when the learner keeps its classes side by side, else the array itself)."""
+        if not self.side_by_side or self.capacity <= 1:
+            return array
+        return np.ascontiguousarray(self.by_feature(array)[:, :self.blocks].T).reshape(-1)
+
+    def by_feature(self, array):
+        """A side-by-side live array as (feature, class) entries."""
+        return feature_rows(array, self.dim, self.capacity)
 
     # The family's cached entry points (algorithms/, over kernels/loops.run_rules) by covariance
     # kind ("none", "diagonal", "full"); the variant's LearnerSpec says which it runs. One
@@ -449,8 +490,8 @@ class Learner:
             self._reallocate(blocks)
         self.blocks = blocks
         self.size = self.dim * blocks
-        for attr, whole in self._whole.items():
-            setattr(self, attr, whole[:self.size])
+        for attr, whole in self._whole.items():   # side by side: every class's in each slot
+            setattr(self, attr, whole if self.side_by_side else whole[:self.size])
         self._g = None   # workspaces sized for the old state
 
     def _reallocate(self, blocks):
@@ -463,8 +504,9 @@ class Learner:
         if matrices or not self._fits(capacity):
             capacity = blocks
         old_size, total, dim = self.size, self.dim * capacity, self.dim
-        packed = populated_zeros(total * len(self.interleaved)).reshape(
-            total, len(self.interleaved)) if self.interleaved else None
+        pairs = self.paired(capacity)
+        packed = populated_zeros(total * len(pairs)).reshape(total, len(pairs)) \
+            if pairs else None
         for attr in self.live_arrays:
             old, new = getattr(self, attr), getattr(fresh, attr)
             if old.ndim == 2:   # a full matrix over all slots: block-diagonal, old then new
@@ -474,11 +516,15 @@ class Learner:
                     grown[z * dim:(z + 1) * dim, z * dim:(z + 1) * dim] = new
                 setattr(self, attr, grown)
                 continue
-            grown = (packed[:, self.interleaved.index(attr)] if attr in self.interleaved
-                     else populated_zeros(total))
-            grown[:old_size] = old
-            for z in range(self.blocks, capacity):
-                grown[z * dim:(z + 1) * dim] = new
+            grown = packed[:, pairs.index(attr)] if attr in pairs else populated_zeros(total)
+            if self.side_by_side:   # each feature's classes: the old ones, then fresh ones
+                by_feature = feature_rows(grown, dim, capacity)
+                by_feature[:, :self.capacity] = feature_rows(old, dim, self.capacity)
+                by_feature[:, self.capacity:] = new[:, None]
+            else:
+                grown[:old_size] = old
+                for z in range(self.blocks, capacity):
+                    grown[z * dim:(z + 1) * dim] = new
             self._whole[attr] = grown
         self.capacity = capacity
 
@@ -515,13 +561,21 @@ class Learner:
         """The family's joint kernel (``work``: multiclass.joint_workspace); returns (updates,
         index of a bad update or -1, known)."""
         return self._run(importance, indptr, indices, values,
-                         joint=(cls, self.dim, known, predicted_out, work))
+                         joint=(cls, self.layout, known, predicted_out, work))
 
     def class_scores(self, indptr, indices, values, out):
         """out[i, z] = the score of class z for example i (the model's own prediction rule)."""
         from streamherd.learners.kernels.multiclass import all_class_scores
 
-        all_class_scores(self.mean, self.dim, self.blocks, indptr, indices, values, out)
+        all_class_scores(self.mean, self.layout, self.blocks, indptr, indices, values, out)
+
+
+def feature_rows(array, dim, classes):
+    """A 1-d array of ``dim`` features' ``classes`` entries side by side, as a (dim, classes)
+    view: writing it writes the array (a 1-d array's view, strided or not, reshapes in place)."""
+    rows = array.reshape(dim, classes)
+    assert np.may_share_memory(rows, array) or not array.size, "the reshape copied"
+    return rows
 
 
 def prediction_weights(arrays):

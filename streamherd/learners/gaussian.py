@@ -48,6 +48,10 @@ class GaussianLearner(Learner):
     def interleaved(self):
         return () if self.full else ("mean", "variance")
 
+    @property
+    def side_by_side(self):
+        return not self.full
+
     def kernel_state(self):
         if self.full:
             return (self.mean, self.covariance, *self._workspace())
@@ -84,7 +88,7 @@ class GaussianLearner(Learner):
     def state(self):
         if self.full:
             return {"mean": self.mean, "covariance": self.covariance}
-        return {"mean": self.mean, "variance": self.variance}
+        return {"mean": self.in_blocks(self.mean), "variance": self.in_blocks(self.variance)}
 
     def confidences(self, indptr, indices, values, out):
         """out[i] = x_i' Sigma x_i, the variance of the margin of example i."""
@@ -123,6 +127,6 @@ class GaussianLearner(Learner):
             return proba.correlated_argmax_probabilities(means, self.covariance, self.dim, indptr,
                                                          indices, values)
         variances = np.empty_like(means)
-        all_class_scores(self.variance, self.dim, self.blocks, indptr, indices, values * values,
+        all_class_scores(self.variance, self.layout, self.blocks, indptr, indices, values * values,
                          variances)
         return proba.independent_argmax_probabilities(means, variances)

@@ -445,7 +445,8 @@ class OnlineModel:
                 **(self.learner.model_meta() if self.auto is not None else {})}
 
     def arrays(self):
-        """The learner's state arrays, as a model file holds them (no copy)."""
+        """The learner's state arrays, as a model file holds them (the learner's own, but for
+        a joint learner that keeps its classes side by side: then a copy in class blocks)."""
         return self.learner.state()
 
     def summary(self, loss_name, record=None):

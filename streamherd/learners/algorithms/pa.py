@@ -73,6 +73,7 @@ class PassiveAggressive(Learner):
     entry_points = {"none": run}
     bank_entry_points = {"none": run}
     rules = ("", "I", "II")
+    side_by_side = True
 
     def kernel_params(self):
         return (self.rules.index(self.spec.rule), self.options.get("C", np.inf),

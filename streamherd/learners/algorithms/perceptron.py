@@ -41,6 +41,7 @@ def run(binary=None, regression=None, joint=None, args=None):
 
 class Perceptron(Learner):
     entry_points = {"none": run}
+    side_by_side = True
 
 
 @njit(cache=True, inline="always")
@@ -95,22 +96,22 @@ def _averaged_chunk(y, importance, indptr, indices, values, w, u, seen, margins_
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _averaged_joint(cls, importance, indptr, indices, values, w, u, seen, D, known, predicted_out,
-                    work):
+def _averaged_joint(cls, importance, indptr, indices, values, w, u, seen, layout, known,
+                    predicted_out, work):
     """The joint form of _averaged_chunk: average class scores w_z.x - u_z.x / T predict."""
     updates = 0
     scores = work[0]
     average = np.zeros(len(scores))
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row_blocks(w, D, known, indptr, indices, i, work[3])  # and u (interleaved)
+        prefetch_next_row_blocks(w, layout, known, indptr, indices, i, work[3])  # and u
         visible = visible_classes(known, cls[i])
-        class_scores(u, D, visible, indices, values, start, end, average)
-        class_scores(w, D, visible, indices, values, start, end, scores)
+        class_scores(u, layout, visible, indices, values, start, end, average)
+        class_scores(w, layout, visible, indices, values, start, end, scores)
         for z in range(visible):
             average[z] = scores[z] - average[z] / seen if seen > 0 else 0.0
         predicted_out[i], known, n = joint_prepare(average, known, cls, importance, indices,
-                                                   values, start, end, D, i, work)
+                                                   values, start, end, layout, i, work)
         if n < 0:
             return updates, seen, i, known
         if cls[i] < 0 or importance[i] <= 0.0:
@@ -175,10 +176,10 @@ class AveragedPerceptron(Learner):
         self._average = None
         updates, self.examples_seen, bad, known = _averaged_joint(
             cls, importance, indptr, indices, values, self.mean, self._weighted_updates,
-            self.examples_seen, self.dim, known, predicted_out, work)
+            self.examples_seen, self.layout, known, predicted_out, work)
         return updates, bad, known
 
     def class_scores(self, indptr, indices, values, out):
         from streamherd.learners.kernels.multiclass import all_class_scores
 
-        all_class_scores(self.average(), self.dim, self.blocks, indptr, indices, values, out)
+        all_class_scores(self.average(), self.layout, self.blocks, indptr, indices, values, out)

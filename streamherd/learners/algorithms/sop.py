@@ -81,9 +81,9 @@ def diag_margin(state, indices, values, start, end, ahead):
 
 
 @njit(cache=True, inline="always")
-def diag_scores(state, D, K, indices, values, start, end, out):
+def diag_scores(state, layout, K, indices, values, start, end, out):
     """out[z] = the diagonal margin of f(x, z): sum_r v_zr x_r / (D_zr + x_r^2)."""
-    class_sums(sop_term, state[0], state[1], D, K, indices, values, start, end, out)
+    class_sums(sop_term, state[0], state[1], layout, K, indices, values, start, end, out)
 
 
 @njit(cache=True, inline="always")
@@ -104,9 +104,9 @@ def run_diag(binary=None, regression=None, joint=None, args=None):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _sop_diag_scores(label_sum, diagonal, D, K, indptr, indices, values, out):
+def _sop_diag_scores(label_sum, diagonal, layout, K, indptr, indices, values, out):
     for i in range(len(indptr) - 1):
-        class_sums(sop_term, label_sum, diagonal, D, K, indices, values, indptr[i],
+        class_sums(sop_term, label_sum, diagonal, layout, K, indices, values, indptr[i],
                    indptr[i + 1], out[i])
 
 
@@ -197,7 +197,7 @@ class SecondOrderPerceptron(Learner):
         _sop_diag_margins(self.label_sum, self.diagonal, indptr, indices, values, out)
 
     def class_scores(self, indptr, indices, values, out):
-        _sop_diag_scores(self.label_sum, self.diagonal, self.dim, self.blocks, indptr, indices,
+        _sop_diag_scores(self.label_sum, self.diagonal, self.layout, self.blocks, indptr, indices,
                          values, out)
 
 

@@ -151,15 +151,15 @@ def _voted_joint(cls, importance, indptr, indices, values, w, u, base, folded, s
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
         visible = visible_classes(known, cls[i])
-        class_scores(u, D, visible, indices, values, start, end, average)
-        class_scores(w, D, visible, indices, values, start, end, scores)
+        class_scores(u, (D, 1), visible, indices, values, start, end, average)
+        class_scores(w, (D, 1), visible, indices, values, start, end, scores)
         if not scores_finite(scores, visible):   # w's: they choose the rival
             return updates, i, known
         total = tallies[_TOTAL]
         for z in range(visible):
             average[z] = scores[z] - average[z] / total if total > 0 else 0.0
         predicted_out[i], known, n = joint_prepare(average, known, cls, importance, indices,
-                                                   values, start, end, D, i, work)
+                                                   values, start, end, (D, 1), i, work)
         if n < 0:
             return updates, i, known
         s = importance[i]
@@ -303,9 +303,10 @@ def _vote_classes(indptr, indices, values, base, prefix_average, prefix_count, D
             out[r, :] = 0.0
             row_scores = scores[r - first]
             if prefix_count > 0.0:
-                class_scores(prefix_average, D, K, indices, values, start, end, row_scores)
+                class_scores(prefix_average, (D, 1), K, indices, values, start, end,
+                             row_scores)
                 out[r, best_class(row_scores, K, -1)] += prefix_count
-            class_scores(base, D, K, indices, values, start, end, row_scores)
+            class_scores(base, (D, 1), K, indices, values, start, end, row_scores)
         for j0 in range(0, len(coefficients), tile):
             j1 = min(j0 + tile, len(coefficients))
             for r in range(first, last):

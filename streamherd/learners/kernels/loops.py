@@ -83,9 +83,9 @@ def diag_margin(state, indices, values, start, end, ahead):
 
 
 @njit(cache=True, inline="always")
-def mean_scores(state, D, K, indices, values, start, end, out):
+def mean_scores(state, layout, K, indices, values, start, end, out):
     """The joint class scores of the mean state[0]."""
-    class_scores(state[0], D, K, indices, values, start, end, out)
+    class_scores(state[0], layout, K, indices, values, start, end, out)
 
 
 @njit(cache=True, inline="always")
@@ -112,17 +112,18 @@ def binary_loop(margin, step, signed, y, importance, indptr, indices, values, st
 
 
 @njit(cache=True, inline="always")
-def joint_loop(scores, margin, step, cls, importance, indptr, indices, values, state, params, D,
-               known, predicted_out, work):
+def joint_loop(scores, margin, step, cls, importance, indptr, indices, values, state, params,
+               layout, known, predicted_out, work):
     """Joint multiclass (multiclass.py): ``scores`` fills the class scores, then the binary step
     on Delta with y = +1; returns (updates, index of a bad example or -1, known)."""
     updates = 0
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row_blocks(state[0], D, known, indptr, indices, i, work[3])
-        scores(state, D, visible_classes(known, cls[i]), indices, values, start, end, work[0])
+        prefetch_next_row_blocks(state[0], layout, known, indptr, indices, i, work[3])
+        scores(state, layout, visible_classes(known, cls[i]), indices, values, start, end,
+               work[0])
         predicted_out[i], known, n = joint_prepare(work[0], known, cls, importance, indices,
-                                                   values, start, end, D, i, work)
+                                                   values, start, end, layout, i, work)
         if n < 0:
             return updates, i, known
         if n == 0:
@@ -141,7 +142,7 @@ def run_rules(margin, step, regression_step, binary, regression, joint, args, sc
               bank=None):
     """The body of an entry point (module docstring): the loop of the task whose argument is
     given, with the family's rules, over one chunk. args = (importance, indptr, indices, values,
-    state, params); binary or regression = (y, margins_out); joint = (cls, D, known,
+    state, params); binary or regression = (y, margins_out); joint = (cls, layout, known,
     predicted_out, work); ``scores``: the joint class scores (default mean_scores). Returns
     (updates, index of a bad example or -1, known; 0 for binary and regression); ``bank``
     (a family without a covariance, margin mean_margin): its bank's loop (kernels/bank.py),
@@ -262,9 +263,9 @@ def run_binary(margin, step, signed, labels, args):
 
 @njit(cache=True, inline="always")
 def run_joint(scores, margin, step, joint, args):
-    """The joint loop over one chunk; joint = (cls, D, known, predicted_out, work). Returns
+    """The joint loop over one chunk; joint = (cls, layout, known, predicted_out, work). Returns
     (updates, index of a bad example or -1, known)."""
     importance, indptr, indices, values, state, params = args
-    cls, D, known, predicted_out, work = joint
+    cls, layout, known, predicted_out, work = joint
     return joint_loop(scores, margin, step, cls, importance, indptr, indices, values, state,
-                      params, D, known, predicted_out, work)
+                      params, layout, known, predicted_out, work)

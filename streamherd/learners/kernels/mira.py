@@ -38,7 +38,7 @@ Delta = f(x, y) - f(x, r), |Delta|^2 = 2a. An importance weight s scales C, as f
 import numpy as np
 from numba import njit
 
-from streamherd.learners.kernels.multiclass import (best_class, class_scores,
+from streamherd.learners.kernels.multiclass import (best_class, class_scores, slot_of,
                                                     prefetch_next_row_blocks, scores_finite,
                                                     visible_classes)
 from streamherd.learners.kernels.sparse import finite, squared_norm
@@ -101,7 +101,7 @@ def mira_steps(scores, K, label, norm2, variant, c, tau, active):
 
 
 @njit(cache=True, inline="always")
-def _update_blocks(w, D, K, tau, indices, values, start, end):
+def _update_blocks(w, layout, K, tau, indices, values, start, end):
     """w_z += tau_z x for every class with a step; returns whether every entry written is
     finite."""
     ok = True
@@ -109,15 +109,15 @@ def _update_blocks(w, D, K, tau, indices, values, start, end):
         if tau[z] == 0.0:
             continue
         for k in range(start, end):
-            slot = z * D + indices[k]
+            slot = slot_of(layout, z, indices[k])
             w[slot] += tau[z] * values[k]
             ok = ok and np.isfinite(w[slot])
     return ok
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def mira_chunk(w, D, known, cls, importance, indptr, indices, values, variant, c, predicted_out,
-               scores, tau, active, spread):
+def mira_chunk(w, layout, known, cls, importance, indptr, indices, values, variant, c,
+               predicted_out, scores, tau, active, spread):
     """Predict-then-update over one chunk with MIRA's update (the joint loop's conventions,
     loops.joint_loop: the prediction over the ``known`` classes, a new label joins before its
     update; ``spread``: multiclass.chunk_spread). Returns (updates, index of a bad example or
@@ -127,8 +127,8 @@ def mira_chunk(w, D, known, cls, importance, indptr, indices, values, variant, c
         start, end = indptr[i], indptr[i + 1]
         label = cls[i]
         visible = visible_classes(known, label)
-        prefetch_next_row_blocks(w, D, known, indptr, indices, i, spread)
-        class_scores(w, D, visible, indices, values, start, end, scores)
+        prefetch_next_row_blocks(w, layout, known, indptr, indices, i, spread)
+        class_scores(w, layout, visible, indices, values, start, end, scores)
         predicted_out[i] = best_class(scores, known, -1)
         if not scores_finite(scores, known):
             return updates, i, known
@@ -145,6 +145,6 @@ def mira_chunk(w, D, known, cls, importance, indptr, indices, values, variant, c
             return updates, i, known
         if step > 0.0:
             updates += 1
-            if not _update_blocks(w, D, known, tau, indices, values, start, end):
+            if not _update_blocks(w, layout, known, tau, indices, values, start, end):
                 return updates, i, known
     return updates, -1, known

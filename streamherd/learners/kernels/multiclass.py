@@ -1,8 +1,12 @@
 """What every learner's joint multiclass kernel shares (numba, inlined into the family kernels).
 
 The construction (Crammer & Lee 2010 Sec. 5, after Collins 2002 and Crammer, Dredze & Kulesza
-2009): one weight block of D slots per class, f(x, z) puts x in block z (class z's slot j is
-z * D + j), the score of class z is mu . f(x, z) and the prediction is the class of largest score.
+2009): one weight block of D slots per class, f(x, z) puts x in block z, the score of class z is
+mu . f(x, z) and the prediction is the class of largest score. Where block z's slot j lies is the
+learner's ``layout`` = (class stride, feature stride), slot z * layout[0] + j * layout[1]
+(slot_of): class blocks one after the other, (D, 1), as the model file holds them; or VW's way,
+the classes of a feature side by side, (1, C) for room for C classes, which the diagonal and
+first-order learners train on (Learner.layout).
 For an update on an example of class y, the strongest wrong class y' = argmax_{z != y} mu . f(x, z)
 gives the difference row Delta = f(x, y) - f(x, y') (2 nnz entries: +x in block y, -x in block
 y'), and the joint update is the family's binary update on Delta with label +1: its margin is
@@ -23,6 +27,7 @@ from streamherd.learners.kernels.prefetch import prefetch
 # Half the smallest L2 cache of a core in common x86 servers (512 KiB): slots read within it
 # stay cached between rows, and prefetching them is wasted work (chunk_spread).
 CACHED_BYTES = 256 * 1024
+PREFETCH_CLASSES = 4      # classes side by side whose slots (16 bytes at most) share a line
 SPREAD_SAMPLE = 1 << 12   # entries of a chunk that chunk_spread reads at most,
 DISTINCT_FLAGS = 1 << 15  # and the flags it counts their slots on
 
@@ -34,71 +39,91 @@ def visible_classes(known, label):
 
 
 @njit(cache=True, inline="always")
-def class_sums(term, first, second, D, K, indices, values, start, end, scores):
-    """scores[z] = the sum over x's features of term(first[s], second[s], x_j), s = z D + j the
-    slot of feature j in block z, for the first K classes (a state of two per-slot arrays).
+def slot_of(layout, z, j):
+    """Class z's slot of feature j (the module docstring)."""
+    return z * layout[0] + j * layout[1]
 
-    Eight classes to a pass over the row (then four, two, one), each class's sum in a register
-    of its own: the blocks lie 2^b slots apart, so the K slots of one feature fall in one cache
-    set, and more blocks at a time than a set has ways (8) evict each other's lines. Each sum
-    still adds the row's terms in the row's order (the same floats as one class at a time)."""
+
+@njit(cache=True, inline="always")
+def class_sums(term, first, second, layout, K, indices, values, start, end, scores):
+    """scores[z] = the sum over x's features of term(first[s], second[s], x_j), s the slot of
+    feature j in block z (slot_of), for the first K classes (a state of two per-slot arrays).
+
+    Classes side by side: one pass over the row, each feature's K slots read together (a few
+    cache lines). Blocks: eight classes to a pass over the row (then four, two, one), each
+    class's sum in a register of its own: in blocks 2^b slots apart, the K slots of one feature
+    fall in one cache set, and more blocks at a time than a set has ways (8) evict each other's
+    lines. Either way each sum adds the row's terms in the row's order (the same floats as one
+    class at a time)."""
+    step = layout[0]
+    if step == 1:
+        for z in range(K):
+            scores[z] = 0.0
+        for k in range(start, end):
+            s, x = slot_of(layout, 0, indices[k]), values[k]
+            # the feature's classes as slices: LLVM vectorises the loop over them then, not
+            # over first[s + z]
+            first_row, second_row = first[s:s + K], second[s:s + K]
+            for z in range(K):
+                scores[z] += term(first_row[z], second_row[z], x)
+        return
     z = 0
     while z + 8 <= K:
-        eight_sums(term, first, second, z * D, D, indices, values, start, end, scores, z)
+        eight_sums(term, first, second, layout, z, step, indices, values, start, end, scores)
         z += 8
     if z + 4 <= K:
-        four_sums(term, first, second, z * D, D, indices, values, start, end, scores, z)
+        four_sums(term, first, second, layout, z, step, indices, values, start, end, scores)
         z += 4
     if z + 2 <= K:
-        two_sums(term, first, second, z * D, D, indices, values, start, end, scores, z)
+        two_sums(term, first, second, layout, z, step, indices, values, start, end, scores)
         z += 2
     if z < K:
         total = 0.0
         for k in range(start, end):
-            s = z * D + indices[k]
+            s = slot_of(layout, z, indices[k])
             total += term(first[s], second[s], values[k])
         scores[z] = total
 
 
 @njit(cache=True, inline="always")
-def eight_sums(term, first, second, offset, D, indices, values, start, end, scores, z):
-    """class_sums of classes z..z+7 (block z starts at slot ``offset``)."""
+def eight_sums(term, first, second, layout, z, step, indices, values, start, end, scores):
+    """class_sums of classes z..z+7 (class z + 1's slot ``step`` after class z's)."""
     a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
     for k in range(start, end):
-        s, x = offset + indices[k], values[k]
+        s, x = slot_of(layout, z, indices[k]), values[k]
         a0 += term(first[s], second[s], x)
-        a1 += term(first[s + D], second[s + D], x)
-        a2 += term(first[s + 2 * D], second[s + 2 * D], x)
-        a3 += term(first[s + 3 * D], second[s + 3 * D], x)
-        a4 += term(first[s + 4 * D], second[s + 4 * D], x)
-        a5 += term(first[s + 5 * D], second[s + 5 * D], x)
-        a6 += term(first[s + 6 * D], second[s + 6 * D], x)
-        a7 += term(first[s + 7 * D], second[s + 7 * D], x)
+        a1 += term(first[s + step], second[s + step], x)
+        a2 += term(first[s + 2 * step], second[s + 2 * step], x)
+        a3 += term(first[s + 3 * step], second[s + 3 * step], x)
+        a4 += term(first[s + 4 * step], second[s + 4 * step], x)
+        a5 += term(first[s + 5 * step], second[s + 5 * step], x)
+        a6 += term(first[s + 6 * step], second[s + 6 * step], x)
+        a7 += term(first[s + 7 * step], second[s + 7 * step], x)
     scores[z], scores[z + 1], scores[z + 2], scores[z + 3] = a0, a1, a2, a3
     scores[z + 4], scores[z + 5], scores[z + 6], scores[z + 7] = a4, a5, a6, a7
 
 
 @njit(cache=True, inline="always")
-def four_sums(term, first, second, offset, D, indices, values, start, end, scores, z):
+def four_sums(term, first, second, layout, z, step, indices, values, start, end, scores):
     """class_sums of classes z..z+3."""
     a0 = a1 = a2 = a3 = 0.0
     for k in range(start, end):
-        s, x = offset + indices[k], values[k]
+        s, x = slot_of(layout, z, indices[k]), values[k]
         a0 += term(first[s], second[s], x)
-        a1 += term(first[s + D], second[s + D], x)
-        a2 += term(first[s + 2 * D], second[s + 2 * D], x)
-        a3 += term(first[s + 3 * D], second[s + 3 * D], x)
+        a1 += term(first[s + step], second[s + step], x)
+        a2 += term(first[s + 2 * step], second[s + 2 * step], x)
+        a3 += term(first[s + 3 * step], second[s + 3 * step], x)
     scores[z], scores[z + 1], scores[z + 2], scores[z + 3] = a0, a1, a2, a3
 
 
 @njit(cache=True, inline="always")
-def two_sums(term, first, second, offset, D, indices, values, start, end, scores, z):
+def two_sums(term, first, second, layout, z, step, indices, values, start, end, scores):
     """class_sums of classes z and z+1."""
     a0 = a1 = 0.0
     for k in range(start, end):
-        s, x = offset + indices[k], values[k]
+        s, x = slot_of(layout, z, indices[k]), values[k]
         a0 += term(first[s], second[s], x)
-        a1 += term(first[s + D], second[s + D], x)
+        a1 += term(first[s + step], second[s + step], x)
     scores[z], scores[z + 1] = a0, a1
 
 
@@ -108,22 +133,26 @@ def weighted(w_s, unused, x):
 
 
 @njit(cache=True, inline="always")
-def class_scores(w, D, K, indices, values, start, end, scores):
+def class_scores(w, layout, K, indices, values, start, end, scores):
     """scores[z] = w . f(x, z) for the first K classes."""
-    class_sums(weighted, w, w, D, K, indices, values, start, end, scores)
+    class_sums(weighted, w, w, layout, K, indices, values, start, end, scores)
 
 
 @njit(cache=True, inline="always")
-def prefetch_next_row_blocks(w, D, K, indptr, indices, i, spread):
-    """Ask the cache for the next row's slots in every class block (see prefetch.py: the K
-    blocks lie 2^b slots apart, so each feature costs K cache misses), when the chunk's slots
-    are ``spread`` (chunk_spread): else they stay cached from row to row, and the K requests a
-    feature would be pure cost."""
+def prefetch_next_row_blocks(w, layout, K, indptr, indices, i, spread):
+    """Ask the cache for the next row's slots in every class block (see prefetch.py), when the
+    chunk's slots are ``spread`` (chunk_spread): else they stay cached from row to row, and
+    the requests would be pure cost. Blocks 2^b slots apart: K lines a feature; classes side by
+    side: one request each PREFETCH_CLASSES of them (a cache line of 16-byte slots), and the
+    last."""
     if spread and i + 2 < len(indptr):
+        step = 1 if layout[0] > 1 else PREFETCH_CLASSES
         for k in range(indptr[i + 1], indptr[i + 2]):
             j = indices[k]
-            for z in range(K):
-                prefetch(w, z * D + j)
+            for z in range(0, K, step):
+                prefetch(w, slot_of(layout, z, j))
+            if step > 1 and K > 0:
+                prefetch(w, slot_of(layout, K - 1, j))
 
 
 @njit(cache=True, inline="always")
@@ -148,7 +177,7 @@ def scores_finite(scores, K):
 
 
 @njit(cache=True, inline="always")
-def write_delta(indices, values, start, end, D, y, rival, delta_indices, delta_values):
+def write_delta(indices, values, start, end, layout, y, rival, delta_indices, delta_values):
     """Delta = f(x, y) - f(x, y') into the scratch row; returns its length 2 nnz.
 
     The two halves lie in different blocks, so Delta has no repeated slot (the diagonal rules
@@ -157,16 +186,16 @@ def write_delta(indices, values, start, end, D, y, rival, delta_indices, delta_v
     for t in range(n):
         j = indices[start + t]
         x = values[start + t]
-        delta_indices[t] = y * D + j
+        delta_indices[t] = slot_of(layout, y, j)
         delta_values[t] = x
-        delta_indices[n + t] = rival * D + j
+        delta_indices[n + t] = slot_of(layout, rival, j)
         delta_values[n + t] = -x
     return 2 * n
 
 
 @njit(cache=True, inline="always")
-def joint_prepare(predict_scores, known, cls, importance, indices, values, start, end, D, i,
-                  work):
+def joint_prepare(predict_scores, known, cls, importance, indices, values, start, end, layout,
+                  i, work):
     """Example i of a joint kernel, before the family's step.
 
     work = (scores, delta_indices, delta_values, spread), the scratch of joint_workspace. The
@@ -190,15 +219,15 @@ def joint_prepare(predict_scores, known, cls, importance, indices, values, start
     rival = best_class(work[0], known, label)
     if rival < 0:
         return predicted, known, 0
-    return predicted, known, write_delta(indices, values, start, end, D, label, rival, work[1],
-                                         work[2])
+    return predicted, known, write_delta(indices, values, start, end, layout, label, rival,
+                                         work[1], work[2])
 
 
 @njit(cache=True, nogil=True)
-def all_class_scores(w, D, K, indptr, indices, values, out):
+def all_class_scores(w, layout, K, indptr, indices, values, out):
     """out[i, z] = w . f(x_i, z): prediction with a fixed joint model."""
     for i in range(len(indptr) - 1):
-        class_scores(w, D, K, indices, values, indptr[i], indptr[i + 1], out[i])
+        class_scores(w, layout, K, indices, values, indptr[i], indptr[i + 1], out[i])
 
 
 def chunk_spread(learner, indptr, indices):

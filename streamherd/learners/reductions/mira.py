@@ -44,6 +44,6 @@ class Mira:
         variant, c, _ = learner.kernel_params()
         size = max(learner.blocks, 1)
         return learner.checked(*mira_chunk(
-            learner.mean, learner.dim, known, cls, importance, indptr, indices, values, variant,
+            learner.mean, learner.layout, known, cls, importance, indptr, indices, values, variant,
             c, predicted_out, np.zeros(size), np.zeros(size), np.zeros(size, np.bool_),
             chunk_spread(learner, indptr, indices)))
