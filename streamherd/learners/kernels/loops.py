@@ -59,7 +59,7 @@ from numba.extending import overload
 from streamherd.learners.kernels.bank import diag_bank_kernel, mean_bank_kernel
 from streamherd.learners.kernels.covariance import diag_margin_confidence_ahead, planned_rule
 from streamherd.learners.kernels.multiclass import (class_scores, joint_prepare,
-                                                    prefetch_next_row_blocks, visible_classes)
+                                                    prefetch_state_blocks, visible_classes)
 from streamherd.learners.kernels.prefetch import NO_ROW, row_ahead
 from streamherd.learners.kernels.sparse import dot_ahead, finite
 
@@ -119,7 +119,7 @@ def joint_loop(scores, margin, step, cls, importance, indptr, indices, values, s
     updates = 0
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row_blocks(state[0], layout, known, indptr, indices, i, work[3])
+        prefetch_state_blocks(state, layout, known, indptr, indices, i, work[3])
         scores(state, layout, visible_classes(known, cls[i]), indices, values, start, end,
                work[0])
         predicted_out[i], known, n = joint_prepare(work[0], known, cls, importance, indices,

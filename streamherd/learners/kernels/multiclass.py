@@ -20,7 +20,8 @@ joins before its own update (so its first example is a mistake: its class could 
 With a fixed class set (``--classes``) every class is known from the start.
 """
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from streamherd.learners.kernels.prefetch import prefetch
 
@@ -153,6 +154,28 @@ def prefetch_next_row_blocks(w, layout, K, indptr, indices, i, spread):
                 prefetch(w, slot_of(layout, z, j))
             if step > 1 and K > 0:
                 prefetch(w, slot_of(layout, K - 1, j))
+
+
+def prefetch_state_blocks(state, layout, K, indptr, indices, i, spread):
+    """prefetch_next_row_blocks of the state's arrays (a joint loop's ``state`` tuple): its
+    first, and its second too when the classes lie side by side and the state is two 1-d
+    arrays (mean and variance: apart then, where in blocks they share the lines). numba
+    compiles it (the overload below)."""
+    raise TypeError("prefetch_state_blocks runs inside a numba kernel")
+
+
+@overload(prefetch_state_blocks, inline="always")
+def _prefetch_state_blocks(state, layout, K, indptr, indices, i, spread):
+    if isinstance(state, types.UniTuple) and state.count == 2 and state.dtype.ndim == 1:
+        def both(state, layout, K, indptr, indices, i, spread):
+            prefetch_next_row_blocks(state[0], layout, K, indptr, indices, i, spread)
+            if layout[0] == 1:
+                prefetch_next_row_blocks(state[1], layout, K, indptr, indices, i, spread)
+        return both
+
+    def first(state, layout, K, indptr, indices, i, spread):
+        prefetch_next_row_blocks(state[0], layout, K, indptr, indices, i, spread)
+    return first
 
 
 @njit(cache=True, inline="always")
