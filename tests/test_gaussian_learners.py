@@ -211,7 +211,7 @@ def test_per_slot_arrays_sit_side_by_side(name, data, tmp_path):
         np.testing.assert_array_equal(loaded.state()[key], value)
     before = {key: value.copy() for key, value in loaded.state().items()}
     loaded.grow(3)
-    if loaded.side_by_side:   # a joint learner with its classes side by side: each array apart
+    if loaded.classes_side_by_side:   # the classes of a feature side by side: arrays apart
         for attr in loaded.interleaved:
             array = getattr(loaded, attr)
             assert array.flags.c_contiguous and len(array) == D * loaded.capacity

@@ -238,14 +238,14 @@ def test_the_learner_takes_the_loaded_arrays_without_a_copy(model, algo, kind, n
     """load_model writes the vectors a learner keeps side by side (Learner.interleaved) into
     the columns of one array, which the learner takes as they are: predicting holds the dense
     model once. A joint learner that keeps each feature's classes side by side
-    (Learner.side_by_side) rearranges them into arrays of its own instead, and keeps no
+    (Learner.classes_side_by_side) rearranges them into arrays of its own instead, and keeps no
     reference to the loaded ones (they are freed once loaded)."""
     from streamherd import tasks
 
     meta, arrays = load_model(model(algo, kind))
     learner = tasks.of_model(meta, False).new_learner(
         algo, 1 << meta["bits"], meta["hyperparameters"], dict(arrays), meta.get("learner", {}))
-    if learner.side_by_side and learner.blocks > 1:
+    if learner.classes_side_by_side and learner.blocks > 1:
         for name in names:
             assert not np.shares_memory(getattr(learner, name), arrays[name])
             np.testing.assert_array_equal(learner.state()[name], arrays[name])

@@ -259,6 +259,28 @@ def test_classes_side_by_side_are_saved_as_blocks_and_grow_in_place(name, tmp_pa
     np.testing.assert_array_equal(scores[0], saved["mean"].reshape(5, dim)[:, x_slots] @ x_values)
 
 
+@pytest.mark.parametrize("name", ["arow-p", "pa2"])
+def test_a_model_loaded_without_room_to_rearrange_keeps_its_blocks_and_learns_alike(
+        name, data, monkeypatch):
+    """Where a second copy of its arrays does not fit in memory, a loaded joint learner keeps
+    the class blocks as loaded and learns on in them, to the same state."""
+    from streamherd.learners import base
+
+    trained, _, _ = run_joint(name, data, K, options_for(name))
+    saved = {key: np.array(value) for key, value in trained.state().items()}
+    rearranged = learners.create(name, D, trained.options, dict(saved), trained.meta())
+    monkeypatch.setattr(base, "available_memory", lambda: 1)
+    in_blocks = learners.create(name, D, trained.options, dict(saved), trained.meta())
+    monkeypatch.undo()
+    assert rearranged.layout == (1, K) and in_blocks.layout == (D, 1)
+    for learner in (rearranged, in_blocks):
+        predicted = np.empty(N, np.int64)
+        learner.learn_joint(data["cls"], data["importance"], data["indptr"], data["indices"],
+                            data["values"], K, predicted)
+    for key, value in rearranged.state().items():
+        np.testing.assert_array_equal(in_blocks.state()[key], value)
+
+
 def test_grow_keeps_old_blocks_and_adds_fresh_ones():
     learner = learners.create("arow-full", 4, {"a": 2.0}, blocks=1)
     learner.covariance[0, 1] = learner.covariance[1, 0] = 0.5

@@ -232,7 +232,9 @@ class Learner:
     # whether, for joint multiclass, the 1-d live arrays keep the classes of a feature side by
     # side (``layout``, kernels/multiclass.py) rather than in blocks as model files hold them:
     # a feature's classes then lie on a few cache lines instead of one line each. The learners
-    # whose every joint kernel reads slots through the layout.
+    # whose every joint kernel reads slots through the layout; each such learner does
+    # (``classes_side_by_side``) unless it was loaded where a second copy of its arrays, to
+    # rearrange them, does not fit in memory.
     side_by_side = False
     # what a model file's check reads of the saved arrays: those that are matrices over the
     # slots (square blocks), those whose entries (a matrix's diagonal) must be > 0, and the
@@ -256,6 +258,7 @@ class Learner:
         self.dim = dim
         self.options = self.spec.options(options, task)
         self.task = task
+        self.classes_side_by_side = self.side_by_side   # this learner's (layout)
         if state is None:
             self.blocks = blocks
             self.size = dim * blocks
@@ -267,10 +270,13 @@ class Learner:
             self.size = len(self.mean)
             self.blocks = max(1, self.size // dim)
             self.load_state(state, learner_meta or {})
-            if self.side_by_side and self.blocks > 1:
-                for attr in self.live_arrays:   # the file's blocks, side by side
-                    setattr(self, attr, np.ascontiguousarray(
-                        getattr(self, attr).reshape(self.blocks, dim).T).reshape(-1))
+            if self.classes_side_by_side and self.blocks > 1:
+                if self._fits(self.blocks):   # the file's blocks, side by side
+                    for attr in self.live_arrays:
+                        setattr(self, attr, np.ascontiguousarray(
+                            getattr(self, attr).reshape(self.blocks, dim).T).reshape(-1))
+                else:   # no room for a second copy: the blocks as loaded
+                    self.classes_side_by_side = False
             self._interleave()   # a fresh model's init_state made them so (new_interleaved)
         # class blocks allocated (grow); the 1-d live arrays are then the arrays in _whole
         # (none until a grow reallocates), or in blocks their views of the first ``blocks``
@@ -293,7 +299,7 @@ class Learner:
         """The ``interleaved`` arrays of a state of ``blocks`` class blocks: none when its
         classes lie side by side (a joint learner of that kind: each array then holds a
         feature's classes in a row of their own, which the class scores read at once)."""
-        side_by_side = self.side_by_side and (self.task == "multiclass" or blocks > 1)
+        side_by_side = self.classes_side_by_side and (self.task == "multiclass" or blocks > 1)
         return () if side_by_side else self.interleaved
 
     def spread_over(self, dim, arrays):
@@ -392,12 +398,12 @@ class Learner:
     def layout(self):
         """(class stride, feature stride) of the live arrays: class z's slot of feature j is
         z * layout[0] + j * layout[1] (kernels/multiclass.py)."""
-        return (1, self.capacity) if self.side_by_side else (self.dim, 1)
+        return (1, self.capacity) if self.classes_side_by_side else (self.dim, 1)
 
     def in_blocks(self, array):
         """A live 1-d array as model files hold it, class block after class block (a copy
         when the learner keeps its classes side by side, else the array itself)."""
-        if not self.side_by_side or self.capacity <= 1:
+        if not self.classes_side_by_side or self.capacity <= 1:
             return array
         return np.ascontiguousarray(self.by_feature(array)[:, :self.blocks].T).reshape(-1)
 
@@ -491,7 +497,7 @@ class Learner:
         self.blocks = blocks
         self.size = self.dim * blocks
         for attr, whole in self._whole.items():   # side by side: every class's in each slot
-            setattr(self, attr, whole if self.side_by_side else whole[:self.size])
+            setattr(self, attr, whole if self.classes_side_by_side else whole[:self.size])
         self._g = None   # workspaces sized for the old state
 
     def _reallocate(self, blocks):
@@ -517,7 +523,7 @@ class Learner:
                 setattr(self, attr, grown)
                 continue
             grown = packed[:, pairs.index(attr)] if attr in pairs else populated_zeros(total)
-            if self.side_by_side:   # each feature's classes: the old ones, then fresh ones
+            if self.classes_side_by_side:   # each feature's classes: old ones, then fresh
                 by_feature = feature_rows(grown, dim, capacity)
                 by_feature[:, :self.capacity] = feature_rows(old, dim, self.capacity)
                 by_feature[:, self.capacity:] = new[:, None]

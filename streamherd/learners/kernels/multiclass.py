@@ -7,6 +7,7 @@ learner's ``layout`` = (class stride, feature stride), slot z * layout[0] + j * 
 (slot_of): class blocks one after the other, (D, 1), as the model file holds them; or VW's way,
 the classes of a feature side by side, (1, C) for room for C classes, which the diagonal and
 first-order learners train on (Learner.layout).
+
 For an update on an example of class y, the strongest wrong class y' = argmax_{z != y} mu . f(x, z)
 gives the difference row Delta = f(x, y) - f(x, y') (2 nnz entries: +x in block y, -x in block
 y'), and the joint update is the family's binary update on Delta with label +1: its margin is
@@ -28,7 +29,9 @@ from streamherd.learners.kernels.prefetch import prefetch
 # Half the smallest L2 cache of a core in common x86 servers (512 KiB): slots read within it
 # stay cached between rows, and prefetching them is wasted work (chunk_spread).
 CACHED_BYTES = 256 * 1024
-PREFETCH_CLASSES = 4      # classes side by side whose slots (16 bytes at most) share a line
+# classes side by side: one prefetch every PREFETCH_CLASSES of them reaches each line of a
+# feature's slots (8 to a 64-byte line in an array apart, 4 in one interleaving two)
+PREFETCH_CLASSES = 4
 SPREAD_SAMPLE = 1 << 12   # entries of a chunk that chunk_spread reads at most,
 DISTINCT_FLAGS = 1 << 15  # and the flags it counts their slots on
 
@@ -144,8 +147,7 @@ def prefetch_next_row_blocks(w, layout, K, indptr, indices, i, spread):
     """Ask the cache for the next row's slots in every class block (see prefetch.py), when the
     chunk's slots are ``spread`` (chunk_spread): else they stay cached from row to row, and
     the requests would be pure cost. Blocks 2^b slots apart: K lines a feature; classes side by
-    side: one request each PREFETCH_CLASSES of them (a cache line of 16-byte slots), and the
-    last."""
+    side: one request every PREFETCH_CLASSES of them, and the last."""
     if spread and i + 2 < len(indptr):
         step = 1 if layout[0] > 1 else PREFETCH_CLASSES
         for k in range(indptr[i + 1], indptr[i + 2]):
