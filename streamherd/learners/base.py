@@ -324,7 +324,8 @@ class Learner:
 
     def _interleave(self):
         """Copy the ``interleaved`` arrays (loaded or grown apart) into the columns of one array
-        (see there); model.load_model reads them so already (then no copy)."""
+        (see there); model.load_model reads them so already (then no copy). A joint learner
+        with its classes side by side (``paired``: none) holds each as a contiguous array."""
         if not self.paired(self.blocks):
             for attr in self.interleaved:
                 setattr(self, attr, np.ascontiguousarray(getattr(self, attr)))
