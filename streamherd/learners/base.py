@@ -406,11 +406,8 @@ class Learner:
         when the learner keeps its classes side by side, else the array itself)."""
         if not self.classes_side_by_side or self.capacity <= 1:
             return array
-        return np.ascontiguousarray(self.by_feature(array)[:, :self.blocks].T).reshape(-1)
-
-    def by_feature(self, array):
-        """A side-by-side live array as (feature, class) entries."""
-        return feature_rows(array, self.dim, self.capacity)
+        by_feature = feature_rows(array, self.dim, self.capacity)
+        return np.ascontiguousarray(by_feature[:, :self.blocks].T).reshape(-1)
 
     # The family's cached entry points (algorithms/, over kernels/loops.run_rules) by covariance
     # kind ("none", "diagonal", "full"); the variant's LearnerSpec says which it runs. One

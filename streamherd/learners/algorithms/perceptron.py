@@ -104,7 +104,7 @@ def _averaged_joint(cls, importance, indptr, indices, values, w, u, seen, layout
     average = np.zeros(len(scores))
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
-        prefetch_next_row_blocks(w, layout, known, indptr, indices, i, work[3])  # and u
+        prefetch_next_row_blocks(w, layout, known, indptr, indices, i, work[3])  # u: paired
         visible = visible_classes(known, cls[i])
         class_scores(u, layout, visible, indices, values, start, end, average)
         class_scores(w, layout, visible, indices, values, start, end, scores)

@@ -148,18 +148,19 @@ def _voted_joint(cls, importance, indptr, indices, values, w, u, base, folded, s
     updates = 0
     scores = work[0]
     average = np.zeros(len(scores))
+    in_blocks = (D, 1)   # its update list and sums are over class blocks (multiclass.slot_of)
     for i in range(len(cls)):
         start, end = indptr[i], indptr[i + 1]
         visible = visible_classes(known, cls[i])
-        class_scores(u, (D, 1), visible, indices, values, start, end, average)
-        class_scores(w, (D, 1), visible, indices, values, start, end, scores)
+        class_scores(u, in_blocks, visible, indices, values, start, end, average)
+        class_scores(w, in_blocks, visible, indices, values, start, end, scores)
         if not scores_finite(scores, visible):   # w's: they choose the rival
             return updates, i, known
         total = tallies[_TOTAL]
         for z in range(visible):
             average[z] = scores[z] - average[z] / total if total > 0 else 0.0
         predicted_out[i], known, n = joint_prepare(average, known, cls, importance, indices,
-                                                   values, start, end, (D, 1), i, work)
+                                                   values, start, end, in_blocks, i, work)
         if n < 0:
             return updates, i, known
         s = importance[i]
@@ -292,6 +293,7 @@ def _vote_classes(indptr, indices, values, base, prefix_average, prefix_count, D
     """out[r, z] = the votes class z gets for row r: the collective vote's C_f and each stored
     snapshot's c_j, each to the argmax of its class scores (tiled as _vote_margins)."""
     n = len(indptr) - 1
+    in_blocks = (D, 1)   # the class blocks of multiclass.slot_of
     rows_per_block, tile = blocking
     G = np.empty(tile)
     scores = np.zeros((rows_per_block, max(K, 1)))
@@ -303,10 +305,10 @@ def _vote_classes(indptr, indices, values, base, prefix_average, prefix_count, D
             out[r, :] = 0.0
             row_scores = scores[r - first]
             if prefix_count > 0.0:
-                class_scores(prefix_average, (D, 1), K, indices, values, start, end,
+                class_scores(prefix_average, in_blocks, K, indices, values, start, end,
                              row_scores)
                 out[r, best_class(row_scores, K, -1)] += prefix_count
-            class_scores(base, (D, 1), K, indices, values, start, end, row_scores)
+            class_scores(base, in_blocks, K, indices, values, start, end, row_scores)
         for j0 in range(0, len(coefficients), tile):
             j1 = min(j0 + tile, len(coefficients))
             for r in range(first, last):
