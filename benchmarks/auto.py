@@ -311,7 +311,7 @@ def speed_section(times, pairs):
              f"{times['load'][1]:.1f} ({os.cpu_count()} cores; jobs beside the benchmark take "
              "cores from the parser thread of both commands and from the bank's threads).", "",
              "Every core: the bank runs its members in groups of whole cache lines, one thread "
-             "each (selection/packed.py group_sizes; 11 members on two cores: 8 and 3), beside the "
+             "each (learners/packing.py group_sizes; 11 members on two cores: 8 and 3), beside the "
              "parser thread both commands have. One core (both commands pinned to core 0, as on "
              "a 1-core machine): the bank's members on one thread, the parser on the same core.",
              "", "| learner | cores | one value (s) | auto, 11 values (s) | ratio |",

@@ -112,9 +112,9 @@ def imported(name):
     training.save_model = timed("model written (save_model)", training.save_model)
     training.for_predicting = timed("model read (for_predicting)", training.for_predicting)
     import numpy as np
-    from streamherd.selection import packed
-    packed.populated_zeros = timed("a bank's memory mapped (selection.packed.populated_zeros)",
-                                   packed.populated_zeros)
+    from streamherd.learners import packing
+    packing.populated_zeros = timed("a bank's memory mapped (learners.packing.populated_zeros)",
+                                    packing.populated_zeros)
     np.unique = timed("np.unique (its first call imports numpy.ma)", np.unique)
     return module
 start_up.imported = imported

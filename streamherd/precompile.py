@@ -20,10 +20,11 @@ numba, compiles on first use, as without this.
 Default: the README's commands (``train`` and ``predict`` on svmlight and on VW input, the
 parser of the format most of their compile time) and every binary learner but the ``-full``
 ones, multiclass ``--multiclass mira``, the voted perceptron's joint multiclass and ``herd``
-(both modes) with ``predict`` of their models, and ``-C auto``'s bank of nherd-p, arow-p and pa2
-(README_BANKS). ``--all`` adds the ``-full`` learners, regression, joint and one-versus-all
-multiclass, ``--normalize``, the other ``predict`` outputs (``--raw``, ``--proba``,
-``--scores``) and the banks of the other families. The progress lines give each run's time.
+(both modes) with ``predict`` of their models, and ``-C auto``'s bank and one-versus-all's of
+nherd-p, arow-p and pa2 (README_BANKS). ``--all`` adds the ``-full`` learners, regression,
+joint and one-versus-all multiclass, ``--normalize``, the other ``predict`` outputs (``--raw``,
+``--proba``, ``--scores``) and the banks of the other families. The progress lines give each
+run's time.
 
 The README's ``train`` and ``predict`` run first, in this process: they compile the parsers and
 the other kernels every later run shares. The other runs are spread over one process per core
@@ -95,11 +96,17 @@ def jobs(everything=False):
                 "voted-perceptron"))
     out.append(("herd (joint and ova) and predict", _herd("svmlight"), None))
     # auto's bank kernels (one per family, for the group size of this machine's cores:
-    # selection/packed.py group_sizes): the README's, then (--all) every family
+    # learners/packing.py group_sizes): the README's, then (--all) every family
     for name in banked_learners(everything):
         auto = learners.spec(name).hyperparameters[0].name
         out.append((f"train --algo {name}, {auto} auto",
                     _train("svmlight", "binary", name, options={auto: "auto"}), None))
+    # one-versus-all's bank (its classes' labels apart: a kernel of its own), the README's
+    # learners (--all: below, every learner's one-versus-all)
+    if not everything:
+        for name in README_BANKS:
+            out.append((f"train --algo {name} --multiclass ova",
+                        _binary("svmlight", name, ("multiclass",), multiclass="ova"), name))
     if everything:
         for name in names:
             out.append((f"train --algo {name} --normalize",
@@ -232,7 +239,7 @@ def precompile(everything=False, log=None, processes=None):
     (default: one per core) in groups that share kernels (_kernel_groups), each job in a scratch
     folder of its own."""
     from streamherd import numba_runtime
-    from streamherd.selection.threads import usable_cores
+    from streamherd.learners.threads import usable_cores
 
     folder = cache_folder()
     if folder is not None:

@@ -19,7 +19,7 @@ from streamherd.selection import (
     default_grid,
     search_learners,
 )
-from streamherd.selection.packed import group_sizes
+from streamherd.learners.packing import group_sizes
 from streamherd.selection.scores import RecentRows, Scores, weighted_auc
 
 from helpers import one_line_error
@@ -72,7 +72,7 @@ def one_grid(algo, name, values=None):
 def test_every_member_is_the_single_learner_of_its_value(algo, name, seed, threads):
     """Weights, variances and each progressive margin of member k equal those of a learner of
     value k run alone (to 1e-12), and the member's progressive loss is the single run's; on
-    one thread or on several (selection.packed.group_sizes: 11 members of two arrays in groups
+    one thread or on several (learners.packing.group_sizes: 11 members of two arrays in groups
     of 8 and 3 or of 4, 4 and 3; of one array, 8 and 3)."""
     chunks, dim = random_chunks(seed)
     search = one_grid(algo, name)

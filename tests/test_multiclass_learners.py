@@ -12,6 +12,8 @@ import pytest
 from streamherd import learners
 from streamherd.learners.kernels.multiclass import (DISTINCT_FLAGS, all_class_scores,
                                                     chunk_spread, flag_slots, flagged_slots)
+from streamherd.learners.packing import bank_entry_point
+from streamherd.learners.reductions import ova as ova_module
 from streamherd.learners.reductions.ova import OneVersusAll
 from streamherd.model import load_model, save_model
 
@@ -333,6 +335,73 @@ def test_ova_is_k_independent_binary_runs(name, data, fixed):
     np.testing.assert_array_equal(predicted, expected)
 
 
+def run_ova(name, data, packed, k=K):
+    """One-versus-all over CHUNKS, its classes discovered as they come: (the learner, its
+    predictions, its updates, its class scores of every row after training); ``packed`` False:
+    the classes learn apart, in K binary runs, whatever the family."""
+    ova = OneVersusAll(name, D, options_for(name))
+    if not packed:
+        ova._packed_groups = lambda: None
+    known, updates = 0, 0
+    predicted = np.empty(N, np.int64)
+    for lo, hi in CHUNKS:
+        ova.grow(max(ova.blocks, int(data["cls"][lo:hi].max()) + 1))
+        out = np.empty(hi - lo, np.int64)
+        u, known = ova.learn_joint(data["cls"][lo:hi], data["importance"][lo:hi],
+                                   data["indptr"][lo:hi + 1], data["indices"], data["values"],
+                                   known, out)
+        updates += u
+        predicted[lo:hi] = out
+    assert ova.blocks == k and (ova.groups is not None) == packed
+    scores = np.empty((N, k))
+    ova.class_scores(data["indptr"], data["indices"], data["values"], scores)
+    return ova, predicted, updates, scores
+
+
+BANKED = [name for name in ALL if bank_entry_point(name) is not None]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("name", BANKED)
+def test_ova_bank_equals_its_classes_learning_apart(name, threads, monkeypatch):
+    """A family with a bank kernel learns its classes as one bank, on ``threads`` groups of
+    classes (11 classes: two groups of whole cache lines), bit for bit as in K binary runs:
+    state, predictions, updates and the scores after training."""
+    monkeypatch.setattr(ova_module, "cores_beside_parsers", lambda: threads)
+    data = make_data(8, k=11)
+    banked = run_ova(name, data, packed=True, k=11)
+    apart = run_ova(name, data, packed=False, k=11)
+    assert len(banked[0].groups) == threads
+    for key, value in apart[0].state().items():
+        np.testing.assert_array_equal(banked[0].state()[key], value, err_msg=key)
+    for got, expected in zip(banked[1:], apart[1:]):
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("name", BANKED)
+def test_ova_bank_reports_the_row_its_runs_apart_report(name):
+    """The first class whose update fails names the chunk's row, as the runs apart do (a class
+    new in the chunk counts its rows from its first example there)."""
+    from streamherd.learners.base import UnstableUpdate
+
+    big = 1e200
+    rows = [[(0, 1.0)], [(1, 1.0)], [(2, 1.0), (3, 0.5)], [(4, big), (5, big)],
+            [(6, big), (7, big)]]
+    indptr = np.array([0, *np.cumsum([len(r) for r in rows])], np.int64)
+    indices = np.array([j for r in rows for j, _ in r], np.int32)
+    values = np.array([x for r in rows for _, x in r])
+    cls = np.array([0, 0, 1, 1, 1], np.int64)
+    raised = []
+    for packed in (True, False):
+        ova = OneVersusAll(name, 8, {}, blocks=2)
+        if not packed:
+            ova._packed_groups = lambda: None
+        with pytest.raises(UnstableUpdate) as info:
+            ova.learn_joint(cls, np.ones(5), indptr, indices, values, 1, np.empty(5, np.int64))
+        raised.append((info.value.index, info.value.what))
+    assert raised[0] == raised[1] and raised[0][0] in (3, 4)
+
+
 def test_ova_save_and_load_round_trip(data, tmp_path):
     ova = OneVersusAll("arow-full", D, {"r": 0.5}, blocks=K)
     out = np.empty(N, np.int64)
@@ -469,7 +538,7 @@ def test_ova_unstable_update_names_the_chunk_row():
             assert len(y) == 2   # class 1 first appears at row 2 of 4
             raise UnstableUpdate(1, "boom")
 
-    ova = OneVersusAll("arow-d", 4, {}, blocks=2)
+    ova = OneVersusAll("cw-full", 4, {}, blocks=2)   # (its classes learn apart: no bank)
     ova.learners[1] = FailsOnItsSecondExample()
     cls = np.array([0, 0, 1, 1], np.int64)
     with pytest.raises(UnstableUpdate) as info:

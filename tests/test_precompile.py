@@ -78,9 +78,13 @@ def _cache_files(cache):
      ["herd", "{data}", "-f", "{tmp}/o.npz", "--multiclass", "ova", "--burn-in", "5",
       "--max-epochs", "20", "--ratio", "1"],
      ["predict", "-m", "{tmp}/m.npz", "{data}", "-p", "{tmp}/p.txt"]],
-], ids=["mira", "voted-multiclass", "herd"])
+    [["train", "--algo", "arow-p", "--multiclass", "ova", "{data}", "-f", "{tmp}/m.npz"],
+     ["train", "--algo", "pa2", "--multiclass", "ova", "{data}"],
+     ["predict", "-m", "{tmp}/m.npz", "{data}", "-p", "{tmp}/p.txt"]],
+], ids=["mira", "voted-multiclass", "herd", "ova-bank"])
 def test_the_multiclass_learners_compile_nothing_after_it(precompiled, tmp_path, commands):
-    """MIRA, the multiclass voted perceptron and herding: a fresh install's first run of each
+    """MIRA, the multiclass voted perceptron, herding and one-versus-all's bank: a fresh
+    install's first run of each
     loads every kernel from the cache (no notice, and no cache file added)."""
     env, cache = precompiled[0], precompiled[1]
     data = tmp_path / "classes.svm"

@@ -313,6 +313,13 @@ class Learner:
             setattr(self, attr, array)
         self.dim = self.size = dim
 
+    def hold_in(self, arrays):
+        """Copy the state ``arrays`` names (attribute -> array of as many entries: a bank's
+        packed columns, learners/packing.py) into them, and hold it there from now on."""
+        for attr, array in arrays.items():
+            array[:] = getattr(self, attr)
+            setattr(self, attr, array)   # the old array is freed here, one at a time
+
     def own_state(self):
         """Hold the state in arrays of its own, as a learner made alone holds it (the
         ``interleaved`` arrays as columns of one array: its kernel is compiled for that

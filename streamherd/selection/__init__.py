@@ -41,8 +41,9 @@ calibration (--proba's map) is each member's own, from its own progressive margi
 (Bank.calibrate_members), so that the model written, and each --save-bank file, is the model
 ``train`` with that value alone writes, its map included.
 """
+from streamherd.learners.packing import bank_entry_point
 from streamherd.selection.bank import Bank
-from streamherd.selection.packed import PackedBank, bank_entry_point
+from streamherd.selection.packed import PackedBank
 from streamherd.selection.search import (
     AUTO,
     LEARNER_GRIDS,

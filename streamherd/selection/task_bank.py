@@ -9,7 +9,7 @@ from streamherd import learners
 from streamherd.learners.base import UnstableUpdate
 from streamherd.selection.bank import Bank
 from streamherd.selection.scores import loss_scores
-from streamherd.selection.threads import ThreadPool, usable_cores
+from streamherd.learners.threads import ThreadPool, usable_cores
 
 
 def member_bytes(member, dim, blocks):

@@ -1,14 +1,17 @@
-"""The bank's loop: K copies of one binary learner, each with its own hyperparameter value,
-learning in the same pass from every example (streamherd.selection's PackedBank, ``-C auto``).
+"""The bank's loop: K copies of one binary learner learning in the same pass from every example,
+each with its own hyperparameter value (streamherd.selection's PackedBank, ``-C auto``) or each
+with its own labels (one-versus-all's classes, learners/reductions/ova.py).
 
 The K states are stored slot-major (``packed[j, w, k]``: slot j, the learner's w-th state
-array, member k; selection/packed.py line_aligned): a slot holds its K means, then its K
+array, member k; learners/packing.py line_aligned): a slot holds its K means, then its K
 variances, padded to whole cache lines (11 members: 3 lines), so the features of a row bring the
 lines of all K members into the cache at once. Member k's arrays are the strided views
 ``packed[:, w, k]``, of the same numba type as the interleaved columns a single learner runs on
 (Learner.interleaved). A kernel call runs one group of a bank's members (a MemberGroup: each on
 a thread of its own, with its own packed array); ``params`` may hold more tuples than the group
-has members (``alive``), so that groups of every size share one compiled kernel.
+has members (``alive``), so that groups of every size share one compiled kernel, or one tuple
+that every member takes (member_params); ``y`` one label per row, or one per row and member
+(member_label).
 
 Per row: every member's margin in one pass over the row's slots (``diag_margins`` and
 ``mean_margins``: the sums of kernels/loops.diag_margin and mean_margin for all members at once,
@@ -59,6 +62,34 @@ def _member_state(views, k):
     return None
 
 
+def member_label(y, i, k):
+    """Member k's label of row i: y[i] for a bank whose members learn the same labels (``-C
+    auto``, y of the rows), y[i, k] for one whose members each learn their own (one-versus-all,
+    y rows x members). numba compiles it (the overload below)."""
+    raise TypeError("member_label runs inside a numba kernel (learners/kernels/bank.py)")
+
+
+@overload(member_label, inline="always")
+def _member_label(y, i, k):
+    if y.ndim == 1:
+        return lambda y, i, k: y[i]
+    return lambda y, i, k: y[i, k]
+
+
+def member_params(params, k):
+    """Member k's rule numbers: params[k], or params[0] when ``params`` holds one tuple, which
+    is then every member's (one-versus-all's members share their numbers: one compiled kernel
+    serves every class count). numba compiles it (the overload below)."""
+    raise TypeError("member_params runs inside a numba kernel (learners/kernels/bank.py)")
+
+
+@overload(member_params, inline="always")
+def _member_params(params, k):
+    if len(params) == 1:
+        return lambda params, k: params[0]
+    return lambda params, k: params[k]
+
+
 @njit(cache=True, inline="always")
 def prefetch_slots(flat, indices, ahead, p, width):
     """Ask the cache for every line of the bank's slot of rank p in the row ``ahead``: ``width``
@@ -100,7 +131,7 @@ def slot_views(flat, base, padded, width):
 def slot_sums(flat, indices, values, start, end, ahead, arrays, margins, confidences):
     """Every member's margin mu_k.x (and, ``arrays`` 2, its confidence x' diag(sigma_k) x) of
     the row, into ``margins`` and ``confidences``, of a slot's padded member count
-    (selection/packed.py line_aligned; the padding's sums are zeros, never read as a member's).
+    (learners/packing.py line_aligned; the padding's sums are zeros, never read as a member's).
 
     One pass over the row's features, and per feature an inner loop over the slot's contiguous
     members (slot_views): LLVM vectorises it (4 or 8 members per instruction), each member's
@@ -137,10 +168,11 @@ def mean_margins(flat, indices, values, start, end, ahead, margins, confidences)
 
 @njit(cache=True, inline="always")
 def bank_loop(margins_of, step, bank):
-    """Predict-then-update of every live member over one chunk (y = +1/-1, NaN: unlabeled).
+    """Predict-then-update of every live member over one chunk (labels +1/-1, NaN: unlabeled).
     bank = (y, importance, indptr, indices, values, views, flat, params, alive, margins_out,
-    updates_out, failed_at, work): ``views`` the (slots, K) view of each state array,
-    ``flat`` the bank flattened (prefetch), ``params[k]`` member k's rule numbers,
+    updates_out, failed_at, work): ``y`` the labels (member_label), ``views`` the (slots, K)
+    view of each state array, ``flat`` the bank flattened (prefetch), ``params`` the members'
+    rule numbers (member_params),
     ``margins_out[i, k]`` its margin of row i before its update, ``updates_out[k]`` += its
     updates, ``failed_at[k]`` the row where it failed (alive[k] then False), ``work`` two
     arrays of a slot's padded member count. ``margins_of`` fills every member's margin and
@@ -154,16 +186,17 @@ def bank_loop(margins_of, step, bank):
         start, end = indptr[i], indptr[i + 1]
         margins_of(flat, indices, values, start, end, row_ahead(indptr, i), margins,
                    confidences)
-        learn = not np.isnan(y[i]) and importance[i] > 0.0
         for k in range(members):
             m = margins[k]
             margins_out[i, k] = m if alive[k] else np.nan
             if not alive[k]:
                 continue
             ok = finite(m)
-            if ok and learn:
-                updated, ok = step(member_state(views, k), params[k], indices, values, start,
-                                   end, y[i] * m, confidences[k], y[i], importance[i])
+            label = member_label(y, i, k)
+            if ok and not np.isnan(label) and importance[i] > 0.0:
+                updated, ok = step(member_state(views, k), member_params(params, k), indices,
+                                   values, start, end, label * m, confidences[k], label,
+                                   importance[i])
                 updates_out[k] += updated
             if not ok:
                 drop_member(alive, failed_at, margins_out, i, k)
@@ -208,6 +241,50 @@ def update_slots(variance, rule, flat, indices, values, start, end, scales, tabl
 
 
 @njit(cache=True, inline="always")
+def update_member(variance, rule, flat, indices, values, start, end, k, scales, table, bad):
+    """update_slots for member k alone: its entries, with its arithmetic, the others' left as
+    they are (as KEEP's numbers leave them)."""
+    padded = len(scales)
+    width = 2 * padded
+    numbers = table[:, k]
+    scale = scales[k]
+    failed = 0.0
+    for p in range(start, end):
+        # flat indexed directly, unsigned (numba tests a signed index for negative): slices
+        # per feature (slot_views) made this loop several times slower
+        at = np.uint64(indices[p]) * np.uint64(width) + np.uint64(k)
+        x = values[p]
+        sj = flat[at + np.uint64(padded)]
+        mu = flat[at] + scale * sj * x
+        sigma = variance(sj, x, numbers, rule)
+        flat[at] = mu
+        flat[at + np.uint64(padded)] = sigma
+        failed += not entry_ok(mu, sigma)
+    bad[k] += failed
+
+
+@njit(cache=True, inline="always")
+def update_learning(variance, rule, flat, indices, values, start, end, scales, table, learns,
+                    learning, bad):
+    """The row's update of the ``learning`` members (learns[k] not 0): each alone
+    (update_member) when they are few, else all at once (update_slots)."""
+    if learning * ALONE_SHARE > len(scales):
+        update_slots(variance, rule, flat, indices, values, start, end, scales, table, bad)
+        return
+    for k in range(len(scales)):
+        if learns[k] != 0.0:
+            update_member(variance, rule, flat, indices, values, start, end, k, scales, table,
+                          bad)
+
+
+# a row's update goes member by member (update_member) while its learning members are at most
+# a slot's padded members over this, else over all members at once (update_slots): a member
+# alone writes one entry per feature where update_slots writes every member's. One-versus-all's
+# members (one per class) learn 0.7 to a row on average; auto's learn mostly together
+ALONE_SHARE = 2
+
+
+@njit(cache=True, inline="always")
 def diag_bank_loop(plan, kept, rule_of, variance, bank):
     """bank_loop for a diagonal Gaussian family, from its step's rules (covariance.planned_step:
     ``plan``, ``rule_of``, ``variance``) and ``kept``, the numbers of its step that changes
@@ -215,11 +292,12 @@ def diag_bank_loop(plan, kept, rule_of, variance, bank):
     confidence (diag_margins), each live member's plan in turn (its numbers into a column of
     ``work``), then one pass over the row's slots updating all members at once
     (update_slots), those that do not learn from the row with KEEP's numbers: one vectorised
-    loop instead of K strided ones. Member k's numbers are its own plan's, and its arithmetic
-    per entry that of a single learner. KEEP's numbers leave a live member's entries exactly as
-    they are (scale 0 adds a zero to the mean, which starts at +0.0 and so is never -0.0; the
-    variance rules multiply their change by a zero) while the products they multiply are
-    finite: x_r^2 is, on a row some member learns from (its v is), and sigma_r x_r^2
+    loop instead of K strided ones; or, when few members learn from the row, a pass for each of
+    them alone (update_member, ALONE_SHARE). Member k's numbers are its own plan's, and its
+    arithmetic per entry that of a single learner. KEEP's numbers leave a live member's entries
+    exactly as they are (scale 0 adds a zero to the mean, which starts at +0.0 and so is never
+    -0.0; the variance rules multiply their change by a zero) while the products they multiply
+    are finite: x_r^2 is, on a row some member learns from (its v is), and sigma_r x_r^2
     (nherd-d: sigma_r^2 x_r^2) can overflow only where a x_r^2 (a^2 x_r^2) does, as the
     variances never grow past their initial a. An entry that KEEP made not ok drops its
     member, as a failed update does, rather than leaving it wrong. A dead member's entries go on
@@ -232,15 +310,14 @@ def diag_bank_loop(plan, kept, rule_of, variance, bank):
         raise ValueError("a variance rule of the bank takes more numbers than kernels/bank.py's "
                          "NUMBERS")
     members = len(alive)
-    rule = rule_of(params[0])
+    rule = rule_of(member_params(params, 0))
     for k in range(len(scales)):   # the padding's too
         keep_member(scales, table, k, kept)
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
         diag_margins(flat, indices, values, start, end, row_ahead(indptr, i), margins,
                      confidences)
-        learn = not np.isnan(y[i]) and importance[i] > 0.0
-        learning = False
+        learning = 0
         for k in range(members):
             m = margins[k]
             margins_out[i, k] = m if alive[k] else np.nan
@@ -248,16 +325,17 @@ def diag_bank_loop(plan, kept, rule_of, variance, bank):
             if not alive[k]:
                 continue
             ok = finite(m)
-            if ok and learn:
-                updated, ok, scale, numbers = plan(params[k], y[i] * m, confidences[k], y[i],
-                                                   importance[i])
+            label = member_label(y, i, k)
+            if ok and not np.isnan(label) and importance[i] > 0.0:
+                updated, ok, scale, numbers = plan(member_params(params, k), label * m,
+                                                   confidences[k], label, importance[i])
                 updates_out[k] += updated
                 if updated and ok:
                     scales[k] = scale
                     for n in range(len(numbers)):
                         table[n, k] = numbers[n]
                     learns[k] = 1.0
-                    learning = True
+                    learning += 1
             if not ok:
                 drop_member(alive, failed_at, margins_out, i, k)
         if not learning:
@@ -267,11 +345,14 @@ def diag_bank_loop(plan, kept, rule_of, variance, bank):
         # for every family but nherd-d): LLVM then drops the variance rule's branches and
         # vectorises the loop over members, which it did not with the rule a variable
         if rule == 0:
-            update_slots(variance, 0, flat, indices, values, start, end, scales, table, bad)
+            update_learning(variance, 0, flat, indices, values, start, end, scales, table,
+                            learns, learning, bad)
         elif rule == 1:
-            update_slots(variance, 1, flat, indices, values, start, end, scales, table, bad)
+            update_learning(variance, 1, flat, indices, values, start, end, scales, table,
+                            learns, learning, bad)
         else:
-            update_slots(variance, rule, flat, indices, values, start, end, scales, table, bad)
+            update_learning(variance, rule, flat, indices, values, start, end, scales, table,
+                            learns, learning, bad)
         for k in range(members):
             if learns[k] != 0.0:
                 keep_member(scales, table, k, kept)

@@ -1,10 +1,17 @@
 """One-versus-all multiclass (``--multiclass ova``): one independent binary learner per class.
 
-Class z's learner sees every example with label +1 when its class is z and -1 otherwise, through
-the family's own binary chunk kernel: K kernel calls per chunk, no Python work per line. Its
+Class z's learner sees every example with label +1 when its class is z and -1 otherwise. Its
 progressive margin is the score of class z; the prediction is the class of largest score among
 those seen before the example (a class discovered in the chunk is learned from its first example
-on, as in the joint kernels of learners/kernels/multiclass.py).
+on, as in the joint kernels of learners/kernels/multiclass.py; kernels/one_versus_all.py).
+
+A family with a bank kernel (learners/kernels/bank.py: the diagonal Gaussian ones and pa's)
+learns its K classes as one bank, packed slot by slot (learners/packing.py): one pass over each
+row reads every class's entries of a feature from the same cache lines, where K binary runs
+would read the chunk K times. Each class learns with its own labels (member_label) and the
+arithmetic of its binary run, so the state and the scores are those of the K runs, bit for bit
+(tests/test_multiclass_learners.py). The other families run the family's own binary chunk
+kernel once per class: K kernel calls per chunk, no Python work per line.
 
 Saved state: class z's arrays are block z of each state array (rows z*D..(z+1)*D), so ``mean`` and
 ``variance`` hold K*D entries and a full ``covariance`` (or ``inverse``) is K*D x D: K separate
@@ -13,7 +20,11 @@ D x D matrices, one per class, stacked.
 import numpy as np
 
 from streamherd import learners
-from streamherd.learners.base import UnstableUpdate
+from streamherd.learners.base import UnstableUpdate, available_memory
+from streamherd.learners.kernels.one_versus_all import class_labels, top_classes
+from streamherd.learners.packing import (MemberGroup, bank_entry_point, group_sizes, pack,
+                                         packed_attributes, packed_bytes)
+from streamherd.learners.threads import ThreadPool, cores_beside_parsers
 
 
 class OneVersusAll:
@@ -26,6 +37,9 @@ class OneVersusAll:
         self.cls = learners.learner_class(self.name)
         self.spec = learners.spec(self.name)
         self.learners = []
+        self.groups = None   # the classes packed as one bank (MemberGroups), while learning
+        self.pool = None
+        self.alive = self.updates = self.failed_at = None   # each class's, in the bank
         if state is not None:
             metas = (learner_meta or {}).get("ova", [])
             blocks = len(state["mean"]) // dim
@@ -76,35 +90,117 @@ class OneVersusAll:
     def learn_joint(self, cls, importance, indptr, indices, values, known, predicted_out):
         """The per-class binary runs; returns (updates, known) as Learner.learn_joint does."""
         n = len(cls)
-        scores = np.full((n, self.blocks), -np.inf)
-        updates = 0
-        for z, learner in enumerate(self.learners):
-            # a class new in this chunk is learned from its first example, and is not a
-            # candidate for that example's prediction
-            first = 0 if z < known else int(np.argmax(cls == z))
-            if z >= known and cls[first] != z:
-                continue
-            y = np.where(cls[first:] < 0, np.nan, np.where(cls[first:] == z, 1.0, -1.0))
-            margins = np.empty(n - first)
-            try:
-                updates += learner.learn(y, importance[first:], indptr[first:], indices, values,
-                                         margins)
-            except UnstableUpdate as e:   # its index counts from the class's first example
-                raise UnstableUpdate(e.index + first, e.what) from None
-            scores[first + (z >= known):, z] = margins[(z >= known):]
-        if self.blocks:   # argmax: the earliest class on ties, as the joint kernels
-            predicted_out[:] = np.where(np.isfinite(scores).any(axis=1),
-                                        np.argmax(scores, axis=1), -1)
+        learns_from = np.zeros(self.blocks, np.int64)   # (kernels/one_versus_all.py)
+        for z in range(known, self.blocks):   # a class new in the chunk: from its first example
+            rows = np.flatnonzero(cls == z)
+            learns_from[z] = rows[0] if len(rows) else n
+        groups = self._packed_groups() if self.blocks else None
+        if groups is None:
+            margins = np.empty((n, self.blocks))
+            updates = self._learn_apart(cls, importance, indptr, indices, values, learns_from,
+                                        margins)
         else:
-            predicted_out[:] = -1
+            updates, margins = self._learn_packed(groups, cls, importance, indptr, indices,
+                                                  values, learns_from)
+        top_classes(margins, learns_from, known, predicted_out)
         seen = cls[cls >= 0]
         return updates, max(known, int(seen.max()) + 1 if len(seen) else 0)
 
+    def _learn_apart(self, cls, importance, indptr, indices, values, learns_from, margins):
+        """Each class's binary run over the rows it learns from, its margins into its column of
+        ``margins``; returns the updates."""
+        updates = 0
+        for z, learner in enumerate(self.learners):
+            first = learns_from[z]
+            if first == len(cls):
+                continue
+            y = np.where(cls[first:] < 0, np.nan, np.where(cls[first:] == z, 1.0, -1.0))
+            column = np.empty(len(cls) - first)
+            try:
+                updates += learner.learn(y, importance[first:], indptr[first:], indices, values,
+                                         column)
+            except UnstableUpdate as e:   # its index counts from the class's first example
+                raise UnstableUpdate(e.index + first, e.what) from None
+            margins[first:, z] = column
+        return updates
+
+    def _learn_packed(self, groups, cls, importance, indptr, indices, values, learns_from):
+        """The classes as one bank over the chunk, each group of them on a thread of its own,
+        each class with the labels of its binary run (class_labels); returns (updates,
+        margins)."""
+        def learn(group):
+            labels = np.empty((len(cls), len(group.alive)))
+            class_labels(cls, learns_from, group.lo, labels)
+            group.learn((labels, importance, indptr, indices, values))
+
+        before = int(self.updates.sum())
+        self.pool.map(learn, groups)
+        if not self.alive.all():   # the first class that failed, as the runs apart report it
+            z = int(np.flatnonzero(~self.alive)[0])
+            self.groups = None   # (packed anew, all alive, at the next chunk)
+            raise UnstableUpdate(int(self.failed_at[z]), f"the {self.name} update failed: "
+                                                         f"{self.learners[z].failure}")
+        margins = groups[0].margins if len(groups) == 1 else \
+            np.hstack([group.margins for group in groups])
+        return int(self.updates.sum()) - before, margins
+
+    def _packed_groups(self):
+        """The classes packed as one bank (learners/packing.py), packed anew when classes were
+        added since; None when the family has no bank kernel, its learners' state is not what a
+        bank packs, or the packed arrays would not fit in memory (the classes then learn apart)."""
+        if self.groups is not None and len(self.alive) == self.blocks:
+            return self.groups
+        kernel = bank_entry_point(self.name)
+        attrs = packed_attributes(self.learners[0]) if kernel is not None else None
+        if attrs is None:
+            return None
+        params = {learner.kernel_params() for learner in self.learners}
+        if len(params) != 1:
+            return None
+        sizes = group_sizes(self.blocks, len(attrs), cores_beside_parsers())
+        available = available_memory()
+        if available is not None and packed_bytes(self.dim, len(attrs), sizes) > available:
+            return None
+        self.alive = np.ones(self.blocks, np.bool_)
+        self.updates = np.zeros(self.blocks, np.int64)
+        self.failed_at = np.full(self.blocks, -1, np.int64)
+        self.groups, lo = [], 0
+        for size, packed in zip(sizes, pack(self.learners, attrs, sizes)):
+            # one tuple of rule numbers for every class (kernels/bank.py member_params)
+            self.groups.append(MemberGroup(lo, lo + size, packed, tuple(params), kernel, self))
+            lo += size
+        self.pool = self.pool or ThreadPool(cores_beside_parsers() - 1)
+        return self.groups
+
     def class_scores(self, indptr, indices, values, out):
+        """out[:, z]: class z's margins of the rows: in one pass over them for every class while
+        the classes are packed (the bank's margins, those of each learner's predict_margins),
+        else each learner's."""
+        if self.groups is not None and len(self.alive) == self.blocks and \
+                self._bank_scores(indptr, indices, values, out):
+            return
         column = np.empty(len(indptr) - 1)
         for z, learner in enumerate(self.learners):
             learner.predict_margins(indptr, indices, values, column)
             out[:, z] = column
+
+    def _bank_scores(self, indptr, indices, values, out):
+        """The packed classes' margins of the rows into ``out``, by their bank with no label (it
+        learns nothing from them); False when a margin is not finite (the bank then counts the
+        class failed: that is undone, and the learners score apart, as predict does)."""
+        n = len(indptr) - 1
+        alive, failed_at = self.alive.copy(), self.failed_at.copy()
+        unlabeled = (np.zeros(n), indptr, indices, values)
+        self.pool.map(lambda group: group.learn((np.full((n, len(group.alive)), np.nan),
+                                                 *unlabeled)), self.groups)
+        if not self.alive.all():
+            self.alive[:], self.failed_at[:] = alive, failed_at
+            return False
+        lo = 0
+        for group in self.groups:
+            out[:, lo:lo + len(group.alive)] = group.margins
+            lo += len(group.alive)
+        return True
 
     @property
     def gaussian(self):

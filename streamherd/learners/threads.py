@@ -3,6 +3,8 @@ them (a PackedBank's MemberGroup, a TaskBank's member) learns on a core of its o
 import os
 from concurrent.futures import ThreadPoolExecutor, wait
 
+from streamherd.io.reader import TRAINING_WORKERS
+
 
 def usable_cores():
     """The cores this process may run on."""
@@ -10,6 +12,13 @@ def usable_cores():
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def cores_beside_parsers():
+    """The cores training's parser threads (io/reader.py TRAINING_WORKERS) leave to the
+    learner, at least one: a one-versus-all bank's groups on more threads than that took CPU
+    from the parsers and trained slower (benchmarks/README.md, "Ten classes against VW")."""
+    return max(1, usable_cores() - TRAINING_WORKERS)
 
 
 class ThreadPool:
