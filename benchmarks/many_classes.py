@@ -50,6 +50,7 @@ def commands(svm, vw, model):
         "streamherd --algo pa2 (joint)": sh + ["--algo", "pa2"],
         "streamherd --algo arow-p --multiclass ova": sh + ["--algo", "arow-p", "--multiclass",
                                                            "ova"],
+        "streamherd --algo pa2 --multiclass ova": sh + ["--algo", "pa2", "--multiclass", "ova"],
         "streamherd, no flags (scw1 -C auto --normalize)": sh,
         VW: [sys.executable, "-m", "vowpalwabbit", "--oaa", "10", "-d", str(vw), "-f",
              str(model) + ".vw", "--quiet"],

@@ -378,6 +378,22 @@ def test_ova_bank_equals_its_classes_learning_apart(name, threads, monkeypatch):
         np.testing.assert_array_equal(got, expected)
 
 
+def test_ova_bank_scores_a_margin_past_a_float_as_its_learner_does():
+    """Scores from the bank while the classes are packed: a margin that overflows is the
+    learner's own (inf), and the bank is left whole (its classes all learning on)."""
+    data = make_data(8)
+    ova = run_ova("arow-p", data, packed=True)[0]
+    ova.learners[2].mean[3] = 1e308
+    indptr, indices, values = np.array([0, 1, 2]), np.array([3, 4], np.int32), np.array([10.0, 1])
+    scores = np.empty((2, K))
+    ova.class_scores(indptr, indices, values, scores)
+    assert scores[0, 2] == np.inf and np.isfinite(np.delete(scores, [2], axis=1)).all()
+    assert ova.alive.all()
+    expected = np.empty(2)
+    ova.learners[0].predict_margins(indptr, indices, values, expected)
+    np.testing.assert_array_equal(scores[:, 0], expected)
+
+
 @pytest.mark.parametrize("name", BANKED)
 def test_ova_bank_reports_the_row_its_runs_apart_report(name):
     """The first class whose update fails names the chunk's row, as the runs apart do (a class

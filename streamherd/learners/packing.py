@@ -106,6 +106,19 @@ class MemberGroup:
             for k in np.flatnonzero(self.alive):
                 calibrations[self.lo + k].observe(by_member[k], y, weights)
 
+    def scores(self, indptr, indices, values):
+        """The members' margins of the rows (rows x members), learning nothing: the kernel with
+        no labels, on work arrays and flags of this call's own (so that calls at once do not
+        share them); None when a margin is not finite."""
+        n, members = len(indptr) - 1, len(self.alive)
+        alive = np.ones(members, np.bool_)
+        margins = np.empty((n, members))
+        self.kernel(bank=(np.full((n, members), np.nan), np.zeros(n), indptr, indices, values,
+                          self.views, self.flat, self.params, alive, margins,
+                          np.zeros(members, np.int64), np.full(members, -1, np.int64),
+                          np.zeros_like(self.work)))
+        return margins if alive.all() else None
+
 
 def packed_attributes(learner):
     """The names of the state arrays a bank packs of ``learner``'s (its interleaved arrays, or

@@ -185,21 +185,13 @@ class OneVersusAll:
             out[:, z] = column
 
     def _bank_scores(self, indptr, indices, values, out):
-        """The packed classes' margins of the rows into ``out``, by their bank with no label (it
-        learns nothing from them); False when a margin is not finite (the bank then counts the
-        class failed: that is undone, and the learners score apart, as predict does)."""
-        n = len(indptr) - 1
-        alive, failed_at = self.alive.copy(), self.failed_at.copy()
-        unlabeled = (np.zeros(n), indptr, indices, values)
-        self.pool.map(lambda group: group.learn((np.full((n, len(group.alive)), np.nan),
-                                                 *unlabeled)), self.groups)
-        if not self.alive.all():
-            self.alive[:], self.failed_at[:] = alive, failed_at
+        """The packed classes' margins of the rows into ``out``, by their bank, which learns
+        nothing from them (MemberGroup.scores); False when a margin is not finite (the learners
+        then score apart, as predict does)."""
+        parts = self.pool.map(lambda group: group.scores(indptr, indices, values), self.groups)
+        if any(part is None for part in parts):
             return False
-        lo = 0
-        for group in self.groups:
-            out[:, lo:lo + len(group.alive)] = group.margins
-            lo += len(group.alive)
+        out[:] = parts[0] if len(parts) == 1 else np.hstack(parts)
         return True
 
     @property
