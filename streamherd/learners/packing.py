@@ -90,33 +90,34 @@ class MemberGroup:
         self.failed_at = bank.failed_at[lo:hi]
         self.margins = np.empty((0, hi - lo))
 
-    def learn(self, chunk, calibrations=None):
+    def learn(self, chunk, calibrations=None, spread=True):
         """The group's members over one chunk, (y, importance, indptr, indices, values) with y
         the rows' labels or each member's (rows x members: kernels/bank.py member_label), then
         each live one's calibration (of the bank's ``calibrations``, when given: labels of the
-        rows) from its margins."""
+        rows) from its margins. ``spread``: whether the bank's slots overflow the cache (then
+        the rows ahead are prefetched: kernels/bank.py)."""
         y, importance, indptr, indices, values = chunk
         self.margins = np.empty((len(y), len(self.alive)))
         self.kernel(bank=(y, importance, indptr, indices, values, self.views, self.flat,
                           self.params, self.alive, self.margins, self.updates, self.failed_at,
-                          self.work))
+                          self.work, spread))
         if calibrations is not None:   # (it skips the rows unlabeled or of weight <= 0)
             by_member = np.ascontiguousarray(self.margins.T)
             weights = np.maximum(importance, 0.0)
             for k in np.flatnonzero(self.alive):
                 calibrations[self.lo + k].observe(by_member[k], y, weights)
 
-    def scores(self, indptr, indices, values):
+    def scores(self, indptr, indices, values, spread=True):
         """The members' margins of the rows (rows x members), learning nothing: the kernel with
         no labels, on work arrays and flags of this call's own (so that calls at once do not
-        share them); None when a margin is not finite."""
+        share them); None when a margin is not finite. ``spread``: as learn's."""
         n, members = len(indptr) - 1, len(self.alive)
         alive = np.ones(members, np.bool_)
         margins = np.empty((n, members))
         self.kernel(bank=(np.full((n, members), np.nan), np.zeros(n), indptr, indices, values,
                           self.views, self.flat, self.params, alive, margins,
                           np.zeros(members, np.int64), np.full(members, -1, np.int64),
-                          np.zeros_like(self.work)))
+                          np.zeros_like(self.work), spread))
         return margins if alive.all() else None
 
 

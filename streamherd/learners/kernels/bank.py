@@ -42,7 +42,7 @@ from numba import njit
 from numba.extending import overload
 
 from streamherd.learners.kernels.covariance import entry_ok
-from streamherd.learners.kernels.prefetch import prefetch, row_ahead
+from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, row_ahead
 from streamherd.learners.kernels.sparse import finite
 
 
@@ -170,22 +170,26 @@ def mean_margins(flat, indices, values, start, end, ahead, margins, confidences)
 def bank_loop(margins_of, step, bank):
     """Predict-then-update of every live member over one chunk (labels +1/-1, NaN: unlabeled).
     bank = (y, importance, indptr, indices, values, views, flat, params, alive, margins_out,
-    updates_out, failed_at, work): ``y`` the labels (member_label), ``views`` the (slots, K)
-    view of each state array, ``flat`` the bank flattened (prefetch), ``params`` the members'
-    rule numbers (member_params),
-    ``margins_out[i, k]`` its margin of row i before its update, ``updates_out[k]`` += its
-    updates, ``failed_at[k]`` the row where it failed (alive[k] then False), ``work`` two
-    arrays of a slot's padded member count. ``margins_of`` fills every member's margin and
-    confidence of a row (the family's margin rule, for all members at once: diag_margins,
-    mean_margins); ``step`` is the family's own. Returns the number of live members left."""
+    updates_out, failed_at, work, spread): ``y`` the labels (member_label), ``views`` the
+    (slots, K) view of each state array, ``flat`` the bank flattened (prefetch), ``params`` the
+    members' rule numbers (member_params), ``margins_out[i, k]`` member k's margin of row i
+    before its update, ``updates_out[k]`` += its updates, ``failed_at[k]`` the row where it
+    failed (alive[k] then False), ``work`` two arrays of a slot's padded member count,
+    ``spread`` whether the rows ahead are prefetched (see diag_bank_loop). ``margins_of``
+    fills every member's margin and confidence of a row (the family's margin rule, for all
+    members at once: diag_margins, mean_margins); ``step`` is the family's own. Returns the
+    number of live members left."""
     y, importance, indptr, indices, values, views, flat, params, alive, margins_out, \
-        updates_out, failed_at, work = bank
+        updates_out, failed_at, work, spread = bank
     margins, confidences = work[0], work[1]
     members = len(alive)
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        margins_of(flat, indices, values, start, end, row_ahead(indptr, i), margins,
-                   confidences)
+        if spread:   # (see diag_bank_loop)
+            margins_of(flat, indices, values, start, end, row_ahead(indptr, i), margins,
+                       confidences)
+        else:
+            margins_of(flat, indices, values, start, end, NO_ROW, margins, confidences)
         for k in range(members):
             m = margins[k]
             margins_out[i, k] = m if alive[k] else np.nan
@@ -303,7 +307,7 @@ def diag_bank_loop(plan, kept, rule_of, variance, bank):
     member, as a failed update does, rather than leaving it wrong. A dead member's entries go on
     being written with KEEP's numbers: they are never read again."""
     y, importance, indptr, indices, values, views, flat, params, alive, margins_out, \
-        updates_out, failed_at, work = bank
+        updates_out, failed_at, work, spread = bank
     margins, confidences, scales, learns, bad = work[0], work[1], work[2], work[3], work[4]
     table = work[5:]
     if len(kept) > len(table):
@@ -315,8 +319,16 @@ def diag_bank_loop(plan, kept, rule_of, variance, bank):
         keep_member(scales, table, k, kept)
     for i in range(len(y)):
         start, end = indptr[i], indptr[i + 1]
-        diag_margins(flat, indices, values, start, end, row_ahead(indptr, i), margins,
-                     confidences)
+        # the row ahead's slots asked for only when the bank's slots are spread past the cache
+        # (kernels/multiclass.py chunk_spread): slots that stay cached need no request, and the
+        # requests cost. Two copies of the call, in the second NO_ROW a constant: the compiler
+        # drops the requests and their tests. (Written out: a helper taking the margin rule,
+        # inlined, gave a family's bank the rules of the family compiled before it.)
+        if spread:
+            diag_margins(flat, indices, values, start, end, row_ahead(indptr, i), margins,
+                         confidences)
+        else:
+            diag_margins(flat, indices, values, start, end, NO_ROW, margins, confidences)
         learning = 0
         for k in range(members):
             m = margins[k]

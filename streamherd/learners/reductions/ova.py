@@ -21,6 +21,7 @@ import numpy as np
 
 from streamherd import learners
 from streamherd.learners.base import UnstableUpdate, available_memory
+from streamherd.learners.kernels.multiclass import chunk_spread
 from streamherd.learners.kernels.one_versus_all import class_labels, top_classes
 from streamherd.learners.packing import (MemberGroup, bank_entry_point, group_sizes, pack,
                                          packed_attributes, packed_bytes)
@@ -128,10 +129,12 @@ class OneVersusAll:
         """The classes as one bank over the chunk, each group of them on a thread of its own,
         each class with the labels of its binary run (class_labels); returns (updates,
         margins)."""
+        spread = chunk_spread(self, indptr, indices)
+
         def learn(group):
             labels = np.empty((len(cls), len(group.alive)))
             class_labels(cls, learns_from, group.lo, labels)
-            group.learn((labels, importance, indptr, indices, values))
+            group.learn((labels, importance, indptr, indices, values), spread=spread)
 
         before = int(self.updates.sum())
         self.pool.map(learn, groups)
@@ -172,6 +175,11 @@ class OneVersusAll:
         self.pool = self.pool or ThreadPool(cores_beside_parsers() - 1)
         return self.groups
 
+    def state_bytes_per_slot(self):
+        """Bytes of a class's state per slot (kernels/multiclass.py chunk_spread: the bank's
+        working set is the slots read, times this, times the classes)."""
+        return self.learners[0].state_bytes_per_slot()
+
     def class_scores(self, indptr, indices, values, out):
         """out[:, z]: class z's margins of the rows: in one pass over them for every class while
         the classes are packed (the bank's margins, those of each learner's predict_margins),
@@ -188,7 +196,9 @@ class OneVersusAll:
         """The packed classes' margins of the rows into ``out``, by their bank, which learns
         nothing from them (MemberGroup.scores); False when a margin is not finite (the learners
         then score apart, as predict does)."""
-        parts = self.pool.map(lambda group: group.scores(indptr, indices, values), self.groups)
+        spread = chunk_spread(self, indptr, indices)
+        parts = self.pool.map(lambda group: group.scores(indptr, indices, values, spread),
+                              self.groups)
         if any(part is None for part in parts):
             return False
         out[:] = parts[0] if len(parts) == 1 else np.hstack(parts)
