@@ -219,14 +219,17 @@ def test_flagged_slots_estimate_the_count_of_distinct_slots(distinct):
     slots = rng.choice(1 << 30, size=distinct, replace=False)
     indices = np.concatenate([slots, rng.choice(slots, size=4 * distinct)]).astype(np.int64)
     flags = np.zeros(DISTINCT_FLAGS, np.bool_)
-    flag_slots(indices, 0, len(indices), 1, flags)
-    assert abs(flagged_slots(flags) - distinct) <= 0.03 * distinct + 1
+    newly = flag_slots(indices, 0, len(indices), 1, flags)
+    assert newly == np.count_nonzero(flags)
+    assert abs(flagged_slots(newly, DISTINCT_FLAGS) - distinct) <= 0.03 * distinct + 1
 
 
-def test_flag_slots_reads_every_step_th_entry():
+def test_flag_slots_reads_every_step_th_entry_and_counts_the_flags_it_sets():
     flags = np.zeros(16, np.bool_)
-    flag_slots(np.arange(100, 120, dtype=np.int64), 2, 14, 3, flags)   # 102, 105, 108, 111
-    assert np.flatnonzero(flags).tolist() == [102 % 16, 105 % 16, 108 % 16, 111 % 16]
+    flags[105 % 16] = True
+    newly = flag_slots(np.arange(100, 120, dtype=np.int64), 2, 14, 3, flags)   # 102, 105, 108, 111
+    assert np.flatnonzero(flags).tolist() == sorted([102 % 16, 105 % 16, 108 % 16, 111 % 16])
+    assert newly == 3
 
 
 @pytest.mark.parametrize("name", ["arow-p", "pa2", "perceptron"])

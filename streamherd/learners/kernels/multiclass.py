@@ -266,28 +266,35 @@ def chunk_spread(learner, indptr, indices):
     seen = getattr(learner, "seen_slots", None)
     if seen is None:
         seen = learner.seen_slots = np.zeros(DISTINCT_FLAGS, np.bool_)
+        learner.seen_flags = 0   # (the flags set: counted as flag_slots sets them)
     start, end = indptr[0], indptr[-1]
-    flag_slots(indices, start, end, max(1, (end - start) // SPREAD_SAMPLE), seen)
-    working_set = flagged_slots(seen) * max(learner.blocks, 1) * learner.state_bytes_per_slot()
+    learner.seen_flags += flag_slots(indices, start, end, max(1, (end - start) // SPREAD_SAMPLE),
+                                     seen)
+    working_set = flagged_slots(learner.seen_flags, len(seen)) * max(learner.blocks, 1) \
+        * learner.state_bytes_per_slot()
     return working_set > CACHED_BYTES
 
 
-def flagged_slots(flags):
-    """The number of distinct slots that set ``flags`` (flag_slots), by linear counting:
-    -m ln(1 - set/m) for m flags; infinite once every flag is set."""
-    flagged = np.count_nonzero(flags)
-    if flagged >= len(flags):
+def flagged_slots(flagged, flags):
+    """The number of distinct slots that set ``flagged`` of ``flags`` flags (flag_slots), by
+    linear counting: -m ln(1 - set/m) for m flags; infinite once every flag is set."""
+    if flagged >= flags:
         return np.inf
-    return -len(flags) * np.log(1.0 - flagged / len(flags))
+    return -flags * np.log(1.0 - flagged / flags)
 
 
 @njit(cache=True, nogil=True)
 def flag_slots(indices, start, end, step, flags):
     """Set the flag of every ``step``-th slot of indices[start:end] (``flags`` a power of two
-    long; a slot's low bits pick its flag: slots are hashes or numbers)."""
+    long; a slot's low bits pick its flag: slots are hashes or numbers); returns how many
+    flags it set that were clear."""
     mask = len(flags) - 1
+    newly = 0
     for k in range(start, end, step):
-        flags[indices[k] & mask] = True
+        flag = indices[k] & mask
+        newly += not flags[flag]
+        flags[flag] = True
+    return newly
 
 
 def joint_workspace(learner, indptr, indices):
