@@ -312,16 +312,7 @@ def test_joint_full_covariance_over_k_blocks_is_refused_when_too_large():
 @pytest.mark.parametrize("name", ALL)
 def test_ova_is_k_independent_binary_runs(name, data, fixed):
     options = options_for(name)
-    ova = OneVersusAll(name, D, options, blocks=K if fixed else 0)
-    known = K if fixed else 0
-    predicted = np.empty(N, np.int64)
-    for lo, hi in CHUNKS:
-        ova.grow(max(ova.blocks, int(data["cls"][lo:hi].max()) + 1))
-        out = np.empty(hi - lo, np.int64)
-        _, known = ova.learn_joint(data["cls"][lo:hi], data["importance"][lo:hi],
-                                   data["indptr"][lo:hi + 1], data["indices"], data["values"],
-                                   known, out)
-        predicted[lo:hi] = out
+    ova, predicted, _, _ = run_ova(name, data, fixed=fixed)
     X, cls, s = data["X"], data["cls"], data["importance"]
     scores = np.full((N, K), -np.inf)
     state = ova.state()
@@ -338,14 +329,15 @@ def test_ova_is_k_independent_binary_runs(name, data, fixed):
     np.testing.assert_array_equal(predicted, expected)
 
 
-def run_ova(name, data, packed, k=K):
-    """One-versus-all over CHUNKS, its classes discovered as they come: (the learner, its
-    predictions, its updates, its class scores of every row after training); ``packed`` False:
-    the classes learn apart, in K binary runs, whatever the family."""
-    ova = OneVersusAll(name, D, options_for(name))
+def run_ova(name, data, packed=True, k=K, fixed=False):
+    """One-versus-all over CHUNKS, its classes ``fixed`` from the start or discovered as they
+    come: (the learner, its predictions, its updates, its class scores of every row after
+    training); ``packed`` False: the classes learn apart, in K binary runs, whatever the
+    family."""
+    ova = OneVersusAll(name, D, options_for(name), blocks=k if fixed else 0)
     if not packed:
         ova._packed_groups = lambda: None
-    known, updates = 0, 0
+    known, updates = (k if fixed else 0), 0
     predicted = np.empty(N, np.int64)
     for lo, hi in CHUNKS:
         ova.grow(max(ova.blocks, int(data["cls"][lo:hi].max()) + 1))
@@ -355,7 +347,7 @@ def run_ova(name, data, packed, k=K):
                                    known, out)
         updates += u
         predicted[lo:hi] = out
-    assert ova.blocks == k and (ova.groups is not None) == packed
+    assert ova.blocks == k and (packed or ova.groups is None)
     scores = np.empty((N, k))
     ova.class_scores(data["indptr"], data["indices"], data["values"], scores)
     return ova, predicted, updates, scores
@@ -374,7 +366,7 @@ def test_ova_bank_equals_its_classes_learning_apart(name, threads, monkeypatch):
     data = make_data(8, k=11)
     banked = run_ova(name, data, packed=True, k=11)
     apart = run_ova(name, data, packed=False, k=11)
-    assert len(banked[0].groups) == threads
+    assert banked[0].groups is not None and len(banked[0].groups) == threads
     for key, value in apart[0].state().items():
         np.testing.assert_array_equal(banked[0].state()[key], value, err_msg=key)
     for got, expected in zip(banked[1:], apart[1:]):
