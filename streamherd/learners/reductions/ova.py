@@ -141,17 +141,14 @@ class OneVersusAll:
         if not self.alive.all():   # the first class that failed, as the runs apart report it
             z = int(np.flatnonzero(~self.alive)[0])
             self.groups = None   # (packed anew, all alive, at the next chunk)
-            raise UnstableUpdate(int(self.failed_at[z]), f"the {self.name} update failed: "
-                                                         f"{self.learners[z].failure}")
-        margins = groups[0].margins if len(groups) == 1 else \
-            np.hstack([group.margins for group in groups])
-        return int(self.updates.sum()) - before, margins
+            self.learners[z].checked(0, int(self.failed_at[z]))   # raises its UnstableUpdate
+        return int(self.updates.sum()) - before, _side_by_side([group.margins for group in groups])
 
     def _packed_groups(self):
         """The classes packed as one bank (learners/packing.py), packed anew when classes were
         added since; None when the family has no bank kernel, its learners' state is not what a
         bank packs, or the packed arrays would not fit in memory (the classes then learn apart)."""
-        if self.groups is not None and len(self.alive) == self.blocks:
+        if self._packed():
             return self.groups
         kernel = bank_entry_point(self.name)
         attrs = packed_attributes(self.learners[0]) if kernel is not None else None
@@ -184,8 +181,7 @@ class OneVersusAll:
         """out[:, z]: class z's margins of the rows: in one pass over them for every class while
         the classes are packed (the bank's margins, those of each learner's predict_margins),
         else each learner's."""
-        if self.groups is not None and len(self.alive) == self.blocks and \
-                self._bank_scores(indptr, indices, values, out):
+        if self._packed() and self._bank_scores(indptr, indices, values, out):
             return
         column = np.empty(len(indptr) - 1)
         for z, learner in enumerate(self.learners):
@@ -201,8 +197,12 @@ class OneVersusAll:
                               self.groups)
         if any(part is None for part in parts):
             return False
-        out[:] = parts[0] if len(parts) == 1 else np.hstack(parts)
+        out[:] = _side_by_side(parts)
         return True
+
+    def _packed(self):
+        """Whether the classes are packed as one bank, every class in it."""
+        return self.groups is not None and len(self.alive) == self.blocks
 
     @property
     def gaussian(self):
@@ -227,3 +227,8 @@ class OneVersusAll:
             learner.confidences(indptr, indices, values, column)
             variances[:, z] = column
         return means, variances
+
+
+def _side_by_side(parts):
+    """The groups' (rows x their classes) arrays as one, their classes in order."""
+    return parts[0] if len(parts) == 1 else np.hstack(parts)
