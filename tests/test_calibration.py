@@ -185,7 +185,9 @@ def test_kept_rows_names_the_rows_algorithm_r_puts_in_the_sample():
     assert partial.seen == every.seen == t
 
 
-def test_a_multiclass_sample_holds_the_scores_before_each_piece(run_cli, tmp_path, data_dir):
+@pytest.mark.parametrize("mode", ["joint", "ova"])
+def test_a_multiclass_sample_holds_the_scores_before_each_piece(run_cli, tmp_path, data_dir,
+                                                                mode):
     """The sample's row t: the class scores of example t by the model that has learned the
     pieces (training.PIECE rows) before example t's, as predict --scores gives them for a
     model trained on those rows only (fewer rows than the sample holds: every row is kept)."""
@@ -193,19 +195,88 @@ def test_a_multiclass_sample_holds_the_scores_before_each_piece(run_cli, tmp_pat
     data = tmp_path / "dna.svm"
     data.write_text("\n".join(lines[:700]) + "\n")
     # (one learner and value: the default would tune its value on each head)
-    assert run_cli("train", "--algo", "pa2", data, "-f", model, "--quiet").returncode == 0
+    assert run_cli("train", "--algo", "pa2", "--multiclass", mode, data, "-f", model,
+                   "--quiet").returncode == 0
     meta, _ = load_model(model)
     sample = meta["calibration"]["scores"]
     for t in (300, 600):
         before = tmp_path / f"before-{t}.npz"
-        assert run_cli("train", "--algo", "pa2", data, "--examples", str(t // 256 * 256),
-                       "-f", before, "--quiet").returncode == 0
+        assert run_cli("train", "--algo", "pa2", "--multiclass", mode, data, "--examples",
+                       str(t // 256 * 256), "-f", before, "--quiet").returncode == 0
         row = tmp_path / "row.svm"
         row.write_text(lines[t] + "\n")
         proc = run_cli("predict", row, "-m", before, "--scores", "--quiet")
         # predict --scores: the classes in id order, as the sample's columns (9 digits)
         scores = [float(cell.rsplit(":", 1)[1]) for cell in proc.stdout.split()]
         assert scores == pytest.approx(sample[t], rel=1e-8, abs=1e-9)
+
+
+def _mixed_classes_file(path, rows=1500, seed=3):
+    """VW lines of 4 named classes, the last first seen at row 700 and 1100 (inside a chunk,
+    past its first pieces), with unlabeled lines and lines of weight 0 and 2."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for t in range(rows):
+        z = rng.integers(2 + (t >= 700) + (t >= 1100))
+        features = " ".join(f"f{j}:{rng.normal() + (j == z):.3f}" for j in
+                            sorted(set(rng.integers(0, 40, 12).tolist())))
+        head = "" if t % 97 == 5 else f"c{z}" + (" 0" if t % 89 == 3 else " 2" if t % 7 == 0
+                                                  else "")
+        lines.append(f"{head} |x {features} z{z}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _sample_and_state(path, algo, mode, reading, fixed, reads):
+    """A model trained on ``path`` in chunks: its calibration sample, progressive predictions
+    and arrays; ``reading`` False makes its learner score each piece before learning it."""
+    from streamherd import tasks
+    from streamherd.io.reader import ChunkReader
+    from streamherd.model.online import ModelFlags, OnlineModel
+
+    classes = "c0,c1,c2,c3" if fixed else None
+    model = OnlineModel.new(ModelFlags(algo, bits=7, choice=tasks.choose(multiclass=mode,
+                                                                         classes=classes),
+                                       calibration="platt"))
+    if not reading:
+        model.learner.scores_while_learning = lambda: False
+    predictions = [model.learn(chunk).predictions for chunk in
+                   ChunkReader([str(path)], fmt="vw", features=model.read_space,
+                               block_size=1 << 15)]
+    assert model.learner.scores_while_learning() == (reading and reads)
+    return model.calibration, np.concatenate(predictions), model.arrays()
+
+
+# (learner, mode, whether its kernel reads the sample's rows: the others score each piece)
+READ_WHILE_LEARNING = [("arow-p", "joint", True), ("pa2", "joint", True),
+                       ("nherd-p", "joint", True), ("scw1", "joint", True), ("sop", "joint", True),
+                       ("cw-full", "joint", True), ("perceptron", "joint", True),
+                       ("narow-d", "joint", True), ("avg-perceptron", "joint", False),
+                       ("pa1", "mira", False), ("arow-p", "ova", True), ("pa2", "ova", True),
+                       ("scw2", "ova", True), ("perceptron", "ova", False)]
+
+
+@pytest.mark.parametrize("fixed", [False, True], ids=["classes-found", "classes-fixed"])
+@pytest.mark.parametrize("algo,mode,reads", READ_WHILE_LEARNING)
+def test_reading_the_sample_on_the_way_equals_scoring_each_piece_first(tmp_path, algo, mode,
+                                                                       reads, fixed):
+    """A kernel that reads the sample's class scores on its way through a chunk (at their
+    pieces' starts: kernels/multiclass.Reads) makes the sample, predictions and model of
+    scoring each piece before learning it, bit for bit, classes new inside a chunk NaN until
+    their first row."""
+    path = _mixed_classes_file(tmp_path / "mixed.vw")
+    (read, read_predictions, read_arrays), (scored, predictions, arrays) = (
+        _sample_and_state(path, algo, mode, reading, fixed, reads) for reading in (True, False))
+    rows = min(read.seen, len(read.kept))
+    assert read.seen == scored.seen and rows > 1000
+    np.testing.assert_array_equal(read.kept[:rows], scored.kept[:rows])
+    np.testing.assert_array_equal(read.kept_classes, scored.kept_classes)
+    np.testing.assert_array_equal(read_predictions, predictions)
+    assert read_arrays.keys() == arrays.keys()
+    for name in arrays:
+        np.testing.assert_array_equal(read_arrays[name], arrays[name], err_msg=name)
+    if not fixed:   # the sample's rows before class c3's first row: its score NaN
+        assert np.isnan(read.kept[:rows, 3]).sum() > 500
 
 
 # ---------------------------------------------------------------- the CLI

@@ -555,18 +555,26 @@ class Learner:
         if blocks > 1:
             check_blocks_fit(self.name, self.state_bytes_per_slot(), self.dim, blocks)
 
-    def learn_joint(self, cls, importance, indptr, indices, values, known, predicted_out):
+    def scores_while_learning(self):
+        """Whether learn_joint takes ``reads`` (model/online.py learn_calibrating): the family's
+        joint kernel is kernels/loops.py joint_loop, which reads them with class_scores' rule."""
+        return True
+
+    def learn_joint(self, cls, importance, indptr, indices, values, known, predicted_out,
+                    reads=None):
         """Joint multiclass predict-then-update over one chunk (see learners/kernels/multiclass.py).
 
         cls: the class id of each example (-1 when unlabeled), < self.blocks; known: the number
         of classes seen before the chunk. Writes the progressive prediction of each example
-        (class id, -1 before any class is known) to ``predicted_out``. Returns (updates, known).
+        (class id, -1 before any class is known) to ``predicted_out``, and the class scores of
+        the ``reads`` (kernels/multiclass.Reads; when scores_while_learning) to theirs. Returns
+        (updates, known).
         """
         from streamherd.learners.kernels.multiclass import joint_workspace
 
         return self.checked(*self._run_joint(cls, importance, indptr, indices, values, known,
                                              predicted_out,
-                                             joint_workspace(self, indptr, indices)))
+                                             joint_workspace(self, indptr, indices, reads)))
 
     def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         """The family's joint kernel (``work``: multiclass.joint_workspace); returns (updates,

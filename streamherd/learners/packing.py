@@ -14,6 +14,7 @@ import numpy as np
 from streamherd import learners
 from streamherd.learners.base import populated_zeros
 from streamherd.learners.kernels.bank import WORK_ROWS
+from streamherd.learners.kernels.multiclass import NO_READS
 
 LINE = 64   # bytes of a cache line
 
@@ -90,22 +91,27 @@ class MemberGroup:
         self.failed_at = bank.failed_at[lo:hi]
         self.margins = np.empty((0, hi - lo))
 
-    def learn(self, chunk, calibrations=None, spread=True):
+    def learn(self, chunk, calibrations=None, spread=True, reads=None):
         """The group's members over one chunk, (y, importance, indptr, indices, values) with y
         the rows' labels or each member's (rows x members: kernels/bank.py member_label), then
         each live one's calibration (of the bank's ``calibrations``, when given: labels of the
         rows) from its margins. ``spread``: whether the bank's slots overflow the cache (then
-        the rows ahead are prefetched: kernels/bank.py)."""
+        the rows ahead are prefetched: kernels/bank.py). ``reads``: (rows, at), rows whose
+        margins are read before row ``at`` is learned (kernels/bank.py read_rows); returns
+        their margins (reads x members)."""
         y, importance, indptr, indices, values = chunk
+        rows, at = reads if reads is not None else (NO_READS, NO_READS)
+        read_margins = np.empty((len(rows), len(self.alive)))
         self.margins = np.empty((len(y), len(self.alive)))
         self.kernel(bank=(y, importance, indptr, indices, values, self.views, self.flat,
                           self.params, self.alive, self.margins, self.updates, self.failed_at,
-                          self.work, spread))
+                          self.work, spread, (rows, at, read_margins)))
         if calibrations is not None:   # (it skips the rows unlabeled or of weight <= 0)
             by_member = np.ascontiguousarray(self.margins.T)
             weights = np.maximum(importance, 0.0)
             for k in np.flatnonzero(self.alive):
                 calibrations[self.lo + k].observe(by_member[k], y, weights)
+        return read_margins
 
     def scores(self, indptr, indices, values, spread=True):
         """The members' margins of the rows (rows x members), learning nothing: the kernel with
@@ -117,7 +123,8 @@ class MemberGroup:
         self.kernel(bank=(np.full((n, members), np.nan), np.zeros(n), indptr, indices, values,
                           self.views, self.flat, self.params, alive, margins,
                           np.zeros(members, np.int64), np.full(members, -1, np.int64),
-                          np.zeros_like(self.work), spread))
+                          np.zeros_like(self.work), spread,
+                          (NO_READS, NO_READS, np.empty((0, members)))))
         return margins if alive.all() else None
 
 

@@ -576,7 +576,8 @@ def learn_calibrating(task, learner, calibration, targets, chunk):
     """task.learn, the progressive predictions added to the calibration's statistics: a binary
     model's margins as the kernels write them, else piece by piece (PIECE), each piece the
     calibration reads scored before it is learned (multiclass: only the rows its sample keeps,
-    the pieces between learned in one call)."""
+    the pieces between learned in one call; a learner whose kernel reads those rows' scores
+    at their pieces' starts itself learns the chunk in one call: _learn_reading)."""
     if task.kind == "binary" and not calibration.needs_confidences:
         updates, predictions = task.learn(learner, targets, chunk)
         calibration.observe(predictions, targets, chunk.importance)
@@ -584,6 +585,10 @@ def learn_calibrating(task, learner, calibration, targets, chunk):
     multiclass = task.kind == "multiclass"
     keep = calibration.kept_rows(targets, chunk.importance, len(task.labels)) \
         if multiclass else np.arange(chunk.n_examples)
+    if multiclass:
+        learner.grow(len(task.labels))
+        if learner.scores_while_learning():
+            return _learn_reading(task, learner, calibration, targets, chunk, keep)
     done, predictions = [0], []
 
     def learn(a, b, seen):
@@ -615,6 +620,22 @@ def learn_calibrating(task, learner, calibration, targets, chunk):
         learned = b
     learn(learned, chunk.n_examples, _unread_scores(task, chunk.n_examples - learned))
     return done[0], np.concatenate(predictions) if predictions else np.empty(0)
+
+
+def _learn_reading(task, learner, calibration, targets, chunk, keep):
+    """learn_calibrating's multiclass pieces in one call: the kernel reads the class scores of
+    the rows ``keep`` at their pieces' starts on its way (kernels/multiclass.Reads), as the
+    pieces' scoring would before learning them, bit for bit."""
+    from streamherd.learners.kernels.multiclass import Reads
+
+    keep = keep.astype(np.int64)
+    reads = Reads(keep, keep - keep % PIECE,
+                  np.empty((len(keep), len(task.labels))))
+    updates, predictions = task.learn(learner, targets, chunk, reads)
+    seen = _unread_scores(task, chunk.n_examples)
+    seen[keep] = reads.scores
+    calibration.observe(seen, targets, chunk.importance)
+    return updates, predictions
 
 
 def _unread_scores(task, rows):

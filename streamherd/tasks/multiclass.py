@@ -88,14 +88,25 @@ class MulticlassTask(Classification):
         return learners.create(algo, dim, options, state, learner_meta, blocks=self.blocks,
                                task=self.kind)
 
-    def learn(self, learner, classes, rows):
+    def learn(self, learner, classes, rows, reads=None):
         """One online pass: (updates, the class predicted for each row before its update); the
-        learner first grows a block for each class new in the chunk."""
+        learner first grows a block for each class new in the chunk. ``reads``
+        (kernels/multiclass.Reads, for a learner whose scores_while_learning): every class's
+        score of rows read on the way into reads.scores, NaN for a class not known when the
+        row is read."""
         learner.grow(len(self.labels))
         predicted = np.empty(rows.n_examples, np.int64)
-        updates, self.known = learner.learn_joint(
-            np.asarray(classes, np.int64), rows.importance, rows.indptr, rows.indices,
-            rows.values, self.known, predicted)
+        classes = np.asarray(classes, np.int64)
+        known = self.known
+        updates, self.known = learner.learn_joint(classes, rows.importance, rows.indptr,
+                                                  rows.indices, rows.values, known, predicted,
+                                                  reads)
+        if reads is not None and len(reads.rows):
+            # the classes known before row at[r]: those before the chunk and those its rows
+            # before at[r] were labeled with (as the kernels count them)
+            seen = np.maximum.accumulate(np.concatenate([[known - 1], classes]))
+            unknown = np.arange(reads.scores.shape[1]) > seen[reads.at][:, None]
+            reads.scores[unknown] = np.nan
         return updates, predicted
 
     def scores(self, learner, rows):

@@ -172,6 +172,9 @@ class AveragedPerceptron(Learner):
 
         margins(self.average(), indptr, indices, values, out)
 
+    def scores_while_learning(self):
+        return False   # (its joint kernel is its own, and reads none)
+
     def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         self._average = None
         updates, self.examples_seen, bad, known = _averaged_joint(

@@ -482,6 +482,9 @@ class VotedPerceptron(Learner):
         self._after_learning()
         return self.checked(updates, bad)
 
+    def scores_while_learning(self):
+        return False   # (its joint kernel is its own, and reads none)
+
     def _run_joint(self, cls, importance, indptr, indices, values, known, predicted_out, work):
         self._before_learning(indptr)
         updates, bad, known = _voted_joint(

@@ -167,23 +167,45 @@ def mean_margins(flat, indices, values, start, end, ahead, margins, confidences)
 
 
 @njit(cache=True, inline="always")
+def read_rows(flat, indptr, indices, values, i, r, reads, arrays, margins, confidences):
+    """The members' margins of the rows read before row i is learned (``reads`` = (rows, at,
+    read_margins): rows[r] is read before row at[r], ``at`` ascending) into read_margins[r],
+    from read ``r`` on, by slot_sums of ``arrays`` state arrays (so each is the member's own
+    margin, as MemberGroup.scores gives it, not finite or not); returns the next read. The
+    calibration's sample reads the class scores of the model as it was at its piece's start
+    (model/online.py learn_calibrating), so one call learns the chunk."""
+    rows, at, read_margins = reads
+    while r < len(rows) and at[r] == i:
+        row = rows[r]
+        slot_sums(flat, indices, values, indptr[row], indptr[row + 1], NO_ROW, arrays, margins,
+                  confidences)
+        for k in range(read_margins.shape[1]):
+            read_margins[r, k] = margins[k]
+        r += 1
+    return r
+
+
+@njit(cache=True, inline="always")
 def bank_loop(margins_of, step, bank):
     """Predict-then-update of every live member over one chunk (labels +1/-1, NaN: unlabeled).
     bank = (y, importance, indptr, indices, values, views, flat, params, alive, margins_out,
-    updates_out, failed_at, work, spread): ``y`` the labels (member_label), ``views`` the
+    updates_out, failed_at, work, spread, reads): ``y`` the labels (member_label), ``views`` the
     (slots, K) view of each state array, ``flat`` the bank flattened (prefetch), ``params`` the
     members' rule numbers (member_params), ``margins_out[i, k]`` member k's margin of row i
     before its update, ``updates_out[k]`` += its updates, ``failed_at[k]`` the row where it
     failed (alive[k] then False), ``work`` two arrays of a slot's padded member count,
-    ``spread`` whether the rows ahead are prefetched (see diag_bank_loop). ``margins_of``
+    ``spread`` whether the rows ahead are prefetched (see diag_bank_loop), ``reads`` the rows
+    whose margins are read on the way (read_rows; none: empty arrays). ``margins_of``
     fills every member's margin and confidence of a row (the family's margin rule, for all
     members at once: diag_margins, mean_margins); ``step`` is the family's own. Returns the
     number of live members left."""
     y, importance, indptr, indices, values, views, flat, params, alive, margins_out, \
-        updates_out, failed_at, work, spread = bank
+        updates_out, failed_at, work, spread, reads = bank
     margins, confidences = work[0], work[1]
     members = len(alive)
+    r = 0
     for i in range(len(y)):
+        r = read_rows(flat, indptr, indices, values, i, r, reads, 1, margins, confidences)
         start, end = indptr[i], indptr[i + 1]
         if spread:   # (see diag_bank_loop)
             margins_of(flat, indices, values, start, end, row_ahead(indptr, i), margins,
@@ -307,7 +329,7 @@ def diag_bank_loop(plan, kept, rule_of, variance, bank):
     member, as a failed update does, rather than leaving it wrong. A dead member's entries go on
     being written with KEEP's numbers: they are never read again."""
     y, importance, indptr, indices, values, views, flat, params, alive, margins_out, \
-        updates_out, failed_at, work, spread = bank
+        updates_out, failed_at, work, spread, reads = bank
     margins, confidences, scales, learns, bad = work[0], work[1], work[2], work[3], work[4]
     table = work[5:]
     if len(kept) > len(table):
@@ -317,7 +339,9 @@ def diag_bank_loop(plan, kept, rule_of, variance, bank):
     rule = rule_of(member_params(params, 0))
     for k in range(len(scales)):   # the padding's too
         keep_member(scales, table, k, kept)
+    r = 0
     for i in range(len(y)):
+        r = read_rows(flat, indptr, indices, values, i, r, reads, 2, margins, confidences)
         start, end = indptr[i], indptr[i + 1]
         # the row ahead's slots asked for only when the bank's slots are spread past the cache
         # (kernels/multiclass.py chunk_spread): slots that stay cached need no request, and the

@@ -115,9 +115,17 @@ def binary_loop(margin, step, signed, y, importance, indptr, indices, values, st
 def joint_loop(scores, margin, step, cls, importance, indptr, indices, values, state, params,
                layout, known, predicted_out, work):
     """Joint multiclass (multiclass.py): ``scores`` fills the class scores, then the binary step
-    on Delta with y = +1; returns (updates, index of a bad example or -1, known)."""
+    on Delta with y = +1; returns (updates, index of a bad example or -1, known). Before row
+    i, every class's score of the rows read there (joint_workspace's reads: rows[r] before row
+    at[r]) into their row of read_scores, by ``scores`` (Learner.class_scores' rule)."""
     updates = 0
+    rows, at, read_scores = work[4], work[5], work[6]
+    r = 0
     for i in range(len(cls)):
+        while r < len(rows) and at[r] == i:   # (no helper taking ``scores``: bank.py's diag_bank_loop)
+            scores(state, layout, read_scores.shape[1], indices, values, indptr[rows[r]],
+                   indptr[rows[r] + 1], read_scores[r])
+            r += 1
         start, end = indptr[i], indptr[i + 1]
         prefetch_state_blocks(state, layout, known, indptr, indices, i, work[3])
         scores(state, layout, visible_classes(known, cls[i]), indices, values, start, end,

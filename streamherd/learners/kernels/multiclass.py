@@ -20,6 +20,8 @@ example (ids are in order of first appearance), a prediction is the best of thos
 joins before its own update (so its first example is a mistake: its class could not be predicted).
 With a fixed class set (``--classes``) every class is known from the start.
 """
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, types
 from numba.extending import overload
@@ -297,11 +299,27 @@ def flag_slots(indices, start, end, step, flags):
     return newly
 
 
-def joint_workspace(learner, indptr, indices):
+class Reads(NamedTuple):
+    """Rows of a chunk whose class scores a kernel reads on its way through it: rows[r] before
+    it learns row at[r] (``at`` ascending; int64 both), every class's score into scores[r]
+    (the calibration's sample: model/online.py learn_calibrating)."""
+
+    rows: np.ndarray
+    at: np.ndarray
+    scores: np.ndarray
+
+
+NO_READS = np.empty(0, np.int64)   # the rows (and at) of a kernel call that reads none
+
+
+def joint_workspace(learner, indptr, indices, reads=None):
     """Scratch of a joint kernel call on a chunk, ``work`` = (class scores, Delta's slots,
-    Delta's values, chunk_spread); int64 slots: K D may pass 2^31."""
+    Delta's values, chunk_spread, then the Reads' rows, at and scores: none when None); int64
+    slots: K D may pass 2^31."""
     nnz_max = int(np.max(np.diff(indptr))) if len(indptr) > 1 else 0
     scores = np.zeros(max(learner.blocks, 1))
     size = 2 * max(nnz_max, 1)
+    if reads is None:
+        reads = (NO_READS, NO_READS, np.empty((0, len(scores))))
     return (scores, np.empty(size, np.int64), np.empty(size),
-            chunk_spread(learner, indptr, indices))
+            chunk_spread(learner, indptr, indices), *reads)

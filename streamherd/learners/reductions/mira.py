@@ -35,9 +35,16 @@ class Mira:
         # joint learner's
         return getattr(self.learner, attr)
 
-    def learn_joint(self, cls, importance, indptr, indices, values, known, predicted_out):
+    def scores_while_learning(self):
+        return False   # (Learner.scores_while_learning: the MIRA kernel reads no rows)
+
+    def learn_joint(self, cls, importance, indptr, indices, values, known, predicted_out,
+                    reads=None):
         """Learner.learn_joint's contract, with MIRA's update; returns (updates, known)."""
         from streamherd.learners.kernels.mira import mira_chunk
+
+        if reads is not None:
+            raise ValueError("the MIRA kernel reads no rows on the way (scores_while_learning)")
         from streamherd.learners.kernels.multiclass import chunk_spread
 
         learner = self.learner

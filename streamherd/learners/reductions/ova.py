@@ -88,8 +88,15 @@ class OneVersusAll:
     def meta(self):
         return {"ova": [learner.meta() for learner in self.learners]}
 
-    def learn_joint(self, cls, importance, indptr, indices, values, known, predicted_out):
-        """The per-class binary runs; returns (updates, known) as Learner.learn_joint does."""
+    def scores_while_learning(self):
+        """Whether learn_joint takes ``reads`` (Learner.scores_while_learning): while the
+        classes learn as one bank, whose kernel reads them (kernels/bank.py read_rows)."""
+        return self.blocks > 0 and self._packed_groups() is not None
+
+    def learn_joint(self, cls, importance, indptr, indices, values, known, predicted_out,
+                    reads=None):
+        """The per-class binary runs; returns (updates, known) as Learner.learn_joint does, and
+        writes the ``reads``' class scores as it does (only when scores_while_learning)."""
         n = len(cls)
         learns_from = np.zeros(self.blocks, np.int64)   # (kernels/one_versus_all.py)
         for z in range(known, self.blocks):   # a class new in the chunk: from its first example
@@ -97,12 +104,15 @@ class OneVersusAll:
             learns_from[z] = rows[0] if len(rows) else n
         groups = self._packed_groups() if self.blocks else None
         if groups is None:
+            if reads is not None:
+                raise ValueError("one-versus-all reads rows on the way only while its classes "
+                                 "learn as one bank (scores_while_learning)")
             margins = np.empty((n, self.blocks))
             updates = self._learn_apart(cls, importance, indptr, indices, values, learns_from,
                                         margins)
         else:
             updates, margins = self._learn_packed(groups, cls, importance, indptr, indices,
-                                                  values, learns_from)
+                                                  values, learns_from, reads)
         top_classes(margins, learns_from, known, predicted_out)
         seen = cls[cls >= 0]
         return updates, max(known, int(seen.max()) + 1 if len(seen) else 0)
@@ -125,19 +135,24 @@ class OneVersusAll:
             margins[first:, z] = column
         return updates
 
-    def _learn_packed(self, groups, cls, importance, indptr, indices, values, learns_from):
+    def _learn_packed(self, groups, cls, importance, indptr, indices, values, learns_from,
+                      reads):
         """The classes as one bank over the chunk, each group of them on a thread of its own,
-        each class with the labels of its binary run (class_labels); returns (updates,
-        margins)."""
+        each class with the labels of its binary run (class_labels), the ``reads``' class
+        scores read on the way; returns (updates, margins)."""
         spread = chunk_spread(self, indptr, indices)
+        rows_at = (reads.rows, reads.at) if reads is not None else None
 
         def learn(group):
             labels = np.empty((len(cls), len(group.alive)))
             class_labels(cls, learns_from, group.lo, labels)
-            group.learn((labels, importance, indptr, indices, values), spread=spread)
+            return group.learn((labels, importance, indptr, indices, values), spread=spread,
+                               reads=rows_at)
 
         before = int(self.updates.sum())
-        self.pool.map(learn, groups)
+        read_scores = self.pool.map(learn, groups)
+        if reads is not None:
+            reads.scores[:] = _side_by_side(read_scores)
         if not self.alive.all():   # the first class that failed, as the runs apart report it
             z = int(np.flatnonzero(~self.alive)[0])
             self.groups = None   # (packed anew, all alive, at the next chunk)
