@@ -122,7 +122,8 @@ def joint_loop(scores, margin, step, cls, importance, indptr, indices, values, s
     rows, at, read_scores = work[4], work[5], work[6]
     r = 0
     for i in range(len(cls)):
-        while r < len(rows) and at[r] == i:   # (no helper taking ``scores``: bank.py's diag_bank_loop)
+        # (written out, not a helper taking ``scores``: kernels/bank.py diag_bank_loop says why)
+        while r < len(rows) and at[r] == i:
             scores(state, layout, read_scores.shape[1], indices, values, indptr[rows[r]],
                    indptr[rows[r] + 1], read_scores[r])
             r += 1
