@@ -16,6 +16,15 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_configure(config):
+    """The test processes (pytest-xdist's workers) compile kernels at once into one cache, as
+    commands do: their saves hold its lock too (numba_runtime.lock_cache_saves), or two of them
+    could write two signatures' code under one name and a later run load the wrong kernel."""
+    from streamherd import numba_runtime
+
+    numba_runtime.lock_cache_saves()
+
+
 @pytest.fixture(scope="session")
 def data_dir():
     """The real data folder (helpers.DATA_DIR); the test is skipped when it is absent."""

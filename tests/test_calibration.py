@@ -96,15 +96,8 @@ def test_binned_probit_is_close_to_scipys_maximum_likelihood_on_unbinned_points(
 
 
 def test_softmax_fit_equals_a_direct_minimisation_of_the_likelihood():
-    rng = np.random.default_rng(7)
-    n, K = 3000, 4
-    scores = rng.normal(0, 2, (n, K))
-    scores[:200, 3] = np.nan      # the fourth class was not known yet
-    true_logits = np.where(np.isnan(scores), -np.inf, 0.7 * np.nan_to_num(scores) +
-                           np.array([0.0, 0.5, -0.5, 1.0]))
-    p = np.exp(true_logits - true_logits.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
-    classes = np.array([rng.choice(K, p=row) for row in p])
+    scores, classes = _softmax_sample()
+    K = scores.shape[1]
 
     def nll(theta):
         total = 0.5 * 1e-3 * np.sum(theta[1:] ** 2)
@@ -123,6 +116,30 @@ def test_softmax_fit_equals_a_direct_minimisation_of_the_likelihood():
     # minimum unique, but the simplex search stops anywhere along it): compare them centred
     np.testing.assert_allclose(biases - biases.mean(), reference[1:] - reference[1:].mean(),
                                atol=5e-3)
+
+
+def _softmax_sample(n=3000, K=4, seed=7):
+    """Scores and classes drawn from softmax(0.7 s + b), the fourth class unknown at first."""
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(0, 2, (n, K))
+    scores[:200, 3] = np.nan      # the fourth class was not known yet
+    true_logits = np.where(np.isnan(scores), -np.inf, 0.7 * np.nan_to_num(scores) +
+                           np.array([0.0, 0.5, -0.5, 1.0]))
+    p = np.exp(true_logits - true_logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    return scores, np.array([rng.choice(K, p=row) for row in p])
+
+
+@pytest.mark.parametrize("unit", [1e-3, 1e4, 1e7])
+def test_the_softmax_fit_does_not_depend_on_the_scores_units(unit):
+    """Scores in other units (a perceptron's run to 1e7, a CW learner's to 1e4) give the same
+    softmax: beta in the inverse units, the same biases (the maximum of the likelihood, not
+    where an optimiser stopped)."""
+    scores, classes = _softmax_sample()
+    beta, biases = calibration.fit_softmax(scores, classes)
+    scaled_beta, scaled_biases = calibration.fit_softmax(scores * unit, classes)
+    assert scaled_beta * unit == pytest.approx(beta, rel=1e-7)
+    np.testing.assert_allclose(scaled_biases, biases, rtol=0, atol=1e-7)
 
 
 def test_the_reservoir_continued_keeps_the_sample_of_one_run():

@@ -438,20 +438,25 @@ def test_train_start_up_imports_neither_pydantic_nor_scipy_nor_numba_compiler(tm
     error messages, without a colour scheme chosen) nor numpy.ma (np.unique's first call) nor,
     with its kernels cached,
     what only numba's compiler needs (its registries, here the typed dict's) nor numba's array
-    module (which loading a kernel that allocates or sorts imports). The first run may compile
+    module (which loading a kernel that allocates or sorts imports). A multiclass train, whose
+    calibration fits a softmax, and its predict --proba neither. The first run may compile
     (a cold cache); the second must not."""
-    data = tmp_path / "d.svm"
+    data, classes = tmp_path / "d.svm", tmp_path / "c.svm"
     data.write_text("1 1:1 2:0.5\n-1 2:1 3:2\n")
+    classes.write_text("".join(f"{z} {z + 1}:1 4:0.5\n" for z in (0, 1, 2) * 20))
     model = tmp_path / "m.npz"
     probe = ("import sys\nfrom streamherd.cli import run\n"
              "for argv in (['train', '--algo', 'cw', '-b', '12', '-f', sys.argv[2], sys.argv[1]],\n"
-             "             ['predict', '-m', sys.argv[2], sys.argv[1], '--quiet']):\n"
+             "             ['predict', '-m', sys.argv[2], sys.argv[1], '--quiet'],\n"
+             "             ['train', '--algo', 'arow-p', '-b', '12', '-f', sys.argv[2],\n"
+             "              '--quiet', sys.argv[3]],\n"
+             "             ['predict', '-m', sys.argv[2], sys.argv[3], '--proba', '--quiet']):\n"
              "    try:\n        run(argv)\n    except SystemExit as e:\n"
              "        assert e.code == 0, e.code\n"
              "print(sorted(m for m in ('pydantic', 'scipy', 'yaml', 'colorama', 'numpy.ma',"
              " 'numba.typed.dictimpl', 'numba.np.arrayobj') if m in sys.modules))\n")
     for _ in range(2):
-        proc = subprocess.run([sys.executable, "-c", probe, str(data), str(model)],
+        proc = subprocess.run([sys.executable, "-c", probe, str(data), str(model), str(classes)],
                               capture_output=True, text=True, cwd=REPO, timeout=600)
         assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -247,6 +247,17 @@ def test_processes_saving_one_functions_entries_at_once_keep_them_all(tmp_path, 
         [index.name, *overloads.values()])   # the lock is the folder's: no file of its own
 
 
+@pytest.mark.parametrize("face", ["streamherd.model", "streamherd.sklearn", "streamherd.river"])
+def test_a_process_holding_a_model_locks_its_saves_into_the_cache(face):
+    """A Python process that trains through a face (not a command) locks its saves too."""
+    probe = (f"import {face}\nfrom streamherd import numba_runtime\n"
+             f"print(numba_runtime.cache_saves_locked())")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True"]
+
+
 def test_every_command_locks_its_saves_into_the_cache():
     from streamherd import numba_runtime
 
