@@ -296,6 +296,23 @@ def test_reading_the_sample_on_the_way_equals_scoring_each_piece_first(tmp_path,
         assert np.isnan(read.kept[:rows, 3]).sum() > 500
 
 
+@pytest.mark.parametrize("algo,mode", [("avg-perceptron", "joint"), ("voted-perceptron", "joint"),
+                                       ("pa1", "mira"), ("perceptron", "ova")])
+def test_a_learner_whose_kernel_reads_no_rows_refuses_reads(algo, mode):
+    """Reads given to a learner whose kernel would leave their scores unwritten: refused."""
+    from streamherd import tasks
+    from streamherd.learners.kernels.multiclass import Reads
+
+    learner = tasks.choose(multiclass=mode).new_task().new_learner(algo, 8, {})
+    learner.grow(2)
+    assert not learner.scores_while_learning()
+    reads = Reads(np.zeros(1, np.int64), np.zeros(1, np.int64), np.empty((1, 2)))
+    with pytest.raises(ValueError, match="reads"):
+        learner.learn_joint(np.array([0, 1]), np.ones(2), np.array([0, 1, 2]),
+                            np.array([1, 2], np.int32), np.ones(2), 0, np.empty(2, np.int64),
+                            reads)
+
+
 # ---------------------------------------------------------------- the CLI
 
 def _read_proba(text):

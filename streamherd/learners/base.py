@@ -572,6 +572,9 @@ class Learner:
         """
         from streamherd.learners.kernels.multiclass import joint_workspace
 
+        if reads is not None and not self.scores_while_learning():
+            raise ValueError(f"{self.name}'s joint kernel reads no rows on the way "
+                             f"(scores_while_learning)")
         return self.checked(*self._run_joint(cls, importance, indptr, indices, values, known,
                                              predicted_out,
                                              joint_workspace(self, indptr, indices, reads)))
