@@ -199,6 +199,18 @@ def label_keys(block, label_start, label_end):
     return np.where(is_number, values.view(np.uint64), text_keys ^ _TEXT_TAG)
 
 
+def chunk_label_keys(chunk, labeled):
+    """label_keys of a chunk's rows (those ``labeled`` read): when every such label is a finite
+    number, its value as label_keys keys a number, from the parser's reading of it (the same
+    parse_float), without a kernel call on the learner's thread; else label_keys."""
+    numbers = chunk.labels[labeled] + 0.0   # + 0.0: -0 and 0 are one class
+    if not np.isfinite(numbers).all():   # a class name (NaN), or a number that is no class
+        return label_keys(chunk.block, chunk.label_start, chunk.label_end)
+    keys = np.zeros(chunk.n_examples, np.uint64)
+    keys[labeled] = numbers.view(np.uint64)
+    return keys
+
+
 def _keys_of_texts(texts):
     encoded = [t.encode("utf-8") for t in texts]
     block = np.frombuffer(b"".join(encoded), np.uint8) if encoded else np.zeros(0, np.uint8)
@@ -279,7 +291,7 @@ class ClassLabels:
         cls = np.full(chunk.n_examples, -1, np.int64)
         if not labeled.any():
             return chunk, cls
-        keys = label_keys(chunk.block, chunk.label_start, chunk.label_end)
+        keys = chunk_label_keys(chunk, labeled)
         known = self._known_ids(keys[labeled])
         if known is not None:   # the usual chunk: every label a class already
             cls[labeled] = known

@@ -49,6 +49,28 @@ def test_class_ids_in_order_of_first_appearance(tmp_path):
     np.testing.assert_array_equal(ids, [0, 1, 0, 1, 2, 3])   # 7 and 7.0 are one class
 
 
+@pytest.mark.parametrize("fmt", ["svmlight", "vw"])
+def test_numeric_labels_are_keyed_from_the_parsed_value_as_from_their_text(tmp_path, fmt):
+    """The class key of a chunk of numeric labels, taken from the parser's values
+    (labels.chunk_label_keys), is the key label_keys reads from the label's text, for every
+    spelling of a number; a chunk with a class name or a number that is no class falls back."""
+    from streamherd.labels import chunk_label_keys, label_keys
+
+    rng = np.random.default_rng(5)
+    spellings = ["1", "+1", "-1", "1.0", "1e0", "0.5", "-0", "0", "10", "1.50", ".5", "5.",
+                 "1E2", "-2.5e-3", "007", "123456789012", "3.14159265358979", "-0.0"]
+    for extra in ([], ["cat"], ["nan"], ["inf"]):
+        tokens = [*rng.choice(spellings, 300).tolist(), *extra]
+        path = tmp_path / f"labels.{fmt}"
+        line = "{} 1:1\n" if fmt == "svmlight" else "{} |f a:1\n"
+        path.write_text("".join(line.format(t) for t in tokens) + ("\n|f a:1\n" if fmt == "vw"
+                                                                     else ""))
+        for chunk in chunks_of(path, fmt=fmt, block_size=1024):
+            labeled = chunk.label_start >= 0
+            expected = label_keys(chunk.block, chunk.label_start, chunk.label_end)[labeled]
+            np.testing.assert_array_equal(chunk_label_keys(chunk, labeled)[labeled], expected)
+
+
 def test_vw_string_labels_and_unlabeled_lines(tmp_path):
     path = tmp_path / "c.vw"
     path.write_text("sports 2 'a|w x y\n|w z\npolitics |w x\nsports|w q\n")
