@@ -229,7 +229,7 @@ def test_a_multiclass_sample_holds_the_scores_before_each_piece(run_cli, tmp_pat
 
 
 def _mixed_classes_file(path, rows=1500, seed=3):
-    """VW lines of 4 named classes, the last first seen at row 700 and 1100 (inside a chunk,
+    """VW lines of 4 named classes, the last two first seen at rows 700 and 1100 (inside a chunk,
     past its first pieces), with unlabeled lines and lines of weight 0 and 2."""
     rng = np.random.default_rng(seed)
     lines = []
