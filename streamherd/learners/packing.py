@@ -14,7 +14,7 @@ import numpy as np
 from streamherd import learners
 from streamherd.learners.base import populated_zeros
 from streamherd.learners.kernels.bank import WORK_ROWS
-from streamherd.learners.kernels.multiclass import NO_READS
+from streamherd.learners.kernels.multiclass import NO_READS, Reads
 
 LINE = 64   # bytes of a cache line
 
@@ -105,7 +105,7 @@ class MemberGroup:
         self.margins = np.empty((len(y), len(self.alive)))
         self.kernel(bank=(y, importance, indptr, indices, values, self.views, self.flat,
                           self.params, self.alive, self.margins, self.updates, self.failed_at,
-                          self.work, spread, (rows, at, read_margins)))
+                          self.work, spread, Reads(rows, at, read_margins)))
         if calibrations is not None:   # (it skips the rows unlabeled or of weight <= 0)
             by_member = np.ascontiguousarray(self.margins.T)
             weights = np.maximum(importance, 0.0)
@@ -123,8 +123,7 @@ class MemberGroup:
         self.kernel(bank=(np.full((n, members), np.nan), np.zeros(n), indptr, indices, values,
                           self.views, self.flat, self.params, alive, margins,
                           np.zeros(members, np.int64), np.full(members, -1, np.int64),
-                          np.zeros_like(self.work), spread,
-                          (NO_READS, NO_READS, np.empty((0, members)))))
+                          np.zeros_like(self.work), spread, Reads.none(members)))
         return margins if alive.all() else None
 
 

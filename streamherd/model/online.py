@@ -652,8 +652,7 @@ def _progressive_scores(task, learner, chunk, read, a, b):
         confidences = np.empty(piece.n_examples)
         learner.confidences(piece.indptr, piece.indices, piece.values, confidences)
         return confidences
-    learner.grow(len(task.labels))
-    scores = _unread_scores(task, b - a)
+    scores = _unread_scores(task, b - a)   # (the learner grew its classes: learn_calibrating)
     scores[read - a] = task.scores(learner, piece)
     scores[:, task.known:] = np.nan
     return scores

@@ -308,6 +308,11 @@ class Reads(NamedTuple):
     at: np.ndarray
     scores: np.ndarray
 
+    @classmethod
+    def none(cls, classes):
+        """The reads of a kernel call that reads no row (``classes`` wide)."""
+        return cls(NO_READS, NO_READS, np.empty((0, classes)))
+
 
 NO_READS = np.empty(0, np.int64)   # the rows (and at) of a kernel call that reads none
 
@@ -320,6 +325,6 @@ def joint_workspace(learner, indptr, indices, reads=None):
     scores = np.zeros(max(learner.blocks, 1))
     size = 2 * max(nnz_max, 1)
     if reads is None:
-        reads = (NO_READS, NO_READS, np.empty((0, len(scores))))
+        reads = Reads.none(len(scores))
     return (scores, np.empty(size, np.int64), np.empty(size),
             chunk_spread(learner, indptr, indices), *reads)
