@@ -395,9 +395,12 @@ def run(argv=None):
         warnings.simplefilter("ignore")
     interrupted = "interrupted"   # while the command line is read
     replaced_before = len(outputs.replaced)
-    previous = outputs.catch_signals(lambda: _interrupted_line(interrupted, replaced_before)) \
-        if threading.current_thread() is threading.main_thread() else {}
+    previous = {}
     try:
+        # inside the try: a signal as soon as the handlers are set is an interruption like any
+        if threading.current_thread() is threading.main_thread():
+            previous = outputs.catch_signals(
+                lambda: _interrupted_line(interrupted, replaced_before))
         command, values = _parsed(list(sys.argv[1:] if argv is None else argv))
         for note in () if getattr(values, "quiet", False) else values.notes:
             say(f"streamherd: {note}")
@@ -444,10 +447,16 @@ def main():
     is skipped is the interpreter's teardown (every module unloaded one by one, numba's and
     LLVM's exit handlers)."""
     try:
-        run()
-        code = 0
-    except SystemExit as e:
-        code = e.code
+        try:
+            run()
+            code = 0
+        except SystemExit as e:
+            code = e.code
+        outputs.defer_signals_to_the_end()   # the run is over: a signal cuts no flush short
+    except KeyboardInterrupt as e:   # a signal outside run's own try (its finally, its exit)
+        code = getattr(e, "exit_code", 130)
+        if outputs.may_say_interrupted():
+            say(outputs.interruption_line())
     if code is not None and not isinstance(code, int):  # sys.exit("message")
         say(str(code))
         code = 1

@@ -495,6 +495,17 @@ def may_say_interrupted():
     return _ending.acquire(blocking=False)
 
 
+def interruption_line():
+    """The one line that says the run was interrupted (catch_signals's ``line``)."""
+    return _caught["line"]()
+
+
+def defer_signals_to_the_end():
+    """From now on in the main thread, a signal is remembered, not raised: the process ends
+    by itself (or by the watchdog, SIGNAL_GRACE_SECONDS later)."""
+    _deferring.on = True
+
+
 def raise_if_signalled():
     """An Interrupted if a signal came (its exception may have been swallowed on the way)."""
     if _caught["signal"] is not None:

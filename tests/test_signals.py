@@ -394,3 +394,55 @@ def test_a_signal_while_the_command_imports_is_one_line(work, signum):
     assert _signalled(proc, signum) == \
         "streamherd: interrupted while starting; nothing was written"
     assert (work / "m.npz").read_bytes() == b"the old model"
+
+
+SIGNAL_AT = textwrap.dedent("""
+    import os, runpy, signal, sys
+    from streamherd import cli, outputs
+
+    moment, signum = sys.argv[1], int(sys.argv[2])
+    catch_signals, run = outputs.catch_signals, cli.run
+
+    def catch_then_signal(line):
+        # the signal lands as the command's handlers are set, before run's try
+        previous = catch_signals(line)
+        os.kill(os.getpid(), signum)
+        return previous
+
+    def run_then_signal():
+        # the signal lands as run ends, after its try
+        try:
+            run()
+        finally:
+            os.kill(os.getpid(), signum)
+
+    if moment == "handlers":
+        outputs.catch_signals = catch_then_signal
+    else:
+        cli.run = run_then_signal
+    sys.argv = ["streamherd", "train", "--quiet", "long.svm", "-f", "m.npz"]
+    runpy.run_module("streamherd", run_name="__main__")
+""")
+
+
+@pytest.mark.parametrize("signum", list(CODES))
+@pytest.mark.parametrize("moment", ["handlers", "end"])
+def test_a_signal_at_the_edges_of_the_run_is_one_line(work, signum, moment):
+    """A signal just as the command's handlers are set, or as the run ends, ends the process
+    with 128 + n and one line that names what was written; never a traceback."""
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_AT, moment, str(int(signum))],
+                          cwd=work, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}"
+                                   f"{os.environ.get('PYTHONPATH', '')}"))
+    err = without_compile_notice(proc.stderr.decode())
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert proc.returncode == CODES[signum], err
+    if moment == "handlers":
+        assert err.strip() == "streamherd: interrupted", err
+        assert (work / "m.npz").read_bytes() == b"the old model"
+    else:
+        assert err.strip() == f"streamherd: interrupted after writing {work / 'm.npz'}; " \
+                              f"nothing else was written", err
+        from streamherd.model import load_model
+        assert load_model(work / "m.npz")[0]["algo"]
+    assert _temporary_files(work) == []
