@@ -348,19 +348,26 @@ def _reservoir_slot(seen, capacity):
 
 
 @njit(cache=True, nogil=True)
-def _reservoir_add(scores, classes, seen, kept_scores, kept_classes):
-    """Add the rows of class >= 0 to the sample (_reservoir_slot). Returns the new count."""
+def _reservoir_add(scores, score_rows, classes, seen, kept_scores, kept_classes):
+    """Add the rows of class >= 0 to the sample (_reservoir_slot), ``scores`` holding the rows
+    ``score_rows`` (ascending; among them every row the sample takes). Returns the new count,
+    or -1 when a row the sample takes has no scores."""
     capacity = kept_scores.shape[0]
+    r = 0
     for i in range(len(classes)):
         if classes[i] < 0:
             continue
         slot = _reservoir_slot(seen, capacity)
         seen += 1
         if slot < capacity:
+            while r < len(score_rows) and score_rows[r] < i:
+                r += 1
+            if r == len(score_rows) or score_rows[r] != i:
+                return -1
             # element by element: a slice's assignment loaded numba's array module (28 ms of
             # imports) with the kernel
             for j in range(kept_scores.shape[1]):
-                kept_scores[slot, j] = scores[i, j] if j < scores.shape[1] else np.nan
+                kept_scores[slot, j] = scores[r, j] if j < scores.shape[1] else np.nan
             kept_classes[slot] = classes[i]
     return seen
 
@@ -468,13 +475,18 @@ class MulticlassCalibration:
         classes_grown[:len(self.kept_classes)] = self.kept_classes
         self.kept, self.kept_classes = grown, classes_grown
 
-    def observe(self, scores, classes, weights):
+    def observe(self, scores, classes, weights, rows=None):
         """Add labeled rows (class id >= 0) of weight > 0; a NaN score: a class not known yet.
-        Only the rows ``kept_rows`` names are read (the others' scores may be anything)."""
+        ``scores``: of every row, or of ``rows`` only (ascending), which hold those kept_rows
+        names, the only ones read."""
         self._grow(scores.shape[1])
         classes = self._counted(classes, weights)
-        self.seen = int(_reservoir_add(np.ascontiguousarray(scores), classes, self.seen,
-                                       self.kept, self.kept_classes))
+        rows = np.arange(len(classes)) if rows is None else rows
+        seen = _reservoir_add(np.ascontiguousarray(scores), rows, classes, self.seen,
+                              self.kept, self.kept_classes)
+        if seen < 0:
+            raise ValueError("observe's scores lack a row the sample takes (kept_rows)")
+        self.seen = int(seen)
         self.params = None
 
     @staticmethod

@@ -9,7 +9,7 @@ from numba import njit
 
 from streamherd.errors import StreamherdError, is_finite, shown
 from streamherd.io import linecodes
-from streamherd.io.lexing import parse_float
+from streamherd.io.lexing import bits_of_float, parse_float
 from streamherd.io.reader import describe_token
 
 
@@ -167,6 +167,15 @@ class BinaryLabels:
 _TEXT_TAG = np.uint64(0x9E3779B97F4A7C15)   # keeps a class name's key apart from a number's
 
 
+@njit(cache=True, inline="always")
+def _text_hash(block, start, end):
+    """64-bit FNV-1a of block[start:end]."""
+    h = np.uint64(14695981039346656037)
+    for k in range(start, end):
+        h = (h ^ np.uint64(block[k])) * np.uint64(1099511628211)
+    return h
+
+
 @njit(cache=True, nogil=True)
 def _label_keys(block, label_start, label_end, is_number, values, text_keys):
     """Per row: whether the label token is a number (and its value), else the FNV-1a hash of its
@@ -181,10 +190,37 @@ def _label_keys(block, label_start, label_end, is_number, values, text_keys):
         value, ok = parse_float(block, start, end)
         is_number[i] = ok
         values[i] = value + 0.0 if ok else 0.0   # + 0.0: -0 and 0 are one class
-        h = np.uint64(14695981039346656037)
-        for k in range(start, end):
-            h = (h ^ np.uint64(block[k])) * np.uint64(1099511628211)
-        text_keys[i] = h
+        text_keys[i] = _text_hash(block, start, end)
+
+
+@njit(cache=True, nogil=True)
+def _known_class_ids(labels, block, label_start, label_end, sorted_keys, sorted_ids, cls):
+    """cls[i]: the class id of row i's label, -1 for a row without one, when every label is a
+    class's (``sorted_keys``, ascending, and their ids): returns True. False at the first label
+    that is no class's yet; cls is then not to be used. A label's key is label_keys's, taken
+    from the parser's value of it when that is finite (as chunk_label_keys)."""
+    for i in range(len(cls)):
+        start = label_start[i]
+        if start < 0:
+            cls[i] = -1
+            continue
+        if np.isfinite(labels[i]):
+            key = bits_of_float(labels[i] + 0.0)   # + 0.0: -0 and 0 are one class
+        else:
+            value, ok = parse_float(block, start, label_end[i])
+            key = bits_of_float(value + 0.0) if ok else \
+                _text_hash(block, start, label_end[i]) ^ _TEXT_TAG
+        low, high = 0, len(sorted_keys)
+        while low < high:   # the first key >= key
+            middle = (low + high) // 2
+            if sorted_keys[middle] < key:
+                low = middle + 1
+            else:
+                high = middle
+        if low == len(sorted_keys) or sorted_keys[low] != key:
+            return False
+        cls[i] = sorted_ids[low]
+    return True
 
 
 def label_keys(block, label_start, label_end):
@@ -287,15 +323,14 @@ class ClassLabels:
         is fixed, or ``learning`` is False as in predict, where they get id -2: never right).
         A label outside a fixed set is a bad line: an error naming it, or with ``skip_bad``
         the row is dropped (and counted)."""
+        cls = np.empty(chunk.n_examples, np.int64)
+        sorted_keys, sorted_ids = self._sorted_keys()
+        if _known_class_ids(chunk.labels, chunk.block, chunk.label_start, chunk.label_end,
+                            sorted_keys, sorted_ids, cls):   # the usual chunk: one pass
+            return chunk, cls
         labeled = chunk.label_start >= 0
-        cls = np.full(chunk.n_examples, -1, np.int64)
-        if not labeled.any():
-            return chunk, cls
+        cls[:] = -1
         keys = chunk_label_keys(chunk, labeled)
-        known = self._known_ids(keys[labeled])
-        if known is not None:   # the usual chunk: every label a class already
-            cls[labeled] = known
-            return chunk, cls
         distinct, first, inverse = np.unique(keys[labeled], return_index=True,
                                              return_inverse=True)
         rows = np.flatnonzero(labeled)
@@ -332,18 +367,13 @@ class ClassLabels:
                 f"class to --classes, or pass --skip-bad to skip such lines")
         return chunk, cls
 
-    def _known_ids(self, keys):
-        """The class id of each of ``keys`` when every one is a class's, else None: a binary
-        search in the sorted keys of the classes (remade when a class joins)."""
+    def _sorted_keys(self):
+        """(the classes' keys, ascending, and their ids), remade when a class joins."""
         if getattr(self, "_sorted", (None, None, -1))[2] != len(self.ids):
             order = sorted(self.ids)
             self._sorted = (np.array(order, np.uint64),
                             np.array([self.ids[key] for key in order], np.int64), len(self.ids))
-        sorted_keys, sorted_ids, _ = self._sorted
-        if not len(sorted_keys):
-            return None
-        at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-        return sorted_ids[at] if np.array_equal(sorted_keys[at], keys) else None
+        return self._sorted[:2]
 
     def value_ids(self, values):
         """(rows whose label value is a class, their class ids): in-memory numeric labels, keyed

@@ -71,6 +71,38 @@ def test_numeric_labels_are_keyed_from_the_parsed_value_as_from_their_text(tmp_p
             np.testing.assert_array_equal(chunk_label_keys(chunk, labeled)[labeled], expected)
 
 
+@pytest.mark.parametrize("fmt", ["svmlight", "vw"])
+def test_a_chunk_of_known_classes_gets_the_ids_of_its_labels_keys(tmp_path, fmt, monkeypatch):
+    """A chunk whose every label is a class already: each row the id its label_keys key names,
+    -1 unlabeled, for numbers in every spelling and class names, in observe's one pass (its
+    general path, chunk_label_keys, not taken)."""
+    from streamherd import labels as label_rules
+    from streamherd.labels import label_keys
+
+    rng = np.random.default_rng(8)
+    spellings = ["1", "+1", "1.0", "1e0", "-0", "0", "0.0", "2.50", "2.5", "cat", "dog", "-3"]
+    tokens = rng.choice(spellings, 400).tolist()
+    path = tmp_path / f"labels.{fmt}"
+    line = "{} 1:1\n" if fmt == "svmlight" else "{} |f a:1\n"
+    unlabeled = "\n" if fmt == "svmlight" else "|f a:1\n"
+    path.write_text("".join(line.format(t) if k % 7 else unlabeled
+                            for k, t in enumerate(tokens)))
+    labels = ClassLabels()
+    for chunk in ChunkReader([str(path)], fmt=fmt, features=FeatureSpace(), block_size=512):
+        labels.observe(chunk)
+    assert len(labels.texts) == 6
+
+    def general_path(*args):
+        raise AssertionError("observe took its general path for a chunk of known classes")
+    monkeypatch.setattr(label_rules, "chunk_label_keys", general_path)
+    # (each chunk read while its block is the reader's: a list of chunks would outlive them)
+    for chunk in ChunkReader([str(path)], fmt=fmt, features=FeatureSpace(), block_size=512):
+        labeled = chunk.label_start >= 0
+        keys = label_keys(chunk.block, chunk.label_start, chunk.label_end)
+        expected = np.where(labeled, [labels.ids.get(int(k), -9) for k in keys], -1)
+        np.testing.assert_array_equal(labels.observe(chunk)[1], expected)
+
+
 def test_vw_string_labels_and_unlabeled_lines(tmp_path):
     path = tmp_path / "c.vw"
     path.write_text("sports 2 'a|w x y\n|w z\npolitics |w x\nsports|w q\n")

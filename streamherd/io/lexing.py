@@ -110,6 +110,15 @@ def _multiply_128(typingctx, a, b):
 
 
 @intrinsic
+def bits_of_float(typingctx, value):
+    """The IEEE 754 bits (a uint64) of the float64 ``value``: numpy's ``view(np.uint64)`` of one
+    number, without numba's array module."""
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.uint64(types.float64), codegen
+
+
+@intrinsic
 def _float_from_bits(typingctx, bits):
     """The float64 whose IEEE 754 bits are ``bits`` (a uint64)."""
     def codegen(context, builder, sig, args):

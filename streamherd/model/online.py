@@ -628,13 +628,11 @@ def _learn_reading(task, learner, calibration, targets, chunk, keep):
     pieces' scoring would before learning them, bit for bit."""
     from streamherd.learners.kernels.multiclass import Reads
 
-    keep = keep.astype(np.int64)
+    keep = keep.astype(np.int64, copy=False)
     reads = Reads(keep, keep - keep % PIECE,
                   np.empty((len(keep), len(task.labels))))
     updates, predictions = task.learn(learner, targets, chunk, reads)
-    seen = _unread_scores(task, chunk.n_examples)
-    seen[keep] = reads.scores
-    calibration.observe(seen, targets, chunk.importance)
+    calibration.observe(reads.scores, targets, chunk.importance, rows=keep)
     return updates, predictions
 
 
