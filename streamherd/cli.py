@@ -13,11 +13,12 @@ import warnings
 from pathlib import Path
 
 from streamherd import __version__, outputs, start_up
+from streamherd.outputs import check_inputs
 from streamherd import option_groups as shared
 from streamherd.command_line import (HELP_FLAGS, SHELLS, Command, HelpAsked, Option,
                                      Positional, UsageError, completion_script, laid_out)
 from streamherd.distributed import command as dist_train
-from streamherd.errors import StreamherdError, say
+from streamherd.errors import StreamherdError, check_model_exists, say
 from streamherd.learners import REGISTRY, hyperparameters
 from streamherd.serve import command as serve
 
@@ -89,16 +90,18 @@ TRAIN_OUTPUT = [
 
 
 def train(values):
-    from streamherd.passes import Passes
+    shared.check_before_loading(values)
+    from streamherd.passes import Passes   # (numpy's import: after the checks that need none)
 
+    passes = Passes(values.passes, values.holdout_period, values.holdout_after,
+                    values.holdout_off, values.early_terminate, values.save_per_pass,
+                    values.shuffle, values.random_seed,
+                    values.shuffle_memory).check(values.final_model)
     training = start_up.imported("streamherd.training")
     training.train(
         shared.inputs(values), fmt=values.fmt, final_model=values.final_model,
         initial_model=values.initial_model, quiet=values.quiet, skip_bad=values.skip_bad,
-        allow_empty=values.allow_empty,
-        passes=Passes(values.passes, values.holdout_period, values.holdout_after,
-                      values.holdout_off, values.early_terminate, values.save_per_pass,
-                      values.shuffle, values.random_seed, values.shuffle_memory),
+        allow_empty=values.allow_empty, passes=passes,
         progress_every=values.progress, predictions=values.predictions,
         examples=values.examples, test_only=values.test_only, audit=values.audit,
         grid=values.grid, race=values.race, save_bank=values.save_bank,
@@ -123,6 +126,8 @@ TRAIN = Command("train", "Train a model, one online update per line, reporting p
 # ---------------------------------------------------------------- predict
 
 def predict(values):
+    check_inputs(shared.inputs(values))   # (before numba loads: see check_before_loading)
+    check_model_exists(values.model)
     start_up.imported("streamherd.training").predict(
         values.model, shared.inputs(values), output=values.predictions, raw=values.raw,
         fmt=values.fmt, quiet=values.quiet, skip_bad=values.skip_bad, proba=values.proba,

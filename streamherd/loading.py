@@ -31,7 +31,8 @@ import os
 import numpy as np
 
 from streamherd.errors import StreamherdError
-from streamherd.features.space import DEFAULT_BITS, MAX_BITS, FeatureSpace
+from streamherd.features.options import MAX_BITS
+from streamherd.features.space import DEFAULT_BITS, FeatureSpace
 
 __all__ = ["load_svmlight", "load_vw"]
 

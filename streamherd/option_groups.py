@@ -9,9 +9,10 @@ from pathlib import Path
 
 from streamherd.command_line import Option, Positional
 from streamherd.errors import StreamherdError
-from streamherd.features.options import FEATURE_OPTIONS, space_flags
+from streamherd.features.options import FEATURE_OPTIONS, check_bits, space_flags
 from streamherd.io.linecodes import MAX_LINE_BYTES as LINE_LIMIT
-from streamherd.learners import ALIASES, DEFAULTS, REGISTRY, hyperparameters
+from streamherd.learners import ALIASES, DEFAULTS, REGISTRY, canonical_name, hyperparameters
+from streamherd.outputs import check_inputs, resolve_output
 from streamherd.learners.spec import POSITIVE
 
 
@@ -119,6 +120,20 @@ EARLY_TERMINATE = Option(("--early_terminate", "--early-terminate"), "early_term
 def inputs(values):
     """The input files: the positional ones, then -d's; none: stdin."""
     return [*(values.files or []), *(values.data or [])] or ["-"]
+
+
+def check_before_loading(values):
+    """The values of train's and dist-train's options that need no kernel to check (the inputs,
+    the model's path, the learner's name, --bits), checked before numba loads
+    (start_up.imported): a misspelt file or learner is answered at once. The command checks
+    them again where it uses them (training.train, for its Python callers)."""
+    check_inputs(inputs(values))
+    if values.final_model is not None:
+        resolve_output(values.final_model, inputs(values), "model")
+    if values.algo not in (None, "auto"):
+        canonical_name(values.algo)
+    if values.bits is not None:
+        check_bits(values.bits)
 
 
 def center(values):

@@ -35,7 +35,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from streamherd import calibration as calibrations, learners, tasks
 from streamherd.errors import StreamherdError
 from streamherd.features import normalize as normalization
-from streamherd.features.space import MAX_BITS, FeatureSpace
+from streamherd.features.options import MAX_BITS
+from streamherd.features.space import FeatureSpace
 from streamherd.features.matrix import MatrixRows, fitting_bits
 from streamherd.labels import BinaryLabels, ClassLabels, label_text
 from streamherd.model import ModelFlags, OnlineModel, UpdateFailed

@@ -2,6 +2,7 @@
 was written with typer (a value may begin with a dash, files and options mix, ``--`` ends the
 options, no abbreviations), one-line messages naming every spelling, help laid out from the
 declarations, and a feature option that is one declaration."""
+import json
 import subprocess
 import sys
 
@@ -113,6 +114,38 @@ def test_help_and_version_answer_without_numpy():
                           cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_misspelt_learner_file_or_bits_is_answered_before_numba_loads(tmp_path):
+    """The values train, dist-train and predict can check without a kernel fail with their
+    one line and exit 2 before numba (or, but for --passes, numpy) is imported."""
+    data = tmp_path / "d.svm"
+    data.write_text("1 1:1\n")
+    cases = [
+        (["train", "--algo", "nosuch", str(data)], "unknown --algo 'nosuch'", False),
+        (["dist-train", "--algo", "nosuch", str(data)], "unknown --algo 'nosuch'", False),
+        (["train", "-b", "31", str(data)], "--bits 31 is out of range", False),
+        (["train", str(tmp_path / "missing.svm")], "missing.svm: no such file", False),
+        (["train", str(data), "-f", str(tmp_path / "no" / "m.npz")], "folder", False),
+        (["train", str(data), "-f", str(data)], "it is also an input", False),
+        (["predict", "-m", str(tmp_path / "none.npz"), str(data)], "none.npz does not exist",
+         False),
+        (["predict", "-m", str(data), str(tmp_path / "missing.svm")], "no such file", False),
+        (["train", "--passes", "0", str(data)], "--passes 0: give at least 1 pass", True),
+    ]
+    probe = ("import io, json, sys, contextlib\nfrom streamherd.cli import run\n"
+             "argv, numpy_allowed = json.loads(sys.argv[1])\nerr = io.StringIO()\n"
+             "with contextlib.redirect_stderr(err):\n    try:\n        run(argv)\n"
+             "    except SystemExit as e:\n        code = e.code\n"
+             "print(json.dumps([code, err.getvalue(), [m for m in ('numpy', 'numba') "
+             "if m in sys.modules]]))\n")
+    for argv, words, numpy_allowed in cases:
+        proc = subprocess.run([sys.executable, "-c", probe, json.dumps([argv, numpy_allowed])],
+                              capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        code, err, imported = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert code == 2 and words in err and len(err.strip().splitlines()) == 1, (argv, err)
+        assert imported == (["numpy"] if numpy_allowed else []), (argv, imported)
 
 
 def test_a_feature_option_is_one_declaration():

@@ -9,7 +9,8 @@ import pytest
 from streamherd.errors import StreamherdError
 from streamherd.features import normalize as normalization
 from streamherd.features.hashing import VW_CONSTANT_HASH, hashstring
-from streamherd.features.space import MAX_BITS, FeatureSpace
+from streamherd.features.options import MAX_BITS
+from streamherd.features.space import FeatureSpace
 
 IO = Path(__file__).resolve().parent.parent / "streamherd" / "io"
 

@@ -43,6 +43,7 @@ def run(values):
     """dist-train with the command line's ``values``."""
     from streamherd import start_up
 
+    shared.check_before_loading(values)
     start_up.imported("streamherd.training")
     from streamherd.distributed.driver import Cluster, Mix, dist_train
     from streamherd.distributed.epoch import Settings

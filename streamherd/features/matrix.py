@@ -12,7 +12,8 @@ from numba import njit
 
 from streamherd.errors import StreamherdError
 from streamherd.features.rows import merge_row, new_merge_table
-from streamherd.features.space import MAX_BITS, FeatureSpace
+from streamherd.features.options import MAX_BITS
+from streamherd.features.space import FeatureSpace
 from streamherd.io.csr import Chunk
 
 # Rows per chunk: enough that the per-chunk Python work (a few calls) is noise, few enough that

@@ -16,6 +16,13 @@ from streamherd.errors import StreamherdError, is_int
 MAX_BITS = 30
 
 
+def check_bits(bits):
+    """--bits: 2^bits weight slots, bits from 1 to MAX_BITS."""
+    if not 1 <= bits <= MAX_BITS:
+        raise StreamherdError(f"--bits {bits} is out of range; use 1 to {MAX_BITS} (2^bits "
+                              f"weight slots)")
+
+
 @dataclass(frozen=True)
 class FeatureOption:
     """``key``: the FeatureSpace field and the model meta's key it sets; ``flags``: streamherd's

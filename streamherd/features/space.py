@@ -18,7 +18,7 @@ from streamherd.features import normalize as normalization
 # so that they are there whenever a parse kernel compiles for one
 from streamherd.features import stage  # noqa: F401
 from streamherd.features.hashing import VW_CONSTANT_HASH
-from streamherd.features.options import FEATURE_OPTIONS, MAX_BITS
+from streamherd.features.options import FEATURE_OPTIONS, check_bits
 from streamherd.features.rows import new_merge_table
 
 DEFAULT_BITS = 18
@@ -55,9 +55,7 @@ class FeatureSpace:
     hash_all: bool = False
 
     def __post_init__(self):
-        if not 1 <= self.bits <= MAX_BITS:
-            raise StreamherdError(f"--bits {self.bits} is out of range; use 1 to {MAX_BITS} "
-                                  f"(2^bits weight slots)")
+        check_bits(self.bits)
         if self.normalize not in normalization.RULES:
             raise ValueError(f"unknown normalization rule {self.normalize!r}")
         for name in ("quadratic", "cubic", "interactions"):

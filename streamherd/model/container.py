@@ -27,7 +27,8 @@ import zlib
 import numpy as np
 
 from streamherd import __version__, calibration, herding, learners, tasks
-from streamherd.errors import SavedMeta, StreamherdError, is_finite, is_int, is_real, shown
+from streamherd.errors import (SavedMeta, StreamherdError, is_finite, is_int, is_real,
+                               model_missing, shown)
 from streamherd.features.space import FeatureSpace
 from streamherd.learners.base import check_memory, memory_text
 from streamherd.outputs import replaced_on_success, write_error
@@ -168,8 +169,7 @@ def open_model(path):
     try:
         archive = np.load(path, allow_pickle=False)
     except FileNotFoundError:
-        raise StreamherdError(f"model {path} does not exist; train one with "
-                              f"'streamherd train ... -f {path}'") from None
+        raise model_missing(path) from None
     except OSError as e:
         raise StreamherdError(f"cannot read model {path}: {e.strerror or e}") from None
     except (ValueError, zipfile.BadZipFile, EOFError, zlib.error, MemoryError):
