@@ -13,12 +13,11 @@ import warnings
 from pathlib import Path
 
 from streamherd import __version__, outputs, start_up
-from streamherd.outputs import check_inputs
 from streamherd import option_groups as shared
 from streamherd.command_line import (HELP_FLAGS, SHELLS, Command, HelpAsked, Option,
                                      Positional, UsageError, completion_script, laid_out)
 from streamherd.distributed import command as dist_train
-from streamherd.errors import StreamherdError, check_model_exists, say
+from streamherd.errors import StreamherdError, say
 from streamherd.learners import REGISTRY, hyperparameters
 from streamherd.serve import command as serve
 
@@ -126,8 +125,8 @@ TRAIN = Command("train", "Train a model, one online update per line, reporting p
 # ---------------------------------------------------------------- predict
 
 def predict(values):
-    check_inputs(shared.inputs(values))   # (before numba loads: see check_before_loading)
-    check_model_exists(values.model)
+    outputs.check_inputs(shared.inputs(values))   # (before numba loads: check_before_loading)
+    outputs.check_model_exists(values.model)
     start_up.imported("streamherd.training").predict(
         values.model, shared.inputs(values), output=values.predictions, raw=values.raw,
         fmt=values.fmt, quiet=values.quiet, skip_bad=values.skip_bad, proba=values.proba,

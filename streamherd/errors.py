@@ -80,19 +80,6 @@ class Interrupted(KeyboardInterrupt):
         self.message = message
 
 
-def model_missing(path):
-    """The error of a model file that is not there."""
-    return StreamherdError(f"model {path} does not exist; train one with "
-                           f"'streamherd train ... -f {path}'")
-
-
-def check_model_exists(path):
-    """model_missing when nothing is at ``path`` (what else can be wrong with it, reading it
-    tells: model/container.py)."""
-    if not os.path.lexists(path):
-        raise model_missing(path)
-
-
 def say(text):
     """A line on stderr. A closed stderr, or one whose reader went away, neither turns an exit
     code into a traceback nor makes a finished run fail."""

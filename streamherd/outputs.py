@@ -59,6 +59,19 @@ def check_inputs(paths):
                                   f"permissions")
 
 
+def model_missing(path):
+    """The error of a model file that is not there."""
+    return StreamherdError(f"model {path} does not exist; train one with "
+                           f"'streamherd train ... -f {path}'")
+
+
+def check_model_exists(path):
+    """model_missing when nothing is at ``path`` (what else can be wrong with it, reading it
+    tells: model/container.py)."""
+    if not os.path.lexists(path):
+        raise model_missing(path)
+
+
 def _same_file(info, other):
     return info.st_dev == other.st_dev and info.st_ino == other.st_ino
 

@@ -27,11 +27,10 @@ import zlib
 import numpy as np
 
 from streamherd import __version__, calibration, herding, learners, tasks
-from streamherd.errors import (SavedMeta, StreamherdError, is_finite, is_int, is_real,
-                               model_missing, shown)
+from streamherd.errors import SavedMeta, StreamherdError, is_finite, is_int, is_real, shown
 from streamherd.features.space import FeatureSpace
 from streamherd.learners.base import check_memory, memory_text
-from streamherd.outputs import replaced_on_success, write_error
+from streamherd.outputs import model_missing, replaced_on_success, write_error
 
 # a version 1 file is a binary model (version 2 has a meta "task"); version 3: sparse arrays
 FORMAT_VERSION = 3
