@@ -7,10 +7,11 @@ order; w8a, whose positives form one block, shuffled first with random.Random(0)
 default hyperparameters: each system trains on the train part and prints probabilities for the
 test part, from which this script computes log-loss, Brier score, expected calibration error
 (10 equal-width bins of the predicted probability; multiclass: of the top class's) and AUC
-(multiclass: accuracy). Systems: streamherd's default learner (pa2) and nherd with several
---calibration maps, arow-p and avg-perceptron with the default one, and VW 9.11 (`--loss_function
+(multiclass: accuracy). Systems: streamherd with no flags (train's default learner and map:
+learners.DEFAULTS, --calibration isotonic), pa2 and nherd with several --calibration maps, arow-p
+and avg-perceptron with the default one, and VW 9.11 (`--loss_function
 logistic --link logistic`; multiclass `--oaa K --probabilities --loss_function logistic`). Two
-oracle rows show how much of a miss is calibration's: the default system's test margins mapped by
+oracle rows show how much of a miss is calibration's: the no-flag system's test margins mapped by
 an isotonic fit (binary) or a softmax temperature and biases (multiclass) on the test set's own
 labels, the best such a map can do (the isotonic one in-sample, so a bound, not a target), and
 Platt's sigma(a m + b) fitted the same way (two parameters: barely optimistic). "ECE floor" is
@@ -59,18 +60,20 @@ MULTICLASS = {
     "dna": ("dna.scale.svm", "dna.scale.t.svm", False),
     "r8": ("r8.train.vw.gz", "r8.test.vw.gz", False),
 }
-# (label, --algo, --calibration): pa2 is train's default learner, isotonic its default map
-BINARY_SYSTEMS = (("pa2 isotonic", "pa2", "isotonic"), ("pa2 platt", "pa2", "platt"),
+# (label, --algo, --calibration; None: the flag not given): "no flags" is what train does by
+# default (learners.DEFAULTS: its learner, auto's choice of its hyperparameter; isotonic)
+DEFAULT_SYSTEM = DEFAULT_MULTICLASS = "no flags"
+BINARY_SYSTEMS = ((DEFAULT_SYSTEM, None, None),
+                  ("pa2 isotonic", "pa2", "isotonic"), ("pa2 platt", "pa2", "platt"),
                   ("nherd isotonic", "nherd", "isotonic"), ("nherd platt", "nherd", "platt"),
                   ("nherd probit", "nherd", "probit"), ("nherd none", "nherd", "none"),
                   ("arow-p isotonic", "arow-p", "isotonic"),
                   ("avg-perceptron isotonic", "avg-perceptron", "isotonic"))
-MULTICLASS_SYSTEMS = (("pa2 softmax", "pa2", "isotonic"), ("nherd softmax", "nherd", "isotonic"),
-                      ("nherd none", "nherd", "none"))
-DEFAULT_SYSTEM, DEFAULT_MULTICLASS = "pa2 isotonic", "pa2 softmax"
+MULTICLASS_SYSTEMS = ((DEFAULT_MULTICLASS, None, None), ("pa2 softmax", "pa2", "isotonic"),
+                      ("nherd softmax", "nherd", "isotonic"), ("nherd none", "nherd", "none"))
 VW = "VW logistic"
-ORACLE, ORACLE_PLATT = "oracle isotonic (pa2)", "oracle platt (pa2)"
-ORACLE_SOFTMAX = "oracle softmax (pa2)"
+ORACLE, ORACLE_PLATT = "oracle isotonic (no flags)", "oracle platt (no flags)"
+ORACLE_SOFTMAX = "oracle softmax (no flags)"
 ECE_TARGET = 0.03
 
 
@@ -196,10 +199,15 @@ def oracle_softmax(scores, truth):
 
 # ---------------------------------------------------------------- systems
 
+def learner_flags(algo, method):
+    """--algo and --calibration, each unless None (not given)."""
+    return [*(("--algo", algo) if algo else ()), *(("--calibration", method) if method else ())]
+
+
 def streamherd_binary(train, test, algo, method, folder, fmt):
     model = folder / "m.npz"
-    streamherd("train", train, "--algo", algo, "--calibration", method, "-f", model,
-               "--quiet", "--format", fmt)
+    streamherd("train", train, *learner_flags(algo, method), "-f", model, "--quiet", "--format",
+               fmt)
     proba = np.array(streamherd("predict", test, "-m", model, "--proba", "--quiet",
                                 "--format", fmt).split(), float)
     raw = np.array(streamherd("predict", test, "-m", model, "--raw", "--quiet",
@@ -221,8 +229,9 @@ def vw_binary(train_lines, test_lines, folder):
 
 def streamherd_multiclass(train, test, algo, method, folder, fmt, class_order):
     model = folder / "m.npz"
-    streamherd("train", train, "--algo", algo, "--calibration", method, "-f", model,
-               "--quiet", "--format", fmt, "--multiclass", "joint")
+    # (no flags: the labels make the task joint multiclass, as --multiclass joint does)
+    streamherd("train", train, *learner_flags(algo, method), "-f", model, "--quiet", "--format",
+               fmt, *(("--multiclass", "joint") if algo else ()))
     return [class_columns(streamherd("predict", test, "-m", model, output, "--quiet",
                                      "--format", fmt), class_order)
             for output in ("--proba", "--scores")]
@@ -393,7 +402,7 @@ def main():
                                                       "ECE floor")),
              "", "### Multiclass", "",
              *table(multiclass, ("log-loss", "Brier", "ECE", "accuracy")), "",
-             "### The issue's targets (train's defaults: pa2, --calibration isotonic)", "",
+             "### The issue's targets (train with no flags)", "",
              *targets(binary, multiclass, DEFAULT_SYSTEM)]
     print("\n".join(lines))
     if args.plots:
