@@ -98,7 +98,6 @@ def test_binned_probit_is_close_to_scipys_maximum_likelihood_on_unbinned_points(
 def test_softmax_fit_equals_a_direct_minimisation_of_the_likelihood():
     scores, classes = _softmax_sample()
     K = scores.shape[1]
-
     rows = np.arange(len(classes))
 
     def nll(theta):
