@@ -111,6 +111,21 @@ def binary_loop(margin, step, signed, y, importance, indptr, indices, values, st
     return updates, -1
 
 
+@njit
+def read_class_scores(scores, state, layout, indptr, indices, values, rows, at, read_scores, i,
+                      r):
+    """joint_loop's reads before row i (rows[r] onwards while at[r] is i): every class's score
+    into their rows of read_scores, by ``scores``; returns the next read. A call, not inlined:
+    a second copy of the family's class scores in every joint kernel took a quarter of its
+    compile time (benchmarks/README.md, "Design measurements"), for the few rows the
+    calibration's sample reads."""
+    while r < len(rows) and at[r] == i:
+        scores(state, layout, read_scores.shape[1], indices, values, indptr[rows[r]],
+               indptr[rows[r] + 1], read_scores[r])
+        r += 1
+    return r
+
+
 @njit(cache=True, inline="always")
 def joint_loop(scores, margin, step, cls, importance, indptr, indices, values, state, params,
                layout, known, predicted_out, work):
@@ -122,11 +137,9 @@ def joint_loop(scores, margin, step, cls, importance, indptr, indices, values, s
     rows, at, read_scores = work[4], work[5], work[6]
     r = 0
     for i in range(len(cls)):
-        # (written out, not a helper taking ``scores``: kernels/bank.py diag_bank_loop says why)
-        while r < len(rows) and at[r] == i:
-            scores(state, layout, read_scores.shape[1], indices, values, indptr[rows[r]],
-                   indptr[rows[r] + 1], read_scores[r])
-            r += 1
+        if r < len(rows) and at[r] == i:
+            r = read_class_scores(scores, state, layout, indptr, indices, values, rows, at,
+                                  read_scores, i, r)
         start, end = indptr[i], indptr[i + 1]
         prefetch_state_blocks(state, layout, known, indptr, indices, i, work[3])
         scores(state, layout, visible_classes(known, cls[i]), indices, values, start, end,
