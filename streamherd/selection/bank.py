@@ -194,7 +194,11 @@ class Bank(ABC):
         return int(self.ranking()[0])
 
     def leader(self):
-        """The member whose predictions the bank gives while learning."""
+        """The member whose predictions the bank gives while learning: the one the race left
+        learning alone, else the best on the examples so far."""
+        live = np.flatnonzero(self.alive)
+        if len(live) == 1:
+            return int(live[0])
         return int(self.ranking_of(self.leading_scores())[0])
 
     # ------------------------------------------------------------ what a face asks

@@ -94,8 +94,9 @@ class TaskBank(Bank):
         self.learned_blocks = self.blocks
         live = np.flatnonzero(self.alive)
         labeled = ~np.isnan(losses[:, live[0]])
+        labeled_losses = losses[labeled]   # (the losses are the window's values too)
         self._account(np.asarray(targets, np.float64)[labeled], chunk.importance[labeled],
-                      losses[labeled], losses[labeled])
+                      labeled_losses, labeled_losses)
         return results[leader] if results[leader] is not None else results[live[0]]
 
     def window_scores(self, y, weight, losses, alive):
