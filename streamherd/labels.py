@@ -176,21 +176,23 @@ def _text_hash(block, start, end):
     return h
 
 
+@njit(cache=True, inline="always")
+def _token_key(block, start, end):
+    """The key of the label token block[start:end] (label_keys)."""
+    value, ok = parse_float(block, start, end)
+    if ok:
+        return bits_of_float(value + 0.0)   # + 0.0: -0 and 0 are one class
+    return _text_hash(block, start, end) ^ _TEXT_TAG
+
+
 @njit(cache=True, nogil=True)
-def _label_keys(block, label_start, label_end, is_number, values, text_keys):
-    """Per row: whether the label token is a number (and its value), else the FNV-1a hash of its
-    bytes. One pass in numba, so mapping labels to classes costs a dict lookup per *distinct* key
-    per chunk, not Python work per line."""
+def _label_keys(block, label_start, label_end, keys):
+    """_token_key of each row's label (_TEXT_TAG for a row without one). One pass in numba, so
+    mapping labels to classes costs a dict lookup per *distinct* key per chunk, not Python
+    work per line."""
     for i in range(len(label_start)):
-        start, end = label_start[i], label_end[i]
-        if start < 0:
-            is_number[i] = False
-            text_keys[i] = 0
-            continue
-        value, ok = parse_float(block, start, end)
-        is_number[i] = ok
-        values[i] = value + 0.0 if ok else 0.0   # + 0.0: -0 and 0 are one class
-        text_keys[i] = _text_hash(block, start, end)
+        start = label_start[i]
+        keys[i] = _TEXT_TAG if start < 0 else _token_key(block, start, label_end[i])
 
 
 @njit(cache=True, nogil=True)
@@ -204,12 +206,8 @@ def _known_class_ids(labels, block, label_start, label_end, sorted_keys, sorted_
         if start < 0:
             cls[i] = -1
             continue
-        if np.isfinite(labels[i]):
-            key = bits_of_float(labels[i] + 0.0)   # + 0.0: -0 and 0 are one class
-        else:
-            value, ok = parse_float(block, start, label_end[i])
-            key = bits_of_float(value + 0.0) if ok else \
-                _text_hash(block, start, label_end[i]) ^ _TEXT_TAG
+        key = bits_of_float(labels[i] + 0.0) if np.isfinite(labels[i]) else \
+            _token_key(block, start, label_end[i])
         low, high = 0, len(sorted_keys)
         while low < high:   # the first key >= key
             middle = (low + high) // 2
@@ -226,13 +224,9 @@ def _known_class_ids(labels, block, label_start, label_end, sorted_keys, sorted_
 def label_keys(block, label_start, label_end):
     """uint64 key of each row's label: numbers by value (``1`` and ``1.0`` are one class), other
     tokens by their bytes (64-bit FNV-1a; two different names colliding is a 2^-64 event)."""
-    n = len(label_start)
-    is_number = np.empty(n, np.bool_)
-    values = np.zeros(n)
-    text_keys = np.empty(n, np.uint64)
-    _label_keys(block, label_start.astype(np.int64), label_end.astype(np.int64), is_number,
-                values, text_keys)
-    return np.where(is_number, values.view(np.uint64), text_keys ^ _TEXT_TAG)
+    keys = np.empty(len(label_start), np.uint64)
+    _label_keys(block, label_start.astype(np.int64), label_end.astype(np.int64), keys)
+    return keys
 
 
 def chunk_label_keys(chunk, labeled):

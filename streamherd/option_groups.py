@@ -127,9 +127,10 @@ def check_before_loading(values):
     the model's path, the learner's name, --bits), checked before numba loads
     (start_up.imported): a misspelt file or learner is answered at once. The command checks
     them again where it uses them (training.train, for its Python callers)."""
-    check_inputs(inputs(values))
+    paths = inputs(values)
+    check_inputs(paths)
     if values.final_model is not None:
-        resolve_output(values.final_model, inputs(values), "model")
+        resolve_output(values.final_model, paths, "model")
     if values.algo not in (None, "auto"):
         canonical_name(values.algo)
     if values.bits is not None:
