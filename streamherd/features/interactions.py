@@ -29,6 +29,7 @@ from streamherd.errors import StreamherdError
 from streamherd.features.hashing import hashstring
 from streamherd.features.names import mark_unread, note_cross, note_cross_members
 from streamherd.io.lexing import swar_separators
+from streamherd.io.references import uncounted
 
 FNV_PRIME = np.uint64(16777619)
 WILDCARD = ord(":")
@@ -235,10 +236,14 @@ def _write_crosses(indices, values, out, half_hash, value, slots, products, firs
     """The crosses of one feature (its hash times FNV_PRIME, ``half_hash``; its ``value``)
     with the gathered ``slots[first:end]`` and ``products[first:end]``, at ``out``; returns
     the new end."""
-    shift = out - first
-    for j in range(first, end):
-        indices[shift + j] = np.int32((half_hash ^ slots[j]) & umask)
-        values[shift + j] = value * products[j]
+    # unsigned positions: numba then adds no wrap-around of negative ones, and the loop is a
+    # plain one the compiler vectorises
+    count = np.uint64(end - first)
+    at = np.uint64(out)
+    base = np.uint64(first)
+    for j in range(count):
+        indices[at + j] = np.int32((half_hash ^ slots[base + j]) & umask)
+        values[at + j] = value * products[base + j]
     return out + end - first
 
 
@@ -513,6 +518,7 @@ def max_crossed_features(buf, n, orders):
 
     Eight bytes at a time (the bytes of a word that holds no line end counted at once, see
     _token_starts): the bound is counted on every block's bytes, as many as the parse reads."""
+    buf, orders = uncounted((buf, orders))   # (_counted_byte's orders: counted at every byte)
     total = 0.0   # a float: a long line's t^k would overflow an int64
     tokens = np.int64(0)
     in_token = np.uint64(0)   # whether the byte before is a token's (1 or 0)

@@ -238,7 +238,7 @@ def _end_crossed_row(space, indices, values, start, nnz, merge_table, stamp):
     """The crosses of the row ``start:nnz`` (the usual -q's by cross_letter_pairs when the row
     fits its scratch, see FeatureSpace.new_merge_table for the merge table's items), its
     bias, its repeated slots summed; returns its end (-1: a sum overflowed). A call, not
-    inlined: the merge table's arrays are counted once a row, not at each use."""
+    inlined, on the parse kernel's uncounted arrays (io/references.py)."""
     if space[3][2] and len(space[5]) == 0 and nnz - start <= len(merge_table[4]):
         end = cross_letter_pairs(indices, values, start, nnz, space[0], merge_table[6],
                                  merge_table[4], merge_table[5])

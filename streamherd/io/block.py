@@ -6,6 +6,7 @@ from numba.extending import intrinsic
 
 from streamherd.io import linecodes as codes
 from streamherd.io.feature_stage import finish_row, merge_repeats, new_row
+from streamherd.io.references import uncounted
 from streamherd.io.lexing import CR, HASH, LF, find_byte, skip_blanks
 from streamherd.io.svmlight import (NOT_A_ROW, ROW, USE_GENERAL, parse_svmlight_line,
                                     scan_svmlight_line, vw_shaped)
@@ -50,6 +51,9 @@ def _block_parser(fmt):
         does not accept goes to the general line parser. ``general_only`` sends every line there
         (the tests compare both ways).
         """
+        # the kernel's inner calls (a row's crosses, a feature's name hashed) take these arrays
+        # once a row or a feature: uncounted, they cost no atomic count each time (references.py)
+        buf, outputs, merge_table, space = uncounted((buf, outputs, merge_table, space))
         (labels, importance, line_numbers, indptr, indices, values, tag_start, tag_end,
          label_start, label_end, bad_line_numbers) = outputs
         merge_table[1][:] = -1
