@@ -11,6 +11,7 @@ entries the update has just written (in cache): never a pass over the whole stat
 import numpy as np
 from numba import njit
 
+from streamherd.learners.kernels.positions import at
 from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, prefetch_rest, row_ahead
 
 
@@ -22,7 +23,7 @@ def dot_ahead(w, indices, values, start, end, ahead):
     for k in range(start, end):
         if ahead[0] + k - start < ahead[1]:   # the slot of the same rank in the row ahead
             prefetch(w, indices[ahead[0] + k - start])
-        total += w[indices[k]] * values[k]
+        total += w[at(indices[at(k)])] * values[at(k)]
     prefetch_rest(w, indices, ahead, end - start)
     return total
 
@@ -36,7 +37,7 @@ def dot(w, indices, values, start, end):
 def squared_norm(values, start, end):
     total = 0.0
     for k in range(start, end):
-        total += values[k] * values[k]
+        total += values[at(k)] * values[at(k)]
     return total
 
 
@@ -53,8 +54,8 @@ def axpy(w, scale, indices, values, start, end):
     whether every entry it wrote is finite."""
     ok = True
     for k in range(start, end):
-        j = indices[k]
-        w[j] += scale * values[k]
+        j = at(indices[at(k)])
+        w[j] += scale * values[at(k)]
         ok = ok and np.isfinite(w[j])
     return ok
 
