@@ -29,6 +29,7 @@ from streamherd.errors import StreamherdError
 from streamherd.features.hashing import hashstring
 from streamherd.features.names import mark_unread, note_cross, note_cross_members
 from streamherd.io.lexing import swar_separators
+from streamherd.io.positions import at
 from streamherd.io.references import uncounted
 
 FNV_PRIME = np.uint64(16777619)
@@ -597,11 +598,11 @@ def repeats_a_slot(indices, start, end, seen):
     words = np.uint64(len(seen) - 1)
     repeated = np.uint64(0)
     for k in range(start, end):
-        slot = np.uint64(indices[k])
+        slot = at(indices[at(k)])
         word = (slot >> _SIX) & words
         bit = _ONE << (slot & _LOW_6_BITS)
         repeated |= seen[word] & bit
         seen[word] |= bit
     for k in range(start, end):
-        seen[(np.uint64(indices[k]) >> _SIX) & words] = 0
+        seen[(at(indices[at(k)]) >> _SIX) & words] = 0
     return repeated != 0

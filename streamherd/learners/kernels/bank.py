@@ -42,7 +42,7 @@ from numba import njit
 from numba.extending import overload
 
 from streamherd.learners.kernels.covariance import entry_ok
-from streamherd.learners.kernels.positions import at
+from streamherd.io.positions import at
 from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, row_ahead
 from streamherd.learners.kernels.sparse import finite
 

@@ -15,7 +15,7 @@ diagonal step is its ``plan`` (the step's numbers) and ``variance`` rule (``plan
 import numpy as np
 from numba import njit
 
-from streamherd.learners.kernels.positions import at
+from streamherd.io.positions import at
 from streamherd.learners.kernels.prefetch import prefetch, prefetch_rest
 from streamherd.learners.kernels.sparse import finite
 

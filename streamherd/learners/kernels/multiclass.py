@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from streamherd.learners.kernels.positions import at
+from streamherd.io.positions import at
 from streamherd.learners.kernels.prefetch import prefetch
 
 # Half the smallest L2 cache of a core in common x86 servers (512 KiB): slots read within it

@@ -11,7 +11,7 @@ entries the update has just written (in cache): never a pass over the whole stat
 import numpy as np
 from numba import njit
 
-from streamherd.learners.kernels.positions import at
+from streamherd.io.positions import at
 from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, prefetch_rest, row_ahead
 
 
