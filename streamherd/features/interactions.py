@@ -237,14 +237,11 @@ def _write_crosses(indices, values, out, half_hash, value, slots, products, firs
     """The crosses of one feature (its hash times FNV_PRIME, ``half_hash``; its ``value``)
     with the gathered ``slots[first:end]`` and ``products[first:end]``, at ``out``; returns
     the new end."""
-    # unsigned positions: numba then adds no wrap-around of negative ones, and the loop is a
-    # plain one the compiler vectorises
-    count = np.uint64(end - first)
-    at = np.uint64(out)
-    base = np.uint64(first)
-    for j in range(count):
-        indices[at + j] = np.int32((half_hash ^ slots[base + j]) & umask)
-        values[at + j] = value * products[base + j]
+    # at unsigned positions (io/positions.py) the loop is a plain one the compiler vectorises
+    to, source = at(out), at(first)
+    for j in range(at(end - first)):
+        indices[to + j] = np.int32((half_hash ^ slots[source + j]) & umask)
+        values[to + j] = value * products[source + j]
     return out + end - first
 
 

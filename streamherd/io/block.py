@@ -6,8 +6,8 @@ from numba.extending import intrinsic
 
 from streamherd.io import linecodes as codes
 from streamherd.io.feature_stage import finish_row, merge_repeats, new_row
-from streamherd.io.references import uncounted
 from streamherd.io.lexing import CR, HASH, LF, find_byte, skip_blanks
+from streamherd.io.references import uncounted
 from streamherd.io.svmlight import (NOT_A_ROW, ROW, USE_GENERAL, parse_svmlight_line,
                                     scan_svmlight_line, vw_shaped)
 from streamherd.io.vw import parse_vw_line, scan_vw_line

@@ -41,8 +41,8 @@ import numpy as np
 from numba import njit
 from numba.extending import overload
 
-from streamherd.learners.kernels.covariance import entry_ok
 from streamherd.io.positions import at
+from streamherd.learners.kernels.covariance import entry_ok
 from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, row_ahead
 from streamherd.learners.kernels.sparse import finite
 
