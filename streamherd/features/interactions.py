@@ -29,7 +29,7 @@ from streamherd.errors import StreamherdError
 from streamherd.features.hashing import hashstring
 from streamherd.features.names import mark_unread, note_cross, note_cross_members
 from streamherd.io.lexing import swar_separators
-from streamherd.io.positions import at
+from streamherd.io.positions import unsigned
 from streamherd.io.references import uncounted
 
 FNV_PRIME = np.uint64(16777619)
@@ -238,8 +238,8 @@ def _write_crosses(indices, values, out, half_hash, value, slots, products, firs
     with the gathered ``slots[first:end]`` and ``products[first:end]``, at ``out``; returns
     the new end."""
     # at unsigned positions (io/positions.py) the loop is a plain one the compiler vectorises
-    to, source = at(out), at(first)
-    for j in range(at(end - first)):
+    to, source = unsigned(out), unsigned(first)
+    for j in range(unsigned(end - first)):
         indices[to + j] = np.int32((half_hash ^ slots[source + j]) & umask)
         values[to + j] = value * products[source + j]
     return out + end - first
@@ -595,11 +595,11 @@ def repeats_a_slot(indices, start, end, seen):
     words = np.uint64(len(seen) - 1)
     repeated = np.uint64(0)
     for k in range(start, end):
-        slot = at(indices[at(k)])
+        slot = unsigned(indices[unsigned(k)])
         word = (slot >> _SIX) & words
         bit = _ONE << (slot & _LOW_6_BITS)
         repeated |= seen[word] & bit
         seen[word] |= bit
     for k in range(start, end):
-        seen[(at(indices[at(k)]) >> _SIX) & words] = 0
+        seen[(unsigned(indices[unsigned(k)]) >> _SIX) & words] = 0
     return repeated != 0

@@ -41,7 +41,7 @@ import numpy as np
 from numba import njit
 from numba.extending import overload
 
-from streamherd.io.positions import at
+from streamherd.io.positions import unsigned
 from streamherd.learners.kernels.covariance import entry_ok
 from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, row_ahead
 from streamherd.learners.kernels.sparse import finite
@@ -144,8 +144,8 @@ def slot_sums(flat, indices, values, start, end, ahead, arrays, margins, confide
     confidences[:] = 0.0
     for p in range(start, end):
         prefetch_slots(flat, indices, ahead, ahead[0] + p - start, width)
-        means, variances = slot_views(flat, indices[at(p)] * width, padded, width)
-        x = values[at(p)]
+        means, variances = slot_views(flat, indices[unsigned(p)] * width, padded, width)
+        x = values[unsigned(p)]
         for k in range(padded):
             margins[k] += means[k] * x
         if arrays == 2:
@@ -256,8 +256,8 @@ def update_slots(variance, rule, flat, indices, values, start, end, scales, tabl
     padded = len(scales)
     width = 2 * padded
     for p in range(start, end):
-        means, variances = slot_views(flat, indices[at(p)] * width, padded, width)
-        x = values[at(p)]
+        means, variances = slot_views(flat, indices[unsigned(p)] * width, padded, width)
+        x = values[unsigned(p)]
         for k in range(padded):
             sj = variances[k]
             mu = means[k] + scales[k] * sj * x
@@ -279,13 +279,13 @@ def update_member(variance, rule, flat, indices, values, start, end, k, scales, 
     for p in range(start, end):
         # flat indexed directly, unsigned (positions.py): slices per feature (slot_views)
         # made this loop several times slower
-        mean_at = at(indices[at(p)] * width + k)
-        x = values[at(p)]
-        sj = flat[mean_at + at(padded)]
+        mean_at = unsigned(indices[unsigned(p)] * width + k)
+        x = values[unsigned(p)]
+        sj = flat[mean_at + unsigned(padded)]
         mu = flat[mean_at] + scale * sj * x
         sigma = variance(sj, x, numbers, rule)
         flat[mean_at] = mu
-        flat[mean_at + at(padded)] = sigma
+        flat[mean_at + unsigned(padded)] = sigma
         failed += not entry_ok(mu, sigma)
     bad[k] += failed
 

@@ -15,7 +15,7 @@ diagonal step is its ``plan`` (the step's numbers) and ``variance`` rule (``plan
 import numpy as np
 from numba import njit
 
-from streamherd.io.positions import at
+from streamherd.io.positions import unsigned
 from streamherd.learners.kernels.prefetch import prefetch, prefetch_rest
 from streamherd.learners.kernels.sparse import finite
 
@@ -27,8 +27,8 @@ def diag_confidence(sigma, indices, values, start, end):
     """v = x' diag(sigma) x."""
     total = 0.0
     for k in range(start, end):
-        x = values[at(k)]
-        total += sigma[at(indices[at(k)])] * x * x
+        x = values[unsigned(k)]
+        total += sigma[unsigned(indices[unsigned(k)])] * x * x
     return total
 
 
@@ -43,8 +43,8 @@ def pair_sums_ahead(terms, first, second, indices, values, start, end, ahead):
     for k in range(start, end):
         if ahead[0] + k - start < ahead[1]:   # the slot of the same rank in the row ahead
             prefetch(first, indices[ahead[0] + k - start])
-        j = at(indices[at(k)])
-        x = values[at(k)]
+        j = unsigned(indices[unsigned(k)])
+        x = values[unsigned(k)]
         term_a, term_b = terms(first[j], second[j], x)
         a += term_a
         b += term_b
@@ -78,8 +78,8 @@ def diag_update(mu, sigma, indices, values, start, end, scale, variance, numbers
     ``rule_of(params)``)."""
     ok = True
     for k in range(start, end):
-        j = at(indices[at(k)])
-        x = values[at(k)]
+        j = unsigned(indices[unsigned(k)])
+        x = values[unsigned(k)]
         sj = sigma[j]
         mu[j] += scale * sj * x                     # mu += alpha y Sigma x
         sigma[j] = variance(sj, x, numbers, rule)

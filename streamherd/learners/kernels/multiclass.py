@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from streamherd.io.positions import at
+from streamherd.io.positions import unsigned
 from streamherd.learners.kernels.prefetch import prefetch
 
 # Half the smallest L2 cache of a core in common x86 servers (512 KiB): slots read within it
@@ -67,12 +67,12 @@ def class_sums(term, first, second, layout, K, indices, values, start, end, scor
         for z in range(K):
             scores[z] = 0.0
         for k in range(start, end):
-            s, x = slot_of(layout, 0, indices[at(k)]), values[at(k)]
+            s, x = slot_of(layout, 0, indices[unsigned(k)]), values[unsigned(k)]
             # the feature's classes as slices: LLVM vectorises the loop over them then, not
             # over first[s + z]
             first_row, second_row = first[s:s + K], second[s:s + K]
             for z in range(K):
-                scores[at(z)] += term(first_row[at(z)], second_row[at(z)], x)
+                scores[unsigned(z)] += term(first_row[unsigned(z)], second_row[unsigned(z)], x)
         return
     z = 0
     while z + 8 <= K:
@@ -87,8 +87,8 @@ def class_sums(term, first, second, layout, K, indices, values, start, end, scor
     if z < K:
         total = 0.0
         for k in range(start, end):
-            s = at(slot_of(layout, z, indices[at(k)]))
-            total += term(first[s], second[s], values[at(k)])
+            s = unsigned(slot_of(layout, z, indices[unsigned(k)]))
+            total += term(first[s], second[s], values[unsigned(k)])
         scores[z] = total
 
 
@@ -97,15 +97,15 @@ def eight_sums(term, first, second, layout, z, step, indices, values, start, end
     """class_sums of classes z..z+7 (class z + 1's slot ``step`` after class z's)."""
     a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
     for k in range(start, end):
-        s, x = slot_of(layout, z, indices[at(k)]), values[at(k)]
-        a0 += term(first[at(s)], second[at(s)], x)
-        a1 += term(first[at(s + step)], second[at(s + step)], x)
-        a2 += term(first[at(s + 2 * step)], second[at(s + 2 * step)], x)
-        a3 += term(first[at(s + 3 * step)], second[at(s + 3 * step)], x)
-        a4 += term(first[at(s + 4 * step)], second[at(s + 4 * step)], x)
-        a5 += term(first[at(s + 5 * step)], second[at(s + 5 * step)], x)
-        a6 += term(first[at(s + 6 * step)], second[at(s + 6 * step)], x)
-        a7 += term(first[at(s + 7 * step)], second[at(s + 7 * step)], x)
+        s, x = slot_of(layout, z, indices[unsigned(k)]), values[unsigned(k)]
+        a0 += term(first[unsigned(s)], second[unsigned(s)], x)
+        a1 += term(first[unsigned(s + step)], second[unsigned(s + step)], x)
+        a2 += term(first[unsigned(s + 2 * step)], second[unsigned(s + 2 * step)], x)
+        a3 += term(first[unsigned(s + 3 * step)], second[unsigned(s + 3 * step)], x)
+        a4 += term(first[unsigned(s + 4 * step)], second[unsigned(s + 4 * step)], x)
+        a5 += term(first[unsigned(s + 5 * step)], second[unsigned(s + 5 * step)], x)
+        a6 += term(first[unsigned(s + 6 * step)], second[unsigned(s + 6 * step)], x)
+        a7 += term(first[unsigned(s + 7 * step)], second[unsigned(s + 7 * step)], x)
     scores[z], scores[z + 1], scores[z + 2], scores[z + 3] = a0, a1, a2, a3
     scores[z + 4], scores[z + 5], scores[z + 6], scores[z + 7] = a4, a5, a6, a7
 
@@ -115,11 +115,11 @@ def four_sums(term, first, second, layout, z, step, indices, values, start, end,
     """class_sums of classes z..z+3."""
     a0 = a1 = a2 = a3 = 0.0
     for k in range(start, end):
-        s, x = slot_of(layout, z, indices[at(k)]), values[at(k)]
-        a0 += term(first[at(s)], second[at(s)], x)
-        a1 += term(first[at(s + step)], second[at(s + step)], x)
-        a2 += term(first[at(s + 2 * step)], second[at(s + 2 * step)], x)
-        a3 += term(first[at(s + 3 * step)], second[at(s + 3 * step)], x)
+        s, x = slot_of(layout, z, indices[unsigned(k)]), values[unsigned(k)]
+        a0 += term(first[unsigned(s)], second[unsigned(s)], x)
+        a1 += term(first[unsigned(s + step)], second[unsigned(s + step)], x)
+        a2 += term(first[unsigned(s + 2 * step)], second[unsigned(s + 2 * step)], x)
+        a3 += term(first[unsigned(s + 3 * step)], second[unsigned(s + 3 * step)], x)
     scores[z], scores[z + 1], scores[z + 2], scores[z + 3] = a0, a1, a2, a3
 
 
@@ -128,9 +128,9 @@ def two_sums(term, first, second, layout, z, step, indices, values, start, end, 
     """class_sums of classes z and z+1."""
     a0 = a1 = 0.0
     for k in range(start, end):
-        s, x = slot_of(layout, z, indices[at(k)]), values[at(k)]
-        a0 += term(first[at(s)], second[at(s)], x)
-        a1 += term(first[at(s + step)], second[at(s + step)], x)
+        s, x = slot_of(layout, z, indices[unsigned(k)]), values[unsigned(k)]
+        a0 += term(first[unsigned(s)], second[unsigned(s)], x)
+        a1 += term(first[unsigned(s + step)], second[unsigned(s + step)], x)
     scores[z], scores[z + 1] = a0, a1
 
 
@@ -212,12 +212,12 @@ def write_delta(indices, values, start, end, layout, y, rival, delta_indices, de
     update each slot once, as for a merged binary row)."""
     n = end - start
     for t in range(n):
-        j = indices[at(start + t)]
-        x = values[at(start + t)]
-        delta_indices[at(t)] = slot_of(layout, y, j)
-        delta_values[at(t)] = x
-        delta_indices[at(n + t)] = slot_of(layout, rival, j)
-        delta_values[at(n + t)] = -x
+        j = indices[unsigned(start + t)]
+        x = values[unsigned(start + t)]
+        delta_indices[unsigned(t)] = slot_of(layout, y, j)
+        delta_values[unsigned(t)] = x
+        delta_indices[unsigned(n + t)] = slot_of(layout, rival, j)
+        delta_values[unsigned(n + t)] = -x
     return 2 * n
 
 

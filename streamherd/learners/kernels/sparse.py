@@ -11,7 +11,7 @@ entries the update has just written (in cache): never a pass over the whole stat
 import numpy as np
 from numba import njit
 
-from streamherd.io.positions import at
+from streamherd.io.positions import unsigned
 from streamherd.learners.kernels.prefetch import NO_ROW, prefetch, prefetch_rest, row_ahead
 
 
@@ -23,7 +23,7 @@ def dot_ahead(w, indices, values, start, end, ahead):
     for k in range(start, end):
         if ahead[0] + k - start < ahead[1]:   # the slot of the same rank in the row ahead
             prefetch(w, indices[ahead[0] + k - start])
-        total += w[at(indices[at(k)])] * values[at(k)]
+        total += w[unsigned(indices[unsigned(k)])] * values[unsigned(k)]
     prefetch_rest(w, indices, ahead, end - start)
     return total
 
@@ -37,7 +37,7 @@ def dot(w, indices, values, start, end):
 def squared_norm(values, start, end):
     total = 0.0
     for k in range(start, end):
-        total += values[at(k)] * values[at(k)]
+        total += values[unsigned(k)] * values[unsigned(k)]
     return total
 
 
@@ -54,8 +54,8 @@ def axpy(w, scale, indices, values, start, end):
     whether every entry it wrote is finite."""
     ok = True
     for k in range(start, end):
-        j = at(indices[at(k)])
-        w[j] += scale * values[at(k)]
+        j = unsigned(indices[unsigned(k)])
+        w[j] += scale * values[unsigned(k)]
         ok = ok and np.isfinite(w[j])
     return ok
 
