@@ -9,6 +9,8 @@ bias with the features, and ``predict`` keeps doing that for it (``RULES``).
 import numpy as np
 from numba import njit
 
+from streamherd.io.positions import unsigned
+
 NONE = "none"
 L2 = "l2"                  # unit L2 norm of the features, the bias kept
 L2_WITH_BIAS = "l2+bias"   # unit L2 norm of the whole row: models saved with normalize = true
@@ -40,14 +42,14 @@ def _scaled_norm(start, end, indices, values, kept_slot):
     underflow: the largest magnitude times the norm of the entries divided by it."""
     largest = 0.0
     for k in range(start, end):
-        if indices[k] != kept_slot:
-            largest = max(largest, abs(values[k]))
+        if indices[unsigned(k)] != kept_slot:
+            largest = max(largest, abs(values[unsigned(k)]))
     if largest == 0.0:
         return 0.0
     ratio2 = 0.0
     for k in range(start, end):
-        if indices[k] != kept_slot:
-            ratio2 += (values[k] / largest) * (values[k] / largest)
+        if indices[unsigned(k)] != kept_slot:
+            ratio2 += (values[unsigned(k)] / largest) * (values[unsigned(k)] / largest)
     return largest * np.sqrt(ratio2)
 
 
@@ -60,19 +62,19 @@ def unit_norm_rows(indptr, indices, values, kept_slot):
     for i in range(len(indptr) - 1):
         norm2 = 0.0
         for k in range(indptr[i], indptr[i + 1]):
-            if indices[k] != kept_slot:
-                norm2 += values[k] * values[k]
+            if indices[unsigned(k)] != kept_slot:
+                norm2 += values[unsigned(k)] * values[unsigned(k)]
         if SMALLEST_NORMAL <= norm2 < np.inf:
             scale = 1.0 / np.sqrt(norm2)
             for k in range(indptr[i], indptr[i + 1]):
-                if indices[k] != kept_slot:
-                    values[k] *= scale
+                if indices[unsigned(k)] != kept_slot:
+                    values[unsigned(k)] *= scale
             continue
         norm = _scaled_norm(indptr[i], indptr[i + 1], indices, values, kept_slot)
         if norm > 0.0:   # divided: 1 / norm may overflow where each value / norm is <= 1
             for k in range(indptr[i], indptr[i + 1]):
-                if indices[k] != kept_slot:
-                    values[k] /= norm
+                if indices[unsigned(k)] != kept_slot:
+                    values[unsigned(k)] /= norm
 
 
 def normalize(rule, indptr, indices, values, bias_slot):

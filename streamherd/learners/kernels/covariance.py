@@ -42,7 +42,7 @@ def pair_sums_ahead(terms, first, second, indices, values, start, end, ahead):
     b = 0.0
     for k in range(start, end):
         if ahead[0] + k - start < ahead[1]:   # the slot of the same rank in the row ahead
-            prefetch(first, indices[ahead[0] + k - start])
+            prefetch(first, indices[unsigned(ahead[0] + k - start)])
         j = unsigned(indices[unsigned(k)])
         x = values[unsigned(k)]
         term_a, term_b = terms(first[j], second[j], x)

@@ -26,6 +26,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from streamherd.io.positions import unsigned
+
 
 @intrinsic
 def prefetch(typingctx, array, index):
@@ -54,7 +56,7 @@ def prefetch(typingctx, array, index):
 def prefetch_row(w, indices, start, end):
     """Ask the cache for w at the slots of one row (a hint: no effect on results)."""
     for k in range(start, end):
-        prefetch(w, indices[k])
+        prefetch(w, indices[unsigned(k)])
 
 
 # Rows between the one being computed and the one whose slots are asked for.

@@ -22,7 +22,7 @@ def dot_ahead(w, indices, values, start, end, ahead):
     total = 0.0
     for k in range(start, end):
         if ahead[0] + k - start < ahead[1]:   # the slot of the same rank in the row ahead
-            prefetch(w, indices[ahead[0] + k - start])
+            prefetch(w, indices[unsigned(ahead[0] + k - start)])
         total += w[unsigned(indices[unsigned(k)])] * values[unsigned(k)]
     prefetch_rest(w, indices, ahead, end - start)
     return total
