@@ -46,7 +46,10 @@ def _run(env, *args):
     ["train", "--algo", "arow", "-b", "20", "--no-bias", "--skip-bad", "samples/sample.svm"],
     ["train", "--algo", "nherd-p", "-C", "auto", "samples/sample.svm"],   # the README's auto
     ["train", "--algo", "pa2", "-C", "auto", "samples/sample.vw"],
-], ids=["readme-train", "vw", "nherd-p", "arow-options", "nherd-p-auto", "pa2-auto"])
+    ["train", "-q", "ab", "--ignore", "c", "samples/sample.vw", "-f", "{tmp}/crossed.npz"],
+    ["train", "--cubic", "abc", "samples/sample.vw"],    # VW's crosses: one parse kernel
+], ids=["readme-train", "vw", "nherd-p", "arow-options", "nherd-p-auto", "pa2-auto",
+        "vw-crosses", "vw-cubic"])
 def test_the_usual_commands_compile_nothing_after_it(precompiled, tmp_path, command):
     env = precompiled[0]
     proc = _run(env, *(word.format(tmp=tmp_path) for word in command))
