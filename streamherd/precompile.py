@@ -22,10 +22,11 @@ parser of the format most of their compile time), the same on VW input with ``-q
 parser of a space that crosses namespaces), every binary learner but the ``-full``
 ones, multiclass ``--multiclass mira``, the voted perceptron's joint multiclass and ``herd``
 (both modes) with ``predict`` of their models, and ``-C auto``'s bank and one-versus-all's of
-nherd-p, arow-p and pa2 (README_BANKS). ``--all`` adds ``--audit`` (with and without crosses)
-and ``--hash all``, the ``-full`` learners, regression, joint and one-versus-all multiclass,
-``--normalize``, the other ``predict`` outputs (``--raw``, ``--proba``, ``--scores``) and the
-banks of the other families. The progress lines give each
+nherd-p, arow-p and pa2 (README_BANKS). ``--all`` adds the ``-full`` learners, regression,
+joint and one-versus-all multiclass, ``--normalize``, the other ``predict`` outputs (``--raw``,
+``--proba``, ``--scores``) and the banks of the other families. (``--audit``'s feature names
+and ``--hash all`` are parse kernels of their own too, 7-18 s each at a first run: left to it,
+as the install's time goes, see benchmarks/README.md.) The progress lines give each
 run's time.
 
 The README's ``train`` and ``predict`` run first, in this process: they compile the parsers and
@@ -71,9 +72,6 @@ DATA = {
 
 # the learners whose -C auto bank the default compiles: the README's two and train's default
 README_BANKS = ("nherd-p", "arow-p", "pa2")
-# the namespace flags of a space that crosses namespaces (every crossing flag, --ignore and --keep
-# share its parse kernel)
-CROSSED = {"quadratic": ("ab",)}
 
 
 def jobs(everything=False):
@@ -93,7 +91,7 @@ def jobs(everything=False):
     # VW's crosses: a space that crosses namespaces is a parse kernel of its own (its arguments'
     # types, FeatureSpace.kernel_params), some 20 s of compiling at a first -q run without this
     out.append(("train and predict -q ab, vw",
-                _binary("vw", "pa2", ("binary",), namespaces=CROSSED), None))
+                _binary("vw", "pa2", ("binary",), namespaces={"quadratic": ("ab",)}), None))
     for name in names:
         out.append((f"train and predict --algo {name}",
                     _binary("svmlight", name, ("binary",), bits=bits[name]), name))
@@ -117,14 +115,6 @@ def jobs(everything=False):
             out.append((f"train --algo {name} --multiclass ova",
                         _binary("svmlight", name, ("multiclass",), multiclass="ova"), name))
     if everything:
-        # the feature names of --audit (and of inspect --names) and --hash all: parse kernels of
-        # their own too (FeatureSpace.kernel_params), 7-40 s each at a first run without this
-        for fmt in DATA:
-            out.append((f"train --audit, {fmt}", _train(fmt, "binary", "pa2", audit=True), None))
-        out.append(("train --audit -q ab, vw",
-                    _train("vw", "binary", "pa2", audit=True, namespaces=CROSSED), None))
-        out.append(("train --hash all, vw",
-                    _train("vw", "binary", "pa2", namespaces={"hash_all": True}), None))
         for name in names:
             out.append((f"train --algo {name} --normalize",
                         _train("svmlight", "binary", name, bits=bits[name], normalize=True),
@@ -331,8 +321,8 @@ def _run_job(index, everything, scratch):
     watch = compilation.watch(quiet=True)
     started, compiling = time.perf_counter(), watch.seconds
     refusals = []
-    # the commands' own output (progress, notices, --audit's lines) is not this one's
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+    # the commands' own output (progress, notices) is not this one's
+    with contextlib.redirect_stderr(io.StringIO()):
         try:
             run(folder, everything, refusals)
         except Exception:
