@@ -25,8 +25,8 @@ ones, multiclass ``--multiclass mira``, the voted perceptron's joint multiclass 
 nherd-p, arow-p and pa2 (README_BANKS). ``--all`` adds the ``-full`` learners, regression,
 joint and one-versus-all multiclass, ``--normalize``, the other ``predict`` outputs (``--raw``,
 ``--proba``, ``--scores``) and the banks of the other families. (``--audit``'s feature names
-and ``--hash all`` are parse kernels of their own too, 7-18 s each at a first run: left to it,
-as the install's time goes, see benchmarks/README.md.) The progress lines give each
+and ``--hash all`` are parse kernels of their own too, left to their first run:
+benchmarks/README.md weighs them against the install's time.) The progress lines give each
 run's time.
 
 The README's ``train`` and ``predict`` run first, in this process: they compile the parsers and
@@ -89,7 +89,7 @@ def jobs(everything=False):
         out.append((f"train and predict, {fmt}", _binary(fmt, "pa2", ("binary", "binary10")),
                     None))
     # VW's crosses: a space that crosses namespaces is a parse kernel of its own (its arguments'
-    # types, FeatureSpace.kernel_params), some 20 s of compiling at a first -q run without this
+    # types, FeatureSpace.kernel_params), which a first -q run would compile without this
     out.append(("train and predict -q ab, vw",
                 _binary("vw", "pa2", ("binary",), namespaces={"quadratic": ("ab",)}), None))
     for name in names:
